@@ -1,0 +1,184 @@
+//! The rules that turn V8 samples into the spec's trace (see `shared/notes/v8-inspector-facts.md`):
+//! - `(root)`, `(program)`, `(idle)`, `(garbage collector)` are never frames; a sample whose leaf is one
+//!   of them has no `stackId`. Everything else (script, builtins, `RegExp: …`) is a frame.
+//! - The inspector's positions are 0-based, the spec's 1-based; unknown positions are omitted.
+//! - Markers: `gc` for GC samples, `script` with a JS stack, `other` for `(program)` (and the rare sample
+//!   on `(root)`), none for idle.
+//! - Timestamps: ms relative to a time origin on V8's clock, at microsecond precision.
+
+use crate::cpuprofile::{NodeKind, Profile, Sample};
+use crate::trace::{round_to_microseconds, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
+
+/// Converts samples of one profile into a [`TraceBuilder`], caching each node's frame and stack so a
+/// node is resolved once however many samples hit it. One converter per profile; many converters may
+/// feed one builder (a Profiler's trace spans several harvested chunks).
+pub struct ProfileConverter<'p> {
+    profile: &'p Profile,
+    /// `None` = not resolved yet; `Some(None)` = no JS stack (pseudo-nodes above any code).
+    stacks: Vec<Option<Option<u32>>>,
+    time_origin_us: f64,
+}
+
+impl<'p> ProfileConverter<'p> {
+    pub fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
+        ProfileConverter { profile, stacks: vec![None; profile.nodes.len()], time_origin_us }
+    }
+
+    fn frame(&self, builder: &mut TraceBuilder, node: u32) -> Frame {
+        let n = &self.profile.nodes[node as usize];
+        let url = self.profile.string(n.url);
+        let position = |v: i32| (v >= 0).then(|| v as u32 + 1);
+        Frame {
+            name: self.profile.string(n.name).to_owned(),
+            resource_id: (!url.is_empty()).then(|| builder.resource_id(url)),
+            line: position(n.line),
+            column: position(n.column),
+        }
+    }
+
+    /// The stack id of `node`'s path from the outermost code frame down to `node`. Pseudo-nodes on the
+    /// path are transparent (V8 puts them directly under `(root)`, but a hand-made profile may not).
+    pub fn stack_of(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
+        let mut chain = Vec::new();
+        let mut cursor = Some(node);
+        while let Some(n) = cursor {
+            if self.stacks[n as usize].is_some() {
+                break;
+            }
+            chain.push(n);
+            cursor = self.profile.nodes[n as usize].parent;
+        }
+        let mut stack = cursor.and_then(|n| self.stacks[n as usize].flatten());
+        // Outermost first, so parents get their ids before children, as in Chrome.
+        for &n in chain.iter().rev() {
+            if self.profile.nodes[n as usize].kind == NodeKind::Code {
+                let frame = self.frame(builder, n);
+                let frame_id = builder.frame_id(frame);
+                stack = Some(builder.stack_id(frame_id, stack));
+            }
+            self.stacks[n as usize] = Some(stack);
+        }
+        stack
+    }
+
+    /// The trace sample for one of this profile's samples.
+    pub fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
+        let kind = self.profile.nodes[sample.node as usize].kind;
+        let (stack_id, marker) = match kind {
+            NodeKind::Code => (self.stack_of(builder, sample.node), Some(Marker::Script)),
+            NodeKind::GarbageCollector => (None, Some(Marker::Gc)),
+            NodeKind::Program | NodeKind::Root => (None, Some(Marker::Other)),
+            NodeKind::Idle => (None, None),
+        };
+        let timestamp = round_to_microseconds((sample.time - self.time_origin_us) / 1000.0);
+        TraceSample { timestamp, stack_id, marker }
+    }
+}
+
+/// The whole profile as a trace, timestamps in ms relative to `time_origin_us` (V8's clock, µs).
+pub fn trace_from_profile(profile: &Profile, time_origin_us: f64) -> ProfilerTrace {
+    let mut builder = TraceBuilder::new();
+    let mut converter = ProfileConverter::new(profile, time_origin_us);
+    for sample in &profile.samples {
+        let s = converter.sample(&mut builder, sample);
+        builder.push_sample(s);
+    }
+    builder.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Stack;
+
+    fn node(id: u32, name: &str, url: &str, line: i32, col: i32, children: &[u32]) -> String {
+        format!(
+            r#"{{"id":{id},"callFrame":{{"functionName":"{name}","scriptId":"1","url":"{url}","lineNumber":{line},"columnNumber":{col}}},"children":{children:?}}}"#
+        )
+    }
+
+    /// root -> (program), (idle), (garbage collector), main -> [work -> now], main -> "" (anonymous)
+    fn profile() -> Profile {
+        let nodes = [
+            node(1, "(root)", "", -1, -1, &[2, 3, 4, 5]),
+            node(2, "(program)", "", -1, -1, &[]),
+            node(3, "(idle)", "", -1, -1, &[]),
+            node(4, "(garbage collector)", "", -1, -1, &[]),
+            node(5, "main", "file:///app/main.js", 0, 0, &[6, 8]),
+            node(6, "work", "file:///app/main.js", 9, 16, &[7]),
+            node(7, "now", "", -1, -1, &[]),
+            node(8, "", "node:internal/timers", 3, 2, &[]),
+        ]
+        .join(",");
+        let text = format!(
+            r#"{{"nodes":[{nodes}],"startTime":5000,"endTime":9000,"samples":[2,7,3,4,6,8,7,1],"timeDeltas":[1000,1000,500,250,-125,1000,1,1]}}"#
+        );
+        Profile::from_json(&text).unwrap()
+    }
+
+    #[test]
+    fn pseudo_nodes_are_never_frames_and_leave_no_stack() {
+        let t = trace_from_profile(&profile(), 5000.0);
+        assert!(t.frames.iter().all(|f| !f.name.starts_with('(')));
+        let s = &t.samples;
+        assert_eq!(s[0].stack_id, None);
+        assert_eq!(s[0].marker, Some(Marker::Other));
+        assert_eq!((s[2].stack_id, s[2].marker), (None, None), "idle: no stack, no marker");
+        assert_eq!((s[3].stack_id, s[3].marker), (None, Some(Marker::Gc)));
+        assert_eq!((s[7].stack_id, s[7].marker), (None, Some(Marker::Other)), "(root) leaf");
+    }
+
+    #[test]
+    fn frames_are_one_based_and_omit_unknowns() {
+        let t = trace_from_profile(&profile(), 5000.0);
+        let main = t.frames.iter().find(|f| f.name == "main").unwrap();
+        assert_eq!((main.line, main.column), (Some(1), Some(1)));
+        let work = t.frames.iter().find(|f| f.name == "work").unwrap();
+        assert_eq!((work.line, work.column), (Some(10), Some(17)));
+        let now = t.frames.iter().find(|f| f.name == "now").unwrap();
+        assert_eq!(now, &Frame { name: "now".into(), resource_id: None, line: None, column: None });
+        let anon = t.frames.iter().find(|f| f.name.is_empty()).unwrap();
+        assert_eq!(t.resources[anon.resource_id.unwrap() as usize], "node:internal/timers");
+        assert_eq!(t.resources, vec!["file:///app/main.js", "node:internal/timers"]);
+    }
+
+    #[test]
+    fn stacks_form_a_trie_with_parents_first() {
+        let t = trace_from_profile(&profile(), 5000.0);
+        let frame = |name: &str| t.frames.iter().position(|f| f.name == name).unwrap() as u32;
+        // sample 1 hits `now` under work under main: ids 0,1,2 in that order.
+        assert_eq!(t.stacks[0], Stack { frame_id: frame("main"), parent_id: None });
+        assert_eq!(t.stacks[1], Stack { frame_id: frame("work"), parent_id: Some(0) });
+        assert_eq!(t.stacks[2], Stack { frame_id: frame("now"), parent_id: Some(1) });
+        assert_eq!(t.samples[1].stack_id, Some(2));
+        assert_eq!(t.samples[4].stack_id, Some(1), "work's stack is shared, not duplicated");
+        assert_eq!(t.samples[6].stack_id, Some(2));
+        assert_eq!(t.stacks.len(), 4);
+    }
+
+    #[test]
+    fn timestamps_follow_the_signed_running_sum() {
+        let t = trace_from_profile(&profile(), 5000.0);
+        let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![1.0, 2.0, 2.5, 2.75, 2.625, 3.625, 3.626, 3.627]);
+        let shifted = trace_from_profile(&profile(), 4000.0);
+        assert_eq!(shifted.samples[0].timestamp, 2.0);
+    }
+
+    #[test]
+    fn identical_frames_from_distinct_nodes_are_deduplicated() {
+        // Two nodes with the same (name, url, line, column) under the root: one frame, one stack.
+        let nodes = [
+            node(1, "(root)", "", -1, -1, &[2, 3]),
+            node(2, "f", "file:///f.js", 1, 1, &[]),
+            node(3, "f", "file:///f.js", 1, 1, &[]),
+        ]
+        .join(",");
+        let text =
+            format!(r#"{{"nodes":[{nodes}],"startTime":0,"endTime":1,"samples":[2,3],"timeDeltas":[1,1]}}"#);
+        let t = trace_from_profile(&Profile::from_json(&text).unwrap(), 0.0);
+        assert_eq!(t.frames.len(), 1);
+        assert_eq!(t.stacks.len(), 1);
+        assert_eq!(t.samples[0].stack_id, t.samples[1].stack_id);
+    }
+}

@@ -1,0 +1,435 @@
+//! The V8 CPU profile (`nodes` + `samples` + `timeDeltas`), as the inspector's `Profiler.stop`,
+//! `node --cpu-prof` and Chrome DevTools write it, parsed and validated into a compact [`Profile`].
+//!
+//! Two roads lead here and share one validator ([`ProfileBuilder`]): JSON text parsed with serde
+//! (`fromCpuProfile`), and the columns the sampler packs from an inspector reply it already holds.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// What a node of V8's tree stands for. The four pseudo-nodes are never frames of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// `(root)`: the top of the tree.
+    Root,
+    /// `(program)`: native or VM work outside JS.
+    Program,
+    /// `(idle)`: Node's event loop waiting in its poll phase.
+    Idle,
+    /// `(garbage collector)`.
+    GarbageCollector,
+    /// Script functions, builtins (`now`, `dispatch`), `RegExp: …` code: everything that is a frame.
+    Code,
+}
+
+impl NodeKind {
+    fn classify(name: &str, url: &str) -> NodeKind {
+        if !url.is_empty() {
+            return NodeKind::Code;
+        }
+        match name {
+            "(root)" => NodeKind::Root,
+            "(program)" => NodeKind::Program,
+            "(idle)" => NodeKind::Idle,
+            "(garbage collector)" => NodeKind::GarbageCollector,
+            _ => NodeKind::Code,
+        }
+    }
+}
+
+/// One node of V8's call tree. Strings are indexes into [`Profile::strings`]; positions are the
+/// inspector's **0-based** values, `-1` when unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub parent: Option<u32>,
+    pub kind: NodeKind,
+    pub name: u32,
+    pub url: u32,
+    pub line: i32,
+    pub column: i32,
+}
+
+/// One sample: the leaf node it hit and its time in µs on V8's clock (the `process.hrtime` clock).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    pub node: u32,
+    pub time: f64,
+}
+
+/// A validated V8 CPU profile: a tree whose parents are known and acyclic, samples naming real nodes,
+/// sample times rebuilt from the signed running sum of `timeDeltas`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub nodes: Vec<Node>,
+    pub samples: Vec<Sample>,
+    pub strings: Vec<String>,
+    pub start_time: f64,
+    pub end_time: f64,
+}
+
+impl Profile {
+    pub fn string(&self, index: u32) -> &str {
+        &self.strings[index as usize]
+    }
+
+    /// Parses a V8 CPU profile from JSON text: a `.cpuprofile` file, or the inspector's
+    /// `Profiler.stop` result (`{ "profile": { … } }`).
+    pub fn from_json(text: &str) -> Result<Profile> {
+        let raw: RawProfile = serde_json::from_str(text).map_err(|e| {
+            if e.is_data() {
+                Error::invalid(format!("invalid V8 CPU profile: {e}"))
+            } else {
+                Error::syntax(format!("the CPU profile is not valid JSON: {e}"))
+            }
+        })?;
+        match raw.profile {
+            Some(inner) if raw.nodes.is_none() => inner.into_profile(),
+            _ => raw.into_profile(),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawProfile<'a> {
+    #[serde(borrow, default)]
+    nodes: Option<Vec<RawNode<'a>>>,
+    #[serde(default)]
+    start_time: Option<f64>,
+    #[serde(default)]
+    end_time: Option<f64>,
+    #[serde(default)]
+    samples: Option<Vec<i64>>,
+    #[serde(default)]
+    time_deltas: Option<Vec<f64>>,
+    /// The inspector's `Profiler.stop` reply wraps the profile in `{ "profile": … }`.
+    #[serde(borrow, default)]
+    profile: Option<Box<RawProfile<'a>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawNode<'a> {
+    id: i64,
+    #[serde(borrow)]
+    call_frame: RawCallFrame<'a>,
+    #[serde(default)]
+    children: Option<Vec<i64>>,
+    /// The older DevTools form names the parent instead of the children.
+    #[serde(default)]
+    parent: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawCallFrame<'a> {
+    #[serde(borrow, default)]
+    function_name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    url: Cow<'a, str>,
+    #[serde(default = "unknown_position")]
+    line_number: i64,
+    #[serde(default = "unknown_position")]
+    column_number: i64,
+}
+
+fn unknown_position() -> i64 {
+    -1
+}
+
+impl RawProfile<'_> {
+    fn into_profile(self) -> Result<Profile> {
+        let nodes = self.nodes.ok_or_else(|| {
+            Error::invalid("invalid V8 CPU profile: `nodes` is missing (a profile has nodes, startTime, samples and timeDeltas)")
+        })?;
+        let samples = self.samples.ok_or_else(|| Error::invalid("invalid V8 CPU profile: `samples` is missing"))?;
+        let deltas =
+            self.time_deltas.ok_or_else(|| Error::invalid("invalid V8 CPU profile: `timeDeltas` is missing"))?;
+        let start_time =
+            self.start_time.ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?;
+        let mut builder = ProfileBuilder::with_capacity(nodes.len());
+        for node in &nodes {
+            builder.add_node(
+                node.id,
+                &node.call_frame.function_name,
+                &node.call_frame.url,
+                node.call_frame.line_number,
+                node.call_frame.column_number,
+            )?;
+        }
+        for (index, node) in nodes.iter().enumerate() {
+            if let Some(children) = &node.children {
+                builder.set_children(index, children)?;
+            }
+            if let Some(parent) = node.parent {
+                builder.set_parent(index, parent)?;
+            }
+        }
+        let end_time = self.end_time.unwrap_or(start_time);
+        builder.finish(&samples, &deltas, start_time, end_time)
+    }
+}
+
+/// Validates and builds a [`Profile`] from nodes given one at a time, then their links, then samples.
+pub struct ProfileBuilder {
+    nodes: Vec<Node>,
+    ids: Vec<i64>,
+    index_of: HashMap<i64, u32>,
+    strings: Vec<String>,
+    string_index: HashMap<String, u32>,
+}
+
+impl ProfileBuilder {
+    pub fn with_capacity(nodes: usize) -> Self {
+        ProfileBuilder {
+            nodes: Vec::with_capacity(nodes),
+            ids: Vec::with_capacity(nodes),
+            index_of: HashMap::with_capacity(nodes),
+            strings: Vec::new(),
+            string_index: HashMap::new(),
+        }
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.string_index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_owned());
+        self.string_index.insert(s.to_owned(), i);
+        i
+    }
+
+    /// Adds a node; `line`/`column` are the inspector's 0-based values (negative = unknown).
+    pub fn add_node(&mut self, id: i64, name: &str, url: &str, line: i64, column: i64) -> Result<()> {
+        if self.nodes.len() >= u32::MAX as usize {
+            return Err(Error::invalid("invalid V8 CPU profile: too many nodes"));
+        }
+        let index = self.nodes.len() as u32;
+        if self.index_of.insert(id, index).is_some() {
+            return Err(Error::invalid(format!("invalid V8 CPU profile: node id {id} appears twice")));
+        }
+        let kind = NodeKind::classify(name, url);
+        let name = self.intern(name);
+        let url = self.intern(url);
+        let clamp = |v: i64| if v < 0 { -1 } else { v.min(i32::MAX as i64 - 1) as i32 };
+        self.nodes.push(Node { parent: None, kind, name, url, line: clamp(line), column: clamp(column) });
+        self.ids.push(id);
+        Ok(())
+    }
+
+    fn index(&self, id: i64, what: impl FnOnce() -> String) -> Result<u32> {
+        self.index_of
+            .get(&id)
+            .copied()
+            .ok_or_else(|| Error::invalid(format!("invalid V8 CPU profile: {} names unknown node id {id}", what())))
+    }
+
+    fn link(&mut self, parent: u32, child: u32) -> Result<()> {
+        let slot = &mut self.nodes[child as usize].parent;
+        match *slot {
+            Some(existing) if existing != parent => Err(Error::invalid(format!(
+                "invalid V8 CPU profile: node {} has two parents ({} and {}); the nodes must form a tree",
+                self.ids[child as usize], self.ids[existing as usize], self.ids[parent as usize]
+            ))),
+            _ if parent == child => Err(Error::invalid(format!(
+                "invalid V8 CPU profile: node {} is its own child (the node tree is cyclic)",
+                self.ids[child as usize]
+            ))),
+            _ => {
+                *slot = Some(parent);
+                Ok(())
+            }
+        }
+    }
+
+    /// Links the node at `index` (in insertion order) to its children, given by id.
+    pub fn set_children(&mut self, index: usize, children: &[i64]) -> Result<()> {
+        let parent = index as u32;
+        let parent_id = self.ids.get(index).copied().unwrap_or_default();
+        for &child_id in children {
+            let child = self.index(child_id, || format!("the children of node {parent_id}"))?;
+            self.link(parent, child)?;
+        }
+        Ok(())
+    }
+
+    /// Links the node at `index` to its parent, given by id (the older DevTools form).
+    pub fn set_parent(&mut self, index: usize, parent_id: i64) -> Result<()> {
+        let child_id = self.ids.get(index).copied().unwrap_or_default();
+        let parent = self.index(parent_id, || format!("the parent of node {child_id}"))?;
+        self.link(parent, index as u32)
+    }
+
+    /// Checks that following parents always ends at a node without one (no cycles), in O(nodes).
+    fn check_acyclic(&self) -> Result<()> {
+        // 0 = unvisited, 1 = on the current path, 2 = known to reach a top node.
+        let mut state = vec![0u8; self.nodes.len()];
+        let mut path = Vec::new();
+        for start in 0..self.nodes.len() {
+            let mut cursor = Some(start as u32);
+            while let Some(node) = cursor {
+                match state[node as usize] {
+                    2 => break,
+                    1 => {
+                        return Err(Error::invalid(format!(
+                            "invalid V8 CPU profile: the node tree is cyclic (node {} is its own ancestor)",
+                            self.ids[node as usize]
+                        )))
+                    }
+                    _ => {
+                        state[node as usize] = 1;
+                        path.push(node);
+                        cursor = self.nodes[node as usize].parent;
+                    }
+                }
+            }
+            for node in path.drain(..) {
+                state[node as usize] = 2;
+            }
+        }
+        Ok(())
+    }
+
+    /// Validates the tree and the samples; sample times are `start_time` plus the signed running sum of
+    /// `deltas` (V8 may reorder samples, so a delta can be negative; the order is kept as V8 gave it).
+    pub fn finish(self, samples: &[i64], deltas: &[f64], start_time: f64, end_time: f64) -> Result<Profile> {
+        if samples.len() != deltas.len() {
+            return Err(Error::invalid(format!(
+                "invalid V8 CPU profile: samples ({}) and timeDeltas ({}) have different lengths",
+                samples.len(),
+                deltas.len()
+            )));
+        }
+        if !start_time.is_finite() || !end_time.is_finite() {
+            return Err(Error::invalid("invalid V8 CPU profile: startTime and endTime must be finite numbers"));
+        }
+        self.check_acyclic()?;
+        let mut time = start_time;
+        let mut out = Vec::with_capacity(samples.len());
+        for (i, (&id, &delta)) in samples.iter().zip(deltas).enumerate() {
+            if !delta.is_finite() {
+                return Err(Error::invalid(format!("invalid V8 CPU profile: timeDeltas[{i}] is not a finite number")));
+            }
+            time += delta;
+            let node = self.index(id, || format!("samples[{i}]"))?;
+            out.push(Sample { node, time });
+        }
+        Ok(Profile { nodes: self.nodes, samples: out, strings: self.strings, start_time, end_time })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    const SMALL: &str = r#"{"nodes":[
+        {"id":1,"callFrame":{"functionName":"(root)","scriptId":"0","url":"","lineNumber":-1,"columnNumber":-1},"hitCount":0,"children":[2,3]},
+        {"id":2,"callFrame":{"functionName":"(program)","scriptId":"0","url":"","lineNumber":-1,"columnNumber":-1},"hitCount":1},
+        {"id":3,"callFrame":{"functionName":"main","scriptId":"7","url":"file:///app/a.js","lineNumber":4,"columnNumber":13},"hitCount":1}
+      ],"startTime":1000,"endTime":2000,"samples":[2,3,3],"timeDeltas":[10,20,-5]}"#;
+
+    #[test]
+    fn parses_tree_samples_and_signed_times() {
+        let p = Profile::from_json(SMALL).unwrap();
+        assert_eq!(p.nodes.len(), 3);
+        assert_eq!(p.nodes[0].kind, NodeKind::Root);
+        assert_eq!(p.nodes[1].kind, NodeKind::Program);
+        assert_eq!(p.nodes[2].kind, NodeKind::Code);
+        assert_eq!(p.nodes[2].parent, Some(0));
+        assert_eq!(p.string(p.nodes[2].url), "file:///app/a.js");
+        assert_eq!((p.nodes[2].line, p.nodes[2].column), (4, 13));
+        let times: Vec<f64> = p.samples.iter().map(|s| s.time).collect();
+        assert_eq!(times, vec![1010.0, 1030.0, 1025.0]);
+    }
+
+    #[test]
+    fn accepts_the_inspector_reply_wrapper() {
+        let wrapped = format!("{{\"profile\":{SMALL}}}");
+        assert_eq!(Profile::from_json(&wrapped).unwrap(), Profile::from_json(SMALL).unwrap());
+    }
+
+    #[test]
+    fn accepts_parent_links() {
+        let text = r#"{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":""}},
+            {"id":2,"parent":1,"callFrame":{"functionName":"f","url":"file:///f.js","lineNumber":0,"columnNumber":0}}],
+            "startTime":0,"endTime":1,"samples":[2],"timeDeltas":[1]}"#;
+        let p = Profile::from_json(text).unwrap();
+        assert_eq!(p.nodes[1].parent, Some(0));
+    }
+
+    fn err(text: &str) -> Error {
+        Profile::from_json(text).unwrap_err()
+    }
+
+    #[test]
+    fn rejects_text_that_is_not_json_as_syntax() {
+        let e = err("{nodes:");
+        assert_eq!(e.kind, ErrorKind::Syntax);
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+    }
+
+    #[test]
+    fn rejects_missing_arrays() {
+        let e = err(r#"{"startTime":0,"samples":[],"timeDeltas":[]}"#);
+        assert_eq!(e.kind, ErrorKind::Type);
+        assert!(e.message.contains("`nodes` is missing"), "{}", e.message);
+        let e = err(r#"{"nodes":[],"startTime":0,"timeDeltas":[]}"#);
+        assert!(e.message.contains("`samples` is missing"), "{}", e.message);
+        let e = err(r#"{"nodes":[],"startTime":0,"samples":[]}"#);
+        assert!(e.message.contains("`timeDeltas` is missing"), "{}", e.message);
+        let e = err(r#"{"nodes":{},"startTime":0,"samples":[],"timeDeltas":[]}"#);
+        assert_eq!(e.kind, ErrorKind::Type);
+    }
+
+    #[test]
+    fn rejects_length_mismatch() {
+        let e = err(&SMALL.replace("[10,20,-5]", "[10,20]"));
+        assert!(e.message.contains("samples (3) and timeDeltas (2)"), "{}", e.message);
+    }
+
+    #[test]
+    fn rejects_unknown_sample_node() {
+        let e = err(&SMALL.replace("[2,3,3]", "[2,3,9]"));
+        assert!(e.message.contains("samples[2] names unknown node id 9"), "{}", e.message);
+    }
+
+    #[test]
+    fn rejects_unknown_child_and_duplicate_ids() {
+        let e = err(&SMALL.replace("[2,3]", "[2,42]"));
+        assert!(e.message.contains("unknown node id 42"), "{}", e.message);
+        let e = err(&SMALL.replace("\"id\":3", "\"id\":2"));
+        assert!(e.message.contains("appears twice"), "{}", e.message);
+    }
+
+    #[test]
+    fn rejects_cycles() {
+        // 2 -> 3 -> 2, detached from the root.
+        let text = r#"{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":""}},
+            {"id":2,"callFrame":{"functionName":"a","url":""},"children":[3]},
+            {"id":3,"callFrame":{"functionName":"b","url":""},"children":[2]}],
+            "startTime":0,"samples":[2],"timeDeltas":[1]}"#;
+        let e = err(text);
+        assert!(e.message.contains("cyclic"), "{}", e.message);
+        let selfloop = r#"{"nodes":[{"id":1,"callFrame":{"functionName":"a","url":""},"children":[1]}],
+            "startTime":0,"samples":[],"timeDeltas":[]}"#;
+        assert!(err(selfloop).message.contains("cyclic"));
+        let two_parents = r#"{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":""},"children":[2,3]},
+            {"id":2,"callFrame":{"functionName":"a","url":""},"children":[3]},
+            {"id":3,"callFrame":{"functionName":"b","url":""}}],
+            "startTime":0,"samples":[],"timeDeltas":[]}"#;
+        assert!(err(two_parents).message.contains("two parents"));
+    }
+
+    #[test]
+    fn pseudo_names_with_a_url_are_code() {
+        assert_eq!(NodeKind::classify("(idle)", "file:///x.js"), NodeKind::Code);
+        assert_eq!(NodeKind::classify("(idle)", ""), NodeKind::Idle);
+        assert_eq!(NodeKind::classify("(garbage collector)", ""), NodeKind::GarbageCollector);
+    }
+}

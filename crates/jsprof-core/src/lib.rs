@@ -1,0 +1,17 @@
+//! The pure-Rust core of jsprof-node. Nothing here knows about Node or napi: the binding crate converts
+//! types, and everything that decides what a trace contains lives here, covered by `cargo test`.
+//!
+//! A sample walks: V8 profile (`cpuprofile`) -> optional per-Profiler selection (`recording`) ->
+//! the spec's rules (`convert`) -> the `ProfilerTrace` tables (`trace`).
+
+pub mod convert;
+pub mod cpuprofile;
+pub mod error;
+pub mod recording;
+pub mod trace;
+
+pub use convert::trace_from_profile;
+pub use cpuprofile::{Profile, ProfileBuilder};
+pub use error::{Error, ErrorKind, Result};
+pub use recording::{Chunk, Recording};
+pub use trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};

@@ -1,0 +1,223 @@
+//! What one `Profiler` keeps of the samples its thread's shared sampler harvests.
+//!
+//! The sampler runs V8 at the smallest interval any live Profiler asked for and harvests V8's profile
+//! in [`Chunk`]s. Each Profiler owns a [`Recording`] that takes, from every chunk, only the samples in
+//! its own window (from its construction to its `stop()` call) and at (about) its own interval, and
+//! never more than its `maxBufferSize`. Chunks are shared (`Arc`): profilers that overlap keep one copy.
+
+use std::sync::Arc;
+
+use crate::convert::ProfileConverter;
+use crate::cpuprofile::Profile;
+use crate::trace::{ProfilerTrace, TraceBuilder};
+
+/// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
+#[derive(Debug)]
+pub struct Chunk {
+    pub profile: Profile,
+    pub interval_us: f64,
+}
+
+/// The result of offering a chunk to a recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Added {
+    /// Samples of the chunk this recording keeps.
+    pub accepted: usize,
+    /// True the first time a sample would have exceeded the buffer: dispatch `samplebufferfull`.
+    pub became_full: bool,
+}
+
+#[derive(Debug)]
+pub struct Recording {
+    start_us: f64,
+    interval_us: f64,
+    max_samples: u32,
+    stop_us: Option<f64>,
+    chunks: Vec<Arc<Chunk>>,
+    /// (index into `chunks`, index into that chunk's samples), in V8's order.
+    selected: Vec<(u32, u32)>,
+    next_due_us: f64,
+    full: bool,
+}
+
+impl Recording {
+    /// A recording of samples taken from `start_us` on (V8's clock), one every `interval_us`, at most
+    /// `max_samples` of them.
+    pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
+        Recording {
+            start_us,
+            interval_us,
+            max_samples,
+            stop_us: None,
+            chunks: Vec::new(),
+            selected: Vec::new(),
+            next_due_us: start_us,
+            full: false,
+        }
+    }
+
+    /// Samples taken after `stop_us` are not kept (the spec: samples after `stop()` are excluded).
+    pub fn stop_at(&mut self, stop_us: f64) {
+        self.stop_us = Some(self.stop_us.map_or(stop_us, |s| s.min(stop_us)));
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
+    pub fn sample_count(&self) -> usize {
+        self.selected.len()
+    }
+
+    /// The number of chunks this recording holds on to.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Takes this recording's samples from a harvested chunk. Once full it takes nothing more, so its
+    /// memory stops growing.
+    pub fn add_chunk(&mut self, chunk: &Arc<Chunk>) -> Added {
+        let mut added = Added::default();
+        if self.full {
+            return added;
+        }
+        let chunk_index = self.chunks.len() as u32;
+        // Half a sampler tick of slack, so a profiler whose interval equals the sampler's keeps every
+        // sample despite jitter, and one at 10x the sampler's interval keeps about every 10th.
+        let slack = chunk.interval_us.min(self.interval_us) / 2.0;
+        for (i, sample) in chunk.profile.samples.iter().enumerate() {
+            let t = sample.time;
+            if t < self.start_us || self.stop_us.is_some_and(|stop| t > stop) || t < self.next_due_us {
+                continue;
+            }
+            if self.selected.len() >= self.max_samples as usize {
+                self.full = true;
+                added.became_full = true;
+                break;
+            }
+            self.selected.push((chunk_index, i as u32));
+            self.next_due_us = t + self.interval_us - slack;
+            added.accepted += 1;
+        }
+        if added.accepted > 0 {
+            self.chunks.push(Arc::clone(chunk));
+        }
+        added
+    }
+
+    /// The spec's trace of the kept samples, timestamps relative to `time_origin_us` (V8's clock).
+    pub fn build(&self, time_origin_us: f64) -> ProfilerTrace {
+        let mut builder = TraceBuilder::new();
+        let mut converters: Vec<ProfileConverter> =
+            self.chunks.iter().map(|c| ProfileConverter::new(&c.profile, time_origin_us)).collect();
+        for &(chunk, sample) in &self.selected {
+            let profile = &self.chunks[chunk as usize].profile;
+            let s = converters[chunk as usize].sample(&mut builder, &profile.samples[sample as usize]);
+            builder.push_sample(s);
+        }
+        builder.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuprofile::ProfileBuilder;
+
+    /// A chunk with one code node and samples at the given times (µs).
+    fn chunk(times: &[f64], interval_us: f64) -> Arc<Chunk> {
+        let mut b = ProfileBuilder::with_capacity(2);
+        b.add_node(1, "(root)", "", -1, -1).unwrap();
+        b.add_node(2, "f", "file:///f.js", 0, 0).unwrap();
+        b.set_children(0, &[2]).unwrap();
+        let mut deltas = Vec::new();
+        let mut last = 0.0;
+        for &t in times {
+            deltas.push(t - last);
+            last = t;
+        }
+        let samples = vec![2; times.len()];
+        let profile = b.finish(&samples, &deltas, 0.0, last).unwrap();
+        Arc::new(Chunk { profile, interval_us: interval_us })
+    }
+
+    fn every(from: f64, to: f64, step: f64) -> Vec<f64> {
+        let mut v = Vec::new();
+        let mut t = from;
+        while t <= to {
+            v.push(t);
+            t += step;
+        }
+        v
+    }
+
+    #[test]
+    fn keeps_only_its_window() {
+        let mut r = Recording::new(5_000.0, 1_000.0, 1000);
+        r.stop_at(9_000.0);
+        let added = r.add_chunk(&chunk(&every(1_000.0, 20_000.0, 1_000.0), 1_000.0));
+        assert_eq!(added, Added { accepted: 5, became_full: false });
+        let t = r.build(5_000.0);
+        let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn same_interval_keeps_every_jittery_sample() {
+        let times = [1_000.0, 1_900.0, 3_050.0, 3_980.0, 5_020.0];
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        assert_eq!(r.add_chunk(&chunk(&times, 1_000.0)).accepted, 5);
+    }
+
+    #[test]
+    fn a_slower_profiler_gets_about_its_own_interval() {
+        let mut r = Recording::new(0.0, 10_000.0, 10_000);
+        let added = r.add_chunk(&chunk(&every(0.0, 1_000_000.0, 1_000.0), 1_000.0));
+        // One second at 1 ms, kept at 10 ms: about 100 samples.
+        assert!((99..=101).contains(&added.accepted), "{added:?}");
+        let t = r.build(0.0);
+        for pair in t.samples.windows(2) {
+            let gap = pair[1].timestamp - pair[0].timestamp;
+            assert!((9.0..=11.0).contains(&gap), "gap {gap}");
+        }
+    }
+
+    #[test]
+    fn the_buffer_limit_holds_and_reports_once() {
+        let mut r = Recording::new(0.0, 1_000.0, 3);
+        let first = r.add_chunk(&chunk(&every(1_000.0, 10_000.0, 1_000.0), 1_000.0));
+        assert_eq!(first, Added { accepted: 3, became_full: true });
+        assert!(r.is_full());
+        let second = r.add_chunk(&chunk(&every(11_000.0, 20_000.0, 1_000.0), 1_000.0));
+        assert_eq!(second, Added { accepted: 0, became_full: false });
+        assert_eq!(r.chunk_count(), 1, "a full recording holds no new chunk");
+        assert_eq!(r.build(0.0).samples.len(), 3);
+    }
+
+    #[test]
+    fn exactly_full_is_not_overflow() {
+        let mut r = Recording::new(0.0, 1_000.0, 3);
+        let added = r.add_chunk(&chunk(&[1_000.0, 2_000.0, 3_000.0], 1_000.0));
+        assert_eq!(added, Added { accepted: 3, became_full: false });
+        let next = r.add_chunk(&chunk(&[4_000.0], 1_000.0));
+        assert_eq!(next, Added { accepted: 0, became_full: true });
+    }
+
+    #[test]
+    fn zero_max_fills_on_the_first_sample() {
+        let mut r = Recording::new(0.0, 1_000.0, 0);
+        assert_eq!(r.add_chunk(&chunk(&[1_000.0], 1_000.0)), Added { accepted: 0, became_full: true });
+    }
+
+    #[test]
+    fn spans_several_chunks_with_one_set_of_tables() {
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+        r.add_chunk(&chunk(&[3_000.0, 4_000.0], 1_000.0));
+        let t = r.build(0.0);
+        assert_eq!(t.samples.len(), 4);
+        assert_eq!(t.frames.len(), 1, "the same function in two chunks is one frame");
+        assert_eq!(t.stacks.len(), 1);
+        assert!(t.samples.iter().all(|s| s.stack_id == Some(0)));
+    }
+}

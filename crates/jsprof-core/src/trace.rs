@@ -1,0 +1,183 @@
+//! The spec's `ProfilerTrace` and the builder that fills its three dedup tables, in the shape of Blink's
+//! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
+//! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// `ProfilerFrame`. `line`/`column` are 1-based and absent when unknown; `resourceId` is absent when
+/// the code has no script URL (builtins, `eval`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Frame {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+}
+
+/// `ProfilerStack`: one node of the stack trie; `parentId` absent at the outermost frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stack {
+    pub frame_id: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<u32>,
+}
+
+/// `ProfilerMarker`: what the VM was doing. Node can tell three of the spec's six apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Marker {
+    Script,
+    Gc,
+    Style,
+    Layout,
+    Paint,
+    Other,
+}
+
+impl Marker {
+    /// The small integer the binding uses to pass markers in a typed array (0 = none).
+    pub fn code(marker: Option<Marker>) -> u8 {
+        match marker {
+            None => 0,
+            Some(Marker::Script) => 1,
+            Some(Marker::Gc) => 2,
+            Some(Marker::Other) => 3,
+            Some(Marker::Style) => 4,
+            Some(Marker::Layout) => 5,
+            Some(Marker::Paint) => 6,
+        }
+    }
+}
+
+/// `ProfilerSample`: `timestamp` in ms, `stackId` absent when the sample has no JS stack.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceSample {
+    pub timestamp: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<Marker>,
+}
+
+/// `ProfilerTrace`, with the spec's member order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfilerTrace {
+    pub resources: Vec<String>,
+    pub frames: Vec<Frame>,
+    pub stacks: Vec<Stack>,
+    pub samples: Vec<TraceSample>,
+}
+
+/// The three dedup tables plus the samples; hand it frames and stacks, take the trace at the end.
+#[derive(Default)]
+pub struct TraceBuilder {
+    trace: ProfilerTrace,
+    resource_ids: HashMap<String, u32>,
+    frame_ids: HashMap<Frame, u32>,
+    stack_ids: HashMap<(u32, Option<u32>), u32>,
+}
+
+impl TraceBuilder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn resource_id(&mut self, url: &str) -> u32 {
+        if let Some(&id) = self.resource_ids.get(url) {
+            return id;
+        }
+        let id = self.trace.resources.len() as u32;
+        self.trace.resources.push(url.to_owned());
+        self.resource_ids.insert(url.to_owned(), id);
+        id
+    }
+
+    pub fn frame_id(&mut self, frame: Frame) -> u32 {
+        if let Some(&id) = self.frame_ids.get(&frame) {
+            return id;
+        }
+        let id = self.trace.frames.len() as u32;
+        self.trace.frames.push(frame.clone());
+        self.frame_ids.insert(frame, id);
+        id
+    }
+
+    pub fn stack_id(&mut self, frame_id: u32, parent_id: Option<u32>) -> u32 {
+        *self.stack_ids.entry((frame_id, parent_id)).or_insert_with(|| {
+            self.trace.stacks.push(Stack { frame_id, parent_id });
+            self.trace.stacks.len() as u32 - 1
+        })
+    }
+
+    pub fn push_sample(&mut self, sample: TraceSample) {
+        self.trace.samples.push(sample);
+    }
+
+    pub fn finish(self) -> ProfilerTrace {
+        self.trace
+    }
+}
+
+/// Rounds a time in ms to the microsecond precision the spec's timestamps carry.
+pub fn round_to_microseconds(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedups_every_table_and_keeps_first_use_order() {
+        let mut b = TraceBuilder::new();
+        let r0 = b.resource_id("file:///a.js");
+        let r1 = b.resource_id("node:internal/timers");
+        assert_eq!((r0, r1, b.resource_id("file:///a.js")), (0, 1, 0));
+        let f = |name: &str, line| Frame { name: name.into(), resource_id: Some(0), line: Some(line), column: Some(1) };
+        let fa = b.frame_id(f("a", 1));
+        let fb = b.frame_id(f("b", 2));
+        assert_eq!(b.frame_id(f("a", 1)), fa);
+        assert_ne!(b.frame_id(f("a", 3)), fa, "a different line is a different frame");
+        let sa = b.stack_id(fa, None);
+        let sb = b.stack_id(fb, Some(sa));
+        assert_eq!(b.stack_id(fb, Some(sa)), sb);
+        assert_ne!(b.stack_id(fb, None), sb);
+        let t = b.finish();
+        assert_eq!(t.resources, vec!["file:///a.js", "node:internal/timers"]);
+        assert_eq!(t.frames.len(), 3);
+        assert_eq!(t.stacks[1], Stack { frame_id: fb, parent_id: Some(sa) });
+    }
+
+    #[test]
+    fn serializes_absent_members_as_absent_and_round_trips() {
+        let t = ProfilerTrace {
+            resources: vec![],
+            frames: vec![Frame { name: String::new(), resource_id: None, line: None, column: None }],
+            stacks: vec![Stack { frame_id: 0, parent_id: None }],
+            samples: vec![
+                TraceSample { timestamp: 1.5, stack_id: Some(0), marker: Some(Marker::Script) },
+                TraceSample { timestamp: 2.0, stack_id: None, marker: None },
+            ],
+        };
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(
+            json,
+            r#"{"resources":[],"frames":[{"name":""}],"stacks":[{"frameId":0}],"samples":[{"timestamp":1.5,"stackId":0,"marker":"script"},{"timestamp":2.0}]}"#
+        );
+        assert_eq!(serde_json::from_str::<ProfilerTrace>(&json).unwrap(), t);
+    }
+
+    #[test]
+    fn rounds_to_microseconds() {
+        assert_eq!(round_to_microseconds(1.23456), 1.235);
+        assert_eq!(round_to_microseconds(-0.0004), -0.0);
+    }
+}
