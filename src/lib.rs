@@ -1,1 +1,261 @@
+#![deny(clippy::all)]
+//! The napi binding of jsprof-node: it only converts types between Node and `jsprof-core`.
+//! Everything that decides what a trace contains lives in the core; the WebIDL behaviour lives in the
+//! hand-written JS facade (`index.js`).
+//!
+//! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
+//! (`TypeError: …`, `SyntaxError: …`). Every export catches panics, so no Rust panic reaches Node.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use jsprof_core::{self as core, ErrorKind, Marker, ProfilerTrace};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+pub(crate) fn core_error(e: core::Error) -> Error {
+    let constructor = match e.kind {
+        ErrorKind::Syntax => "SyntaxError",
+        ErrorKind::Type => "TypeError",
+    };
+    Error::new(Status::InvalidArg, format!("{constructor}: {}", e.message))
+}
+
+/// Runs `f`, turning a panic into a JS `Error` (for work that runs off the main thread, where
+/// `#[napi(catch_unwind)]` does not reach).
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(Error::from_reason(format!("jsprof-node internal error in {what}: {detail}")))
+    })
+}
+
+/// A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text
+/// (`JSON.parse` is V8's fastest object factory) and the samples, which dominate, as columns the
+/// facade zips into `{ timestamp, stackId?, marker? }` objects.
+#[napi(object)]
+pub struct TraceParts {
+    /// `{"resources":[…],"frames":[…],"stacks":[…]}`
+    pub tables: String,
+    pub timestamps: Float64Array,
+    /// -1 where the sample has no stack.
+    pub stack_ids: Int32Array,
+    /// 0 none, 1 script, 2 gc, 3 other, 4 style, 5 layout, 6 paint.
+    pub markers: Uint8Array,
+}
+
+/// [`TraceParts`] before the typed arrays exist: plain data that can be built off the main thread.
+pub struct PlainParts {
+    tables: String,
+    timestamps: Vec<f64>,
+    stack_ids: Vec<i32>,
+    markers: Vec<u8>,
+}
+
+impl PlainParts {
+    pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
+        #[derive(serde::Serialize)]
+        struct Tables<'a> {
+            resources: &'a [String],
+            frames: &'a [core::Frame],
+            stacks: &'a [core::Stack],
+        }
+        let tables =
+            serde_json::to_string(&Tables { resources: &trace.resources, frames: &trace.frames, stacks: &trace.stacks })
+                .map_err(|e| Error::from_reason(e.to_string()))?;
+        let n = trace.samples.len();
+        let (mut timestamps, mut stack_ids, mut markers) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        for s in &trace.samples {
+            timestamps.push(s.timestamp);
+            stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
+            markers.push(Marker::code(s.marker));
+        }
+        Ok(PlainParts { tables, timestamps, stack_ids, markers })
+    }
+
+    pub(crate) fn into_js(self) -> TraceParts {
+        TraceParts {
+            tables: self.tables,
+            timestamps: Float64Array::new(self.timestamps),
+            stack_ids: Int32Array::new(self.stack_ids),
+            markers: Uint8Array::new(self.markers),
+        }
+    }
+}
+
+/// `fromCpuProfile` on JSON text: parse, validate and convert, timestamps relative to `timeOriginUs`
+/// (default: the profile's `startTime`).
+#[napi(catch_unwind)]
+pub fn convert_cpu_profile(text: String, time_origin_us: Option<f64>) -> Result<TraceParts> {
+    let profile = core::Profile::from_json(&text).map_err(core_error)?;
+    let origin = time_origin_us.unwrap_or(profile.start_time);
+    let trace = core::trace_from_profile(&profile, origin);
+    Ok(PlainParts::from_trace(trace)?.into_js())
+}
+
+/// The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
+/// object (Node parsed it; going back to JSON text would cost the main thread as much again).
+#[napi(object)]
+pub struct InspectorColumns {
+    pub ids: Int32Array,
+    /// For each node, how many of `children` are its children (in node order).
+    pub child_counts: Uint32Array,
+    pub children: Int32Array,
+    /// Indexes into `strings`.
+    pub names: Uint32Array,
+    pub urls: Uint32Array,
+    pub lines: Int32Array,
+    pub columns: Int32Array,
+    pub strings: Vec<String>,
+    pub samples: Int32Array,
+    pub time_deltas: Float64Array,
+    pub start_time: f64,
+    pub end_time: f64,
+}
+
+/// One harvest of the per-thread sampler, shared by every Recording that keeps samples from it.
+#[napi]
+pub struct Chunk {
+    inner: Arc<core::Chunk>,
+}
+
+#[napi]
+impl Chunk {
+    /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at.
+    #[napi(factory, catch_unwind)]
+    pub fn from_inspector(columns: InspectorColumns, interval_us: f64) -> Result<Chunk> {
+        let c = &columns;
+        let n = c.ids.len();
+        let same_length = [c.child_counts.len(), c.names.len(), c.urls.len(), c.lines.len(), c.columns.len()];
+        if same_length.iter().any(|&len| len != n) {
+            return Err(core_error(core::Error::invalid("inspector columns have different lengths")));
+        }
+        let string = |i: u32| {
+            c.strings
+                .get(i as usize)
+                .map(String::as_str)
+                .ok_or_else(|| core_error(core::Error::invalid("string index out of range")))
+        };
+        let mut builder = core::ProfileBuilder::with_capacity(n);
+        for i in 0..n {
+            builder
+                .add_node(
+                    c.ids[i] as i64,
+                    string(c.names[i])?,
+                    string(c.urls[i])?,
+                    c.lines[i] as i64,
+                    c.columns[i] as i64,
+                )
+                .map_err(core_error)?;
+        }
+        let mut offset = 0usize;
+        let mut ids: Vec<i64> = Vec::new();
+        for i in 0..n {
+            let count = c.child_counts[i] as usize;
+            let end = offset.checked_add(count).filter(|&e| e <= c.children.len());
+            let end = end.ok_or_else(|| core_error(core::Error::invalid("child counts exceed children")))?;
+            ids.clear();
+            ids.extend(c.children[offset..end].iter().map(|&id| id as i64));
+            builder.set_children(i, &ids).map_err(core_error)?;
+            offset = end;
+        }
+        let samples: Vec<i64> = c.samples.iter().map(|&id| id as i64).collect();
+        let profile = builder.finish(&samples, &c.time_deltas, c.start_time, c.end_time).map_err(core_error)?;
+        Ok(Chunk { inner: Arc::new(core::Chunk { profile, interval_us }) })
+    }
+
+    /// A chunk from a V8 profile as JSON text (the fallback when no columns can be packed).
+    #[napi(factory, catch_unwind)]
+    pub fn from_json(text: String, interval_us: f64) -> Result<Chunk> {
+        let profile = core::Profile::from_json(&text).map_err(core_error)?;
+        Ok(Chunk { inner: Arc::new(core::Chunk { profile, interval_us }) })
+    }
+
+    #[napi(getter)]
+    pub fn sample_count(&self) -> u32 {
+        self.inner.profile.samples.len() as u32
+    }
+
+    /// The time (µs, V8's clock) of the chunk's first and last samples in V8's order, or NaN.
+    #[napi(getter)]
+    pub fn first_sample_time(&self) -> f64 {
+        self.inner.profile.samples.first().map_or(f64::NAN, |s| s.time)
+    }
+
+    #[napi(getter)]
+    pub fn last_sample_time(&self) -> f64 {
+        self.inner.profile.samples.last().map_or(f64::NAN, |s| s.time)
+    }
+}
+
+/// What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks.
+#[napi]
+pub struct Recording {
+    inner: core::Recording,
+}
+
+#[napi(object)]
+pub struct Added {
+    pub accepted: u32,
+    pub became_full: bool,
+}
+
+#[napi]
+impl Recording {
+    /// `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`.
+    #[napi(constructor)]
+    pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
+        Recording { inner: core::Recording::new(start_us, interval_us, max_samples) }
+    }
+
+    #[napi(catch_unwind)]
+    pub fn add_chunk(&mut self, chunk: &Chunk) -> Added {
+        let added = self.inner.add_chunk(&chunk.inner);
+        Added { accepted: added.accepted as u32, became_full: added.became_full }
+    }
+
+    #[napi]
+    pub fn stop_at(&mut self, stop_us: f64) {
+        self.inner.stop_at(stop_us);
+    }
+
+    #[napi(getter)]
+    pub fn sample_count(&self) -> u32 {
+        self.inner.sample_count() as u32
+    }
+
+    #[napi(getter)]
+    pub fn is_full(&self) -> bool {
+        self.inner.is_full()
+    }
+
+    /// Builds the trace off the main thread. The recording hands its samples to the task and is empty
+    /// afterwards, so what it held is released as soon as the trace is built.
+    #[napi(ts_return_type = "Promise<TraceParts>")]
+    pub fn build(&mut self, time_origin_us: f64) -> AsyncTask<BuildTrace> {
+        let recording = std::mem::replace(&mut self.inner, core::Recording::new(0.0, 1.0, 0));
+        AsyncTask::new(BuildTrace { recording, time_origin_us })
+    }
+}
+
+pub struct BuildTrace {
+    recording: core::Recording,
+    time_origin_us: f64,
+}
+
+impl Task for BuildTrace {
+    type Output = PlainParts;
+    type JsValue = TraceParts;
+
+    fn compute(&mut self) -> Result<PlainParts> {
+        guarded("building a trace", || PlainParts::from_trace(self.recording.build(self.time_origin_us)))
+    }
+
+    fn resolve(&mut self, _env: Env, output: PlainParts) -> Result<TraceParts> {
+        Ok(output.into_js())
+    }
+}

@@ -4,6 +4,7 @@
 //! A sample walks: V8 profile (`cpuprofile`) -> optional per-Profiler selection (`recording`) ->
 //! the spec's rules (`convert`) -> the `ProfilerTrace` tables (`trace`).
 
+pub mod attribution;
 pub mod convert;
 pub mod cpuprofile;
 pub mod error;

@@ -1,0 +1,92 @@
+// Public types of jsprof-node. The trace types follow the WICG JS Self-Profiling spec
+// (https://wicg.github.io/js-self-profiling/).
+
+export type ProfilerResource = string
+
+export interface ProfilerFrame {
+  /** The function's name; `""` for anonymous functions. */
+  name: string
+  /** Index into `ProfilerTrace.resources`; absent when the code has no script URL (builtins, eval). */
+  resourceId?: number
+  /** 1-based line of the function; absent when unknown. */
+  line?: number
+  /** 1-based column of the function; absent when unknown. */
+  column?: number
+}
+
+export interface ProfilerStack {
+  /** Index into `ProfilerTrace.stacks` of the caller's stack; absent at the outermost frame. */
+  parentId?: number
+  /** Index into `ProfilerTrace.frames`. */
+  frameId: number
+}
+
+/** What the VM was doing: Node reports `script`, `gc` and `other`. */
+export type ProfilerMarker = 'script' | 'gc' | 'style' | 'layout' | 'paint' | 'other'
+
+export interface ProfilerSample {
+  /** ms in the `performance.now()` domain of the thread that created the Profiler (µs precision). */
+  timestamp: number
+  /** Index into `ProfilerTrace.stacks`; absent when the sample has no JS stack (idle, GC, VM). */
+  stackId?: number
+  /** Absent for idle samples. */
+  marker?: ProfilerMarker
+}
+
+export interface ProfilerTrace {
+  resources: ProfilerResource[]
+  frames: ProfilerFrame[]
+  stacks: ProfilerStack[]
+  samples: ProfilerSample[]
+}
+
+export interface ProfilerInitOptions {
+  /** Requested ms between samples (WebIDL double, >= 0). 0 picks the smallest supported: 0.1 ms. */
+  sampleInterval: number
+  /** The most samples the trace holds (WebIDL unsigned long). */
+  maxBufferSize: number
+}
+
+/**
+ * A sampling profiler of the thread that creates it, as in the JS Self-Profiling spec. Sampling starts
+ * in the constructor. Dispatches `samplebufferfull` (a plain `Event`) once when the buffer is full.
+ */
+export declare class Profiler extends EventTarget {
+  constructor(options: ProfilerInitOptions)
+  /** The interval really used, in ms. */
+  readonly sampleInterval: number
+  /** True from the moment `stop()` is called. */
+  readonly stopped: boolean
+  /** Resolves with the samples taken until this call; rejects with `InvalidStateError` when stopped. */
+  stop(): Promise<ProfilerTrace>
+}
+
+export interface FromCpuProfileOptions {
+  /** µs on the profile's clock that timestamps are relative to (default: the profile's `startTime`). */
+  timeOrigin?: number
+}
+
+/** A V8 CPU profile as written by `node --cpu-prof`, Chrome DevTools or the inspector. */
+export interface CpuProfile {
+  nodes: Array<{
+    id: number
+    callFrame: { functionName: string; scriptId?: string; url: string; lineNumber: number; columnNumber: number }
+    hitCount?: number
+    children?: number[]
+    parent?: number
+    positionTicks?: Array<{ line: number; ticks: number }>
+  }>
+  startTime: number
+  endTime: number
+  samples: number[]
+  timeDeltas: number[]
+}
+
+/**
+ * Converts a V8 CPU profile (object, JSON text, or its bytes) into a ProfilerTrace with the same rules
+ * as a live Profiler. Throws `SyntaxError` for text that is not JSON, `TypeError` for a malformed profile.
+ */
+export declare function fromCpuProfile(
+  profile: CpuProfile | string | Uint8Array,
+  options?: FromCpuProfileOptions,
+): ProfilerTrace

@@ -1,0 +1,8 @@
+'use strict'
+// jsprof-node: the JS Self-Profiling API for Node.js. Each lib/ module is one concept; this file
+// only gathers what is public.
+
+const { Profiler } = require('./lib/profiler')
+const { fromCpuProfile } = require('./lib/cpuprofile')
+
+module.exports = { Profiler, fromCpuProfile }

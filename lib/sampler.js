@@ -1,0 +1,361 @@
+'use strict'
+// The per-thread sampler: one inspector session and one V8 CPU profile shared by every Profiler of
+// this thread (N sessions would mean N V8 sampler threads and N code-logging passes).
+//
+// V8 runs at the smallest interval any live Profiler asked for. The sampler "harvests" V8's profile
+// (Profiler.stop, then Profiler.start again) into Rust chunks and offers each chunk to every live
+// subscription; each subscription's Rust Recording keeps only its own window, interval and buffer.
+//
+// Harvests happen when a Profiler stops (batched: one harvest serves every stop() of a tick), when a
+// buffer is expected to be full, and periodically (about every 1000 samples, 0.1–10 s) so that each
+// harvest, and so each main-thread stall, stays small, and memory moves from V8 into compact chunks.
+//
+// Restarting is cheap because of a bridge: V8's inspector disposes its CpuProfiler (and the log of
+// all compiled code, 3–15 ms to rebuild) when its last profile stops. A console.profile() started
+// just before Profiler.stop keeps it alive, so Profiler.start costs ~0.05 ms; the bridge profile,
+// ended right after, also covers the instant between the stop and the start, so no sample is lost.
+
+const { binding } = require('./native')
+const { nowUs } = require('./clock')
+
+/** The smallest interval we run V8 at: 0.1 ms (10 kHz). `sampleInterval: 0` picks it. */
+const MIN_INTERVAL_US = 100
+/** V8 takes the interval as an int32 of µs; slower Profilers are served by decimation. */
+const MAX_V8_INTERVAL_US = 2 ** 31 - 1
+const HARVEST_EVERY_SAMPLES = 1000
+const HARVEST_MIN_PERIOD_US = 100_000
+const HARVEST_MAX_PERIOD_US = 10_000_000
+/** Slow V8 down (a full restart, re-logging code) only when the fastest Profiler left for good. */
+const SLOW_DOWN_RATIO = 2
+
+// Captured at load: the V8 console methods the bridge uses, before anything can replace them.
+const consoleProfile = console.profile
+const consoleProfileEnd = console.profileEnd
+
+class InspectorUnavailableError extends DOMException {
+  constructor(cause) {
+    super(
+      'jsprof-node needs the node:inspector module to profile, and it is not available in this process ' +
+        '(Node built without the inspector, or the permission model denies it: run with --allow-inspector). ' +
+        `Cause: ${cause && cause.message}`,
+      'NotSupportedError',
+    )
+  }
+}
+
+/** Packs an inspector profile object into columns for Rust, in one pass, without re-serializing it. */
+function packColumns(profile) {
+  const nodes = profile.nodes
+  const n = nodes.length
+  const ids = new Int32Array(n)
+  const childCounts = new Uint32Array(n)
+  const names = new Uint32Array(n)
+  const urls = new Uint32Array(n)
+  const lines = new Int32Array(n)
+  const columns = new Int32Array(n)
+  const strings = []
+  const stringIndex = new Map()
+  const intern = (s) => {
+    let i = stringIndex.get(s)
+    if (i === undefined) {
+      i = strings.length
+      strings.push(s)
+      stringIndex.set(s, i)
+    }
+    return i
+  }
+  let childTotal = 0
+  for (let i = 0; i < n; i++) childTotal += nodes[i].children ? nodes[i].children.length : 0
+  const children = new Int32Array(childTotal)
+  let k = 0
+  for (let i = 0; i < n; i++) {
+    const node = nodes[i]
+    const frame = node.callFrame
+    ids[i] = node.id
+    names[i] = intern(frame.functionName)
+    urls[i] = intern(frame.url)
+    lines[i] = frame.lineNumber
+    columns[i] = frame.columnNumber
+    const c = node.children
+    if (c) {
+      childCounts[i] = c.length
+      for (let j = 0; j < c.length; j++) children[k++] = c[j]
+    }
+  }
+  return {
+    ids,
+    childCounts,
+    children,
+    names,
+    urls,
+    lines,
+    columns,
+    strings,
+    samples: Int32Array.from(profile.samples || []),
+    timeDeltas: Float64Array.from(profile.timeDeltas || []),
+    startTime: profile.startTime,
+    endTime: profile.endTime,
+  }
+}
+
+class Sampler {
+  #session = null
+  #enabled = false
+  #running = false
+  #intervalUs = 0
+  #lastHarvestUs = 0
+  /** Subscriptions still taking samples (not full; possibly stopping). */
+  #live = new Set()
+  /** Subscriptions whose stop() waits for the next harvest: sub -> [resolve, reject]. */
+  #stopping = new Map()
+  #timer = null
+  #harvestQueued = false
+  #bridgeTitle = `jsprof-node-bridge-${process.pid}-${Math.random().toString(36).slice(2)}`
+  #bridgeProfile = null
+  /** null until known: true when console.profile() really is V8's and keeps the profiler alive. */
+  #bridgeWorks = null
+  /** Figures for benchmarks and tests. */
+  stats = { harvests: 0, fullRestarts: 0, bridgedRestarts: 0, chunks: 0 }
+
+  get running() {
+    return this.#running
+  }
+
+  get intervalUs() {
+    return this.#intervalUs
+  }
+
+  get liveCount() {
+    return this.#live.size
+  }
+
+  #connect() {
+    if (this.#session) return
+    let inspector
+    try {
+      inspector = require('node:inspector')
+      const session = new inspector.Session()
+      session.connect()
+      this.#session = session
+    } catch (cause) {
+      throw new InspectorUnavailableError(cause)
+    }
+    this.#session.on('Profiler.consoleProfileFinished', (message) => {
+      if (message.params.title === this.#bridgeTitle) this.#bridgeProfile = message.params.profile
+    })
+  }
+
+  /** In-process sessions answer synchronously; anything else is a broken assumption, said loudly. */
+  #post(method, params) {
+    let answered = false
+    let error = null
+    let result
+    this.#session.post(method, params, (err, res) => {
+      answered = true
+      error = err
+      result = res
+    })
+    if (!answered) throw new Error(`jsprof-node: the inspector did not answer ${method} synchronously`)
+    if (error) throw error
+    return result
+  }
+
+  #start(intervalUs) {
+    if (!this.#enabled) {
+      this.#post('Profiler.enable')
+      this.#enabled = true
+    }
+    this.#post('Profiler.setSamplingInterval', { interval: intervalUs })
+    this.#post('Profiler.start')
+    this.#running = true
+    this.#intervalUs = intervalUs
+    this.#lastHarvestUs = nowUs()
+  }
+
+  /** The V8 interval the live, not-stopping subscriptions need (Infinity when none). */
+  #neededIntervalUs() {
+    let needed = Infinity
+    for (const sub of this.#live) {
+      if (!this.#stopping.has(sub)) needed = Math.min(needed, sub.v8IntervalUs)
+    }
+    return needed
+  }
+
+  /** Starts sampling for a subscription: { recording, v8IntervalUs, maxSamples, startUs, onFull }. */
+  add(sub) {
+    this.#connect()
+    if (!this.#running) {
+      this.#start(sub.v8IntervalUs)
+    } else if (sub.v8IntervalUs < this.#intervalUs) {
+      // V8 cannot change the interval of a running profiler: harvest and restart faster.
+      this.#harvest(sub.v8IntervalUs)
+    }
+    sub.checkAtUs = sub.startUs + (sub.maxSamples + 1) * sub.intervalUs
+    this.#live.add(sub)
+    this.#schedule()
+  }
+
+  /** Forgets a subscription whose Profiler was garbage-collected without stop(). */
+  remove(sub) {
+    this.#live.delete(sub)
+    if (this.#live.size === 0) this.#queueHarvest()
+  }
+
+  /** Resolves once the subscription's recording holds every sample up to its stop time. */
+  finish(sub) {
+    if (!this.#live.has(sub)) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      this.#stopping.set(sub, [resolve, reject])
+      this.#queueHarvest()
+    })
+  }
+
+  #queueHarvest() {
+    if (this.#harvestQueued) return
+    this.#harvestQueued = true
+    setImmediate(() => {
+      this.#harvestQueued = false
+      this.#harvest(Infinity)
+    })
+  }
+
+  #schedule() {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = null
+    if (!this.#running) return
+    const period = Math.min(
+      HARVEST_MAX_PERIOD_US,
+      Math.max(HARVEST_MIN_PERIOD_US, HARVEST_EVERY_SAMPLES * this.#intervalUs),
+    )
+    let due = this.#lastHarvestUs + period
+    for (const sub of this.#live) due = Math.min(due, sub.checkAtUs)
+    const delayMs = Math.max(1, Math.ceil((due - nowUs()) / 1000))
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      this.#harvest(Infinity)
+    }, delayMs)
+    // A running profiler never keeps the process alive.
+    this.#timer.unref()
+  }
+
+  /**
+   * Takes V8's samples so far and hands them out. `fasterUs` asks for a restart at a smaller
+   * interval (a new, faster Profiler); otherwise V8 keeps running if anyone still needs it.
+   */
+  #harvest(fasterUs) {
+    let chunks = []
+    let failure = null
+    if (this.#running) {
+      try {
+        chunks = this.#takeChunks(fasterUs)
+      } catch (err) {
+        failure = err
+        this.#reset()
+      }
+    }
+    for (const chunk of chunks) {
+      const full = []
+      for (const sub of this.#live) {
+        if (sub.recording.addChunk(chunk).becameFull) full.push(sub)
+      }
+      // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
+      for (const sub of full) {
+        this.#live.delete(sub)
+        sub.onFull()
+      }
+    }
+    for (const [sub, [resolve, reject]] of this.#stopping) {
+      this.#live.delete(sub)
+      if (failure) reject(failure)
+      else resolve()
+    }
+    this.#stopping.clear()
+    if (this.#running && this.#neededIntervalUs() === Infinity) {
+      // Nobody is left: stop V8 (its last samples belong to no one).
+      try {
+        this.#stopAll()
+      } catch {
+        this.#reset()
+      }
+    }
+    const now = nowUs()
+    for (const sub of this.#live) {
+      const remaining = sub.maxSamples - sub.recording.sampleCount
+      sub.checkAtUs = now + (remaining + 1) * sub.intervalUs
+    }
+    this.#schedule()
+  }
+
+  #takeChunks(fasterUs) {
+    const intervalUs = this.#intervalUs
+    const needed = Math.min(fasterUs, this.#neededIntervalUs())
+    const chunks = []
+    this.stats.harvests++
+    if (needed === Infinity) return chunks.concat(this.#chunkOf(this.#stopAll(), intervalUs))
+    const keepInterval = needed >= intervalUs && needed < intervalUs * SLOW_DOWN_RATIO
+    if (keepInterval && this.#bridgeWorks !== false) {
+      this.#bridgeProfile = null
+      consoleProfile.call(console, this.#bridgeTitle)
+      const { profile } = this.#post('Profiler.stop')
+      this.#post('Profiler.start')
+      consoleProfileEnd.call(console, this.#bridgeTitle)
+      const bridge = this.#bridgeProfile
+      this.#bridgeProfile = null
+      this.#bridgeWorks = bridge !== null
+      this.stats[this.#bridgeWorks ? 'bridgedRestarts' : 'fullRestarts']++
+      chunks.push(this.#chunkOf(profile, intervalUs))
+      if (bridge) chunks.push(this.#chunkOf(bridge, intervalUs))
+    } else {
+      chunks.push(this.#chunkOf(this.#stopAll(), intervalUs))
+      this.stats.fullRestarts++
+      this.#start(Math.max(MIN_INTERVAL_US, needed))
+    }
+    this.#lastHarvestUs = nowUs()
+    return chunks
+  }
+
+  #stopAll() {
+    this.#running = false
+    const { profile } = this.#post('Profiler.stop')
+    // Disabled, the domain ignores a user's console.profile() (no events parsed for nothing).
+    this.#post('Profiler.disable')
+    this.#enabled = false
+    return profile
+  }
+
+  #chunkOf(profile, intervalUs) {
+    this.stats.chunks++
+    return binding.Chunk.fromInspector(packColumns(profile), intervalUs)
+  }
+
+  /** After an inspector failure: forget V8's state so the next Profiler starts afresh. */
+  #reset() {
+    this.#running = false
+    this.#enabled = false
+    try {
+      this.#post('Profiler.disable')
+    } catch {}
+  }
+}
+
+let threadSampler = null
+/** This thread's sampler (each worker loads its own copy of this module). */
+function getSampler() {
+  if (!threadSampler) threadSampler = new Sampler()
+  return threadSampler
+}
+
+/** The V8 interval (µs) for a requested sampleInterval (ms): whole µs, at least MIN_INTERVAL_US. */
+function effectiveIntervalUs(sampleIntervalMs) {
+  const us = Math.ceil(sampleIntervalMs * 1000 - 1e-6)
+  return Math.max(MIN_INTERVAL_US, us)
+}
+
+module.exports = {
+  getSampler,
+  effectiveIntervalUs,
+  packColumns,
+  MIN_INTERVAL_US,
+  MAX_V8_INTERVAL_US,
+  InspectorUnavailableError,
+}
