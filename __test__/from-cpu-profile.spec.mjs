@@ -72,7 +72,7 @@ test('timeOrigin (µs, the profile clock) shifts timestamps', () => {
   const trace = fromCpuProfile(profile(), { timeOrigin: 4000 })
   assert.deepEqual(
     trace.samples.map((s) => s.timestamp),
-    expected.samples.map((s) => s.timestamp + 1),
+    expected.samples.map((s) => Math.round((s.timestamp + 1) * 1000) / 1000),
   )
   assert.equal(fromCpuProfile(profile(), { timeOrigin: 5001 }).samples[0].timestamp, 0.999)
   // Microsecond precision: 999.6 µs rounds to 1 ms.
