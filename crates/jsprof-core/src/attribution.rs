@@ -43,6 +43,11 @@ impl Attributor {
         } else {
             Kind::App
         };
-        Attribution { kind, package: None, version: None, root: None }
+        Attribution {
+            kind,
+            package: None,
+            version: None,
+            root: None,
+        }
     }
 }
