@@ -268,8 +268,19 @@ impl ProfileBuilder {
         }
     }
 
+    fn check_index(&self, index: usize) -> Result<()> {
+        if index >= self.nodes.len() {
+            return Err(Error::invalid(format!(
+                "invalid V8 CPU profile: node index {index} is past the {} nodes",
+                self.nodes.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// Links the node at `index` (in insertion order) to its children, given by id.
     pub fn set_children(&mut self, index: usize, children: &[i64]) -> Result<()> {
+        self.check_index(index)?;
         let parent = index as u32;
         let parent_id = self.ids.get(index).copied().unwrap_or_default();
         for &child_id in children {
@@ -281,6 +292,7 @@ impl ProfileBuilder {
 
     /// Links the node at `index` to its parent, given by id (the older DevTools form).
     pub fn set_parent(&mut self, index: usize, parent_id: i64) -> Result<()> {
+        self.check_index(index)?;
         let child_id = self.ids.get(index).copied().unwrap_or_default();
         let parent = self.index(parent_id, || format!("the parent of node {child_id}"))?;
         self.link(parent, index as u32)
@@ -341,6 +353,11 @@ impl ProfileBuilder {
                 )));
             }
             time += delta;
+            if !time.is_finite() {
+                return Err(Error::invalid(format!(
+                    "invalid V8 CPU profile: the sample time overflows at timeDeltas[{i}]"
+                )));
+            }
             let node = self.index(id, || format!("samples[{i}]"))?;
             out.push(Sample { node, time });
         }
@@ -466,6 +483,20 @@ mod tests {
             {"id":3,"callFrame":{"functionName":"b","url":""}}],
             "startTime":0,"samples":[],"timeDeltas":[]}"#;
         assert!(err(two_parents).message.contains("two parents"));
+    }
+
+    #[test]
+    fn rejects_out_of_range_indexes_and_overflowing_times() {
+        let mut b = ProfileBuilder::with_capacity(1);
+        b.add_node(1, "(root)", "", -1, -1).unwrap();
+        assert!(b
+            .set_children(1, &[1])
+            .unwrap_err()
+            .message
+            .contains("past the 1 nodes"));
+        assert!(b.set_parent(7, 1).is_err());
+        let e = b.finish(&[1, 1], &[f64::MAX, f64::MAX], 0.0, 0.0).unwrap_err();
+        assert!(e.message.contains("overflows at timeDeltas[1]"), "{}", e.message);
     }
 
     #[test]
