@@ -5,7 +5,7 @@
 
 const crypto = require('node:crypto')
 const zlib = require('node:zlib')
-const { Profiler } = require('..')
+const { Profiler, summarize } = require('..')
 
 function hashPasswords(n) {
   let out = ''
@@ -43,9 +43,16 @@ async function work(ms) {
   }
 }
 
-function frameLabel(trace, frame) {
-  const where = frame.resourceId === undefined ? '' : ` ${trace.resources[frame.resourceId].replace(/^file:\/\/.*\//, '')}:${frame.line}`
-  return `${frame.name || '(anonymous)'}${where}`
+const here = `file://${process.cwd()}/`
+
+function table(rows, top) {
+  const pct = (part, whole) => `${((100 * part) / whole).toFixed(1).padStart(5)}%`
+  const all = rows.reduce((sum, r) => sum + r.selfSamples, 0)
+  for (const r of rows.slice(0, top)) {
+    const version = r.version && !r.name.includes(' ') ? `@${r.version}` : ''
+    const name = r.name.replace(here, './')
+    console.log(`  ${pct(r.selfSamples, all)} self  ${pct(r.totalSamples, all)} total  ${r.kind.padEnd(10)} ${name}${version}`)
+  }
 }
 
 async function main() {
@@ -53,25 +60,14 @@ async function main() {
   await work(1000)
   const trace = await profiler.stop()
 
-  const self = new Map()
-  let idle = 0
-  let gc = 0
-  for (const sample of trace.samples) {
-    if (sample.stackId === undefined) {
-      if (sample.marker === 'gc') gc++
-      else idle++
-      continue
-    }
-    const label = frameLabel(trace, trace.frames[trace.stacks[sample.stackId].frameId])
-    self.set(label, (self.get(label) || 0) + 1)
-  }
-  const total = trace.samples.length
-  console.log(`${total} samples at ${profiler.sampleInterval} ms: ${trace.frames.length} frames, ${trace.stacks.length} stacks, ${trace.resources.length} resources`)
-  console.log(`idle/other ${((idle / total) * 100).toFixed(1)}%, gc ${((gc / total) * 100).toFixed(1)}%`)
-  console.log('top functions by self samples:')
-  for (const [label, n] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 10)) {
-    console.log(`  ${((n / total) * 100).toFixed(1).padStart(5)}%  ${label}`)
-  }
+  console.log(
+    `${trace.samples.length} samples at ${profiler.sampleInterval} ms: ` +
+      `${trace.frames.length} frames, ${trace.stacks.length} stacks, ${trace.resources.length} resources`,
+  )
+  console.log('\nby package (app code, node: internals, builtins, and idle/gc/other):')
+  table(summarize(trace, { by: 'package' }), 8)
+  console.log('\ntop functions by self time:')
+  table(summarize(trace, { by: 'function' }), 8)
 }
 
 main().catch((err) => {
