@@ -4,5 +4,15 @@
 
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
+const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = require('./lib/export')
 
-module.exports = { Profiler, fromCpuProfile }
+module.exports = {
+  Profiler,
+  fromCpuProfile,
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toCollapsed,
+  toFlameGraph,
+}

@@ -228,10 +228,20 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         );
     }
 
+    // The profiler needs every prefix before its stack: order the rows by depth (a trace made by a
+    // Profiler already is; a hand-made one may not be).
+    let depth = stack_depths(trace);
+    let mut rows: Vec<usize> = (0..trace.stacks.len()).collect();
+    rows.sort_by_key(|&i| depth[i]);
+    let mut row_of = vec![0u32; trace.stacks.len()];
+    for (row, &i) in rows.iter().enumerate() {
+        row_of[i] = row as u32;
+    }
     let mut stacks = StackTable::default();
-    for s in &trace.stacks {
+    for &i in &rows {
+        let s = &trace.stacks[i];
         stacks.frame.push(s.frame_id);
-        stacks.prefix.push(s.parent_id);
+        stacks.prefix.push(s.parent_id.map(|p| row_of[p as usize]));
     }
     let pseudo_stack_base = trace.stacks.len() as u32;
     for k in 0..Pseudo::ALL.len() as u32 {
@@ -240,18 +250,7 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
     }
     stacks.length = stacks.frame.len();
 
-    let sample_stack: Vec<u32> = trace
-        .samples
-        .iter()
-        .map(|s| match (s.stack_id, Pseudo::of(s)) {
-            (Some(id), None) => id,
-            (_, p) => pseudo_stack_base + p.map_or(0, |p| p as u32),
-        })
-        .collect();
-    let sample_time: Vec<f64> = trace.samples.iter().map(|s| s.timestamp).collect();
-
-    // GC markers: runs of consecutive gc samples in time order.
-    let interval = median_interval(&trace.samples);
+    // Samples in time order, as the profiler expects.
     let mut order: Vec<usize> = (0..trace.samples.len()).collect();
     order.sort_by(|&a, &b| {
         trace.samples[a]
@@ -259,6 +258,20 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
             .total_cmp(&trace.samples[b].timestamp)
             .then(a.cmp(&b))
     });
+    let sample_stack: Vec<u32> = order
+        .iter()
+        .map(|&i| {
+            let s = &trace.samples[i];
+            match (s.stack_id, Pseudo::of(s)) {
+                (Some(id), None) => row_of[id as usize],
+                (_, p) => pseudo_stack_base + p.map_or(0, |p| p as u32),
+            }
+        })
+        .collect();
+    let sample_time: Vec<f64> = order.iter().map(|&i| trace.samples[i].timestamp).collect();
+
+    // GC markers: runs of consecutive gc samples in time order.
+    let interval = median_interval(&trace.samples);
     let gc_name = strings.id("GC");
     let (mut m_name, mut m_start, mut m_end, mut m_data) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut k = 0;
@@ -368,6 +381,28 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
     })
 }
 
+/// Each stack's number of ancestors (for a validated, acyclic trace).
+fn stack_depths(trace: &ProfilerTrace) -> Vec<u32> {
+    let mut depth: Vec<Option<u32>> = vec![None; trace.stacks.len()];
+    let mut chain = Vec::new();
+    for start in 0..trace.stacks.len() {
+        let mut cursor = Some(start);
+        while let Some(i) = cursor {
+            if depth[i].is_some() {
+                break;
+            }
+            chain.push(i);
+            cursor = trace.stacks[i].parent_id.map(|p| p as usize);
+        }
+        let base = cursor.and_then(|i| depth[i]).map_or(0, |d| d + 1);
+        for (d, &i) in (base..).zip(chain.iter().rev()) {
+            depth[i] = Some(d);
+        }
+        chain.clear();
+    }
+    depth.into_iter().map(|d| d.unwrap_or(0)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,5 +440,37 @@ mod tests {
         assert_eq!(m["data"][0]["samples"], 2);
         assert_eq!(strings[m["name"][0].as_u64().unwrap() as usize], "GC");
         assert_eq!(p["shared"]["sources"]["length"], 2);
+    }
+
+    #[test]
+    fn orders_prefixes_before_stacks_and_samples_by_time() {
+        let mut t = sample_trace();
+        // Reverse the stack table: children now come before their parents.
+        let n = t.stacks.len() as u32;
+        t.stacks.reverse();
+        for s in &mut t.stacks {
+            s.parent_id = s.parent_id.map(|p| n - 1 - p);
+        }
+        for s in &mut t.samples {
+            s.stack_id = s.stack_id.map(|id| n - 1 - id);
+        }
+        t.samples.swap(0, 8);
+        let p = to_gecko_profile(&t, &GeckoOptions::default());
+        let st = &p["threads"][0]["stackTable"];
+        for (i, prefix) in st["prefix"].as_array().unwrap().iter().enumerate() {
+            if let Some(prefix) = prefix.as_u64() {
+                assert!((prefix as usize) < i, "prefix {prefix} of row {i}");
+            }
+        }
+        let times: Vec<f64> = p["threads"][0]["samples"]["time"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        // The first sample in time (10 ms) hits chunk <- work <- main.
+        let row = p["threads"][0]["samples"]["stack"][0].as_u64().unwrap() as usize;
+        assert_eq!(st["frame"][row], 2);
     }
 }
