@@ -23,7 +23,7 @@ export function appSort(n) {
 export function appMain(ms) {
   const end = performance.now() + ms
   let acc = 0
-  while (performance.now() < end) acc += appFib(18) + appSort(2000) + depChecksum(3000)
+  while (performance.now() < end) acc += appFib(18) + appSort(2000) + depChecksum(20000)
   return acc
 }
 `

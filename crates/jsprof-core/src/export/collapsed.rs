@@ -10,36 +10,40 @@ use std::collections::BTreeMap;
 use super::{frame_label, stack_frames, Pseudo};
 use crate::trace::ProfilerTrace;
 
-/// The folded stack of every sample, as text, in sample order (shared with the flame graph).
-pub fn folded_stacks(trace: &ProfilerTrace) -> Vec<String> {
+/// The folded text of a stack.
+fn folded(trace: &ProfilerTrace, labels: &[String], stack_id: u32) -> String {
+    stack_frames(trace, stack_id)
+        .iter()
+        .map(|&f| labels[f as usize].as_str())
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// `(stack text, sample count)`, sorted by stack text. Samples are counted per stack id first, so each
+/// distinct stack is spelled out once.
+pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
+    let mut per_stack = vec![0u64; trace.stacks.len()];
+    let mut per_pseudo = [0u64; 3];
+    for s in &trace.samples {
+        match (s.stack_id, Pseudo::of(s)) {
+            (Some(id), None) => per_stack[id as usize] += 1,
+            (_, p) => per_pseudo[p.map_or(0, |p| p as usize)] += 1,
+        }
+    }
     let labels: Vec<String> = (0..trace.frames.len() as u32)
         .map(|f| sanitize(&frame_label(trace, f)))
         .collect();
-    let mut by_stack: Vec<Option<String>> = vec![None; trace.stacks.len()];
-    trace
-        .samples
-        .iter()
-        .map(|s| match (s.stack_id, Pseudo::of(s)) {
-            (_, Some(p)) => p.name().to_owned(),
-            (Some(id), None) => by_stack[id as usize]
-                .get_or_insert_with(|| {
-                    stack_frames(trace, id)
-                        .iter()
-                        .map(|&f| labels[f as usize].as_str())
-                        .collect::<Vec<_>>()
-                        .join(";")
-                })
-                .clone(),
-            (None, None) => unreachable!("Pseudo::of is None only for samples with a stack"),
-        })
-        .collect()
-}
-
-/// `(stack text, sample count)`, sorted by stack text.
-pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
-    for line in folded_stacks(trace) {
-        *counts.entry(line).or_insert(0) += 1;
+    for (id, &n) in per_stack.iter().enumerate() {
+        if n > 0 {
+            // Two stack ids can spell the same text (a hand-made trace may repeat a stack).
+            *counts.entry(folded(trace, &labels, id as u32)).or_insert(0) += n;
+        }
+    }
+    for (p, &n) in Pseudo::ALL.iter().zip(&per_pseudo) {
+        if n > 0 {
+            *counts.entry(p.name().to_owned()).or_insert(0) += n;
+        }
     }
     counts
 }

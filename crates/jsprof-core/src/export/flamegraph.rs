@@ -112,6 +112,8 @@ pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Res
     opts.image_width = options.width.map(|w| w as usize);
     opts.count_name = "samples".into();
     opts.deterministic = true;
+    // Long labels keep their start (the function name) and lose the end of their path.
+    opts.text_truncate_direction = flamegraph::TextTruncateDirection::Right;
     opts.name_type = "Function:".into();
     opts.palette_map = Some(&mut palette);
     let mut svg = Vec::new();
