@@ -5,5 +5,17 @@
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
 const { attribute, summarize } = require('./lib/analysis')
+const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = require('./lib/export')
 
-module.exports = { Profiler, fromCpuProfile, attribute, summarize }
+module.exports = {
+  Profiler,
+  fromCpuProfile,
+  attribute,
+  summarize,
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toCollapsed,
+  toFlameGraph,
+}
