@@ -198,6 +198,19 @@ describe('jsprof record', () => {
     assertAppTrace(out)
   })
 
+  test('npm start: the app is profiled, not npm', { skip: process.platform === 'win32' }, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'npm-'))
+    fs.writeFileSync(
+      path.join(dir, 'package.json'),
+      JSON.stringify({ name: 'app', version: '1.0.0', scripts: { start: `node ${JSON.stringify(appFile)} exit3` } }),
+    )
+    const out = path.join(dir, 'npm.trace.json')
+    const r = jsprofSync(['record', '-o', out, '--', 'npm', 'start', '--silent'], { cwd: dir })
+    assert.notEqual(r.code, 0, r.stderr)
+    const t = assertAppTrace(out)
+    assert.ok(!t.resources.some((url) => /[\\/]npm[\\/]/.test(url)), 'no npm code in the trace')
+  })
+
   test('a bare .js file runs with this node', () => {
     const out = path.join(tmp, 'bare.trace.json')
     const r = jsprofSync(['record', '-o', out, appFile])

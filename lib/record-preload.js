@@ -60,7 +60,13 @@ function claim() {
     // No worker_threads: a main thread.
   }
   if (!isMainThread) return null
-  if (isLauncher()) return null
+  if (isLauncher()) {
+    // Pass the claim on to the processes the launcher starts, also when it got us through --require.
+    if (!(process.env.NODE_OPTIONS || '').includes(__filename)) {
+      process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, `--require ${JSON.stringify(__filename)}`].filter(Boolean).join(' ')
+    }
+    return null
+  }
   delete process.env[ENV]
   removeFromNodeOptions()
   try {
@@ -124,6 +130,7 @@ function start(config) {
   function finish(how) {
     if (finished) return
     finished = true
+    const startedAt = Date.now()
     try {
       const { profile } = post('Profiler.stop')
       const trace = fromCpuProfile(profile, { timeOrigin: origin })
@@ -132,7 +139,7 @@ function start(config) {
       fs.renameSync(tmp, output)
       const first = trace.samples.length ? trace.samples[0].timestamp : 0
       const last = trace.samples.length ? trace.samples[trace.samples.length - 1].timestamp : 0
-      report({ path: output, pid, how, samples: trace.samples.length, durationMs: last - first })
+      report({ path: output, pid, how, samples: trace.samples.length, durationMs: last - first, writeMs: Date.now() - startedAt })
     } catch (err) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
       report({ error: err.message, pid, how })

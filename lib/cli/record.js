@@ -139,7 +139,7 @@ async function record(args) {
       // No status: the preload never ran (not a Node process, SIGKILL, a crash).
     }
     if (result && result.path) {
-      info(`wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)})`)
+      info(`wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}; written at exit in ${result.writeMs} ms)`)
     } else if (!(result && result.error)) {
       const why = signal ? `it was killed by ${signal}` : 'the command did not run a Node.js process that loaded the preload'
       info(`no trace was written: ${why}`)
