@@ -28,6 +28,8 @@ Options:
   -h, --help             show this help
 
 The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM).
+SIGINT, SIGTERM and SIGHUP are forwarded to the command; a second one kills it (SIGKILL, no trace),
+for a process stuck in a synchronous loop, which runs no signal handler until it yields.
 When <command> is not a node executable (e.g. 'npm start'), the preload goes through NODE_OPTIONS
 and the first Node process that is not a package manager (npm, npx, yarn, pnpm) is profiled.
 
@@ -114,8 +116,17 @@ async function record(args) {
   try {
     const { code, signal, spawnError } = await new Promise((resolve) => {
       const child = spawn(line.file, line.args, { stdio: 'inherit', env: line.env })
+      let signals = 0
       const forward = (sig) => {
-        if (child.exitCode === null && child.signalCode === null) child.kill(sig)
+        if (child.exitCode !== null || child.signalCode !== null) return
+        // A process busy in a synchronous loop runs no signal handler until it yields: a second
+        // signal to jsprof kills it for good (without a trace).
+        if (++signals === 1) {
+          child.kill(sig)
+        } else {
+          info(`killing ${command[0]} (pid ${child.pid}) after a second ${sig}: no trace will be written`)
+          child.kill('SIGKILL')
+        }
       }
       for (const sig of FORWARDED) process.on(sig, forward)
       const done = (result) => {
