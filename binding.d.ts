@@ -41,6 +41,15 @@ export interface Added {
   becameFull: boolean
 }
 
+/** Which code a resource (URL or path) is, with its package, version and root folder. */
+export declare function attributeResource(resource: string): ResourceAttribution
+
+/** Test hook: how many `package.json` files the process-wide attributor has asked the filesystem for. */
+export declare function attributionReads(): number
+
+/** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
+export declare function clearAttributionCache(): void
+
 /**
  * `fromCpuProfile` on JSON text: parse, validate and convert, timestamps relative to `timeOriginUs`
  * (default: the profile's `startTime`).
@@ -67,6 +76,18 @@ export interface InspectorColumns {
   startTime: number
   endTime: number
 }
+
+/** `{ kind, package?, version?, root? }` of one resource. */
+export interface ResourceAttribution {
+  /** `app`, `dependency`, `node` or `native`. */
+  kind: string
+  package?: string
+  version?: string
+  root?: string
+}
+
+/** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
+export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string
 
 /**
  * A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text

@@ -90,3 +90,58 @@ export declare function fromCpuProfile(
   profile: CpuProfile | string | Uint8Array,
   options?: FromCpuProfileOptions,
 ): ProfilerTrace
+
+// ---- Analysis: attribute(resource), summarize(trace, { by }) ----
+
+/** `app` (own code, outside node_modules), `dependency` (inside node_modules), `node` (`node:` internals), `native` (no resource). */
+export type AttributionKind = 'app' | 'dependency' | 'node' | 'native'
+
+export interface Attribution {
+  kind: AttributionKind
+  /** npm package name (`name` or `@scope/name`): for dependencies from the path, for app code from the nearest named package.json. */
+  package?: string
+  /** From the package's package.json (read once per process), else from a pnpm/Yarn path. */
+  version?: string
+  /** The package's folder as a filesystem path in the resource's style (`/…` or `C:\…`). */
+  root?: string
+}
+
+/**
+ * Which code a resource of `ProfilerTrace.resources` is. `""` -> `{ kind: 'native' }`, `node:…` ->
+ * `{ kind: 'node' }`, non-file resources (`data:`, `[eval]`, `evalmachine.<anonymous>`…) -> `{ kind: 'app' }`.
+ * Never throws for a string; `TypeError` for anything else.
+ */
+export declare function attribute(resource: string): Attribution
+
+export type SummaryBy = 'package' | 'function' | 'resource'
+
+export interface SummarizeOptions {
+  /** What the rows are (default `'package'`). Unknown strings throw `RangeError`. */
+  by?: SummaryBy
+  /** ms the last sample weighs (default: the median gap between samples). */
+  sampleInterval?: number
+}
+
+export interface SummaryRow {
+  /**
+   * `package`: the package name, `(app)` for app code without a package.json, `node`, `native`.
+   * `function`: `name (resource:line:column)`, `(anonymous)` for unnamed functions, `(native)` for builtins.
+   * `resource`: the resource, `(native)` for code without one.
+   * Samples without a stack: `(idle)`, `(gc)`, `(other)`.
+   */
+  name: string
+  kind: AttributionKind | 'idle' | 'gc' | 'other' | 'script' | 'style' | 'layout' | 'paint'
+  /** The package of the function/resource (`by: 'function' | 'resource'` only). */
+  package?: string
+  version?: string
+  /** Samples charged to this row (innermost app/dependency frame; builtins and node: charge their caller). */
+  selfSamples: number
+  /** Samples with this row anywhere on their stack (once per sample). */
+  totalSamples: number
+  /** ms: each sample weighs the time to the next one. */
+  selfTime: number
+  totalTime: number
+}
+
+/** Self/total samples and time per package, function or resource, sorted by `selfSamples` descending. */
+export declare function summarize(trace: ProfilerTrace, options?: SummarizeOptions): SummaryRow[]

@@ -4,5 +4,6 @@
 
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
+const { attribute, summarize } = require('./lib/analysis')
 
-module.exports = { Profiler, fromCpuProfile }
+module.exports = { Profiler, fromCpuProfile, attribute, summarize }

@@ -6,6 +6,8 @@
 //! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
 //! (`TypeError: …`, `SyntaxError: …`). Every export catches panics, so no Rust panic reaches Node.
 
+mod analysis;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod cpuprofile;
 pub mod error;
 pub mod recording;
+pub mod summary;
 pub mod trace;
 
 pub use convert::trace_from_profile;
