@@ -19,7 +19,8 @@ Options:
   -h, --help         show this help
 
 Columns: self % and total % are shares of all samples (idle included); self ms / total ms are the time
-those samples stand for; samples counts the self samples; kind is app, dependency, node or native.`
+those samples stand for; samples counts the self samples; kind is app, dependency, node or native (idle, gc or other for samples
+without a JS stack).`
 
 /** Median distance between consecutive samples, ms (0 with fewer than 2). */
 function medianInterval(samples) {
@@ -51,6 +52,13 @@ function table(header, rows, align) {
       .join('  ')
       .trimEnd()
   return [line(header), ...rows.map(line)]
+}
+
+/** `express (4.18.2)` for a package; `fn (file:…:1:2) (express 4.18.2)` for a function or resource. */
+function label(row) {
+  const name = String(row.name)
+  if (row.package) return `${name} (${row.version ? `${row.package} ${row.version}` : row.package})`
+  return row.version ? `${name} (${row.version})` : name
 }
 
 async function report(args) {
@@ -92,7 +100,7 @@ async function report(args) {
     ms(row.totalTime),
     String(row.selfSamples),
     String(row.kind ?? ''),
-    row.version ? `${row.name} (${row.version})` : String(row.name),
+    label(row),
   ])
   const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'l', 'l'])
   const color = process.stdout.isTTY && !('NO_COLOR' in process.env)
