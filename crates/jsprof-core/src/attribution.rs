@@ -88,6 +88,8 @@ pub struct Attributor {
     reader: FileReader,
     /// folder -> its package.json (None: absent, unreadable or not JSON).
     manifests: HashMap<String, Option<Manifest>>,
+    /// resource -> its attribution, for files (the walk up their folders is done once).
+    resolved: HashMap<String, Attribution>,
     reads: usize,
 }
 
@@ -127,6 +129,7 @@ impl Attributor {
         Attributor {
             reader,
             manifests: HashMap::new(),
+            resolved: HashMap::new(),
             reads: 0,
         }
     }
@@ -139,6 +142,7 @@ impl Attributor {
     /// Forgets every `package.json` read so far (the next attributions read them again).
     pub fn clear(&mut self) {
         self.manifests.clear();
+        self.resolved.clear();
     }
 
     pub fn attribute(&mut self, resource: &str) -> Attribution {
@@ -148,8 +152,15 @@ impl Attributor {
         if resource.starts_with("node:") {
             return Attribution::bare(Kind::Node);
         }
+        if let Some(known) = self.resolved.get(resource) {
+            return known.clone();
+        }
         match Location::parse(resource) {
-            Some(Location::File(path)) => self.attribute_file(&path),
+            Some(Location::File(path)) => {
+                let attribution = self.attribute_file(&path);
+                self.resolved.insert(resource.to_owned(), attribution.clone());
+                attribution
+            }
             Some(Location::Remote(segments)) => match find_dependency(&segments, false) {
                 Some(dep) => Attribution {
                     kind: Kind::Dependency,
@@ -709,6 +720,22 @@ mod tests {
         assert_eq!(unique.len(), log.len(), "a file was read twice: {log:?}");
         assert_eq!(a.reads(), log.len());
         assert_eq!(log.len(), 4, "{log:?}");
+    }
+
+    #[test]
+    fn clear_forgets_what_was_read() {
+        let manifest = pkg("x", "1.0.0");
+        let (mut a, log) = fake(&[("/p/node_modules/x/package.json", &manifest)]);
+        a.attribute("/p/node_modules/x/a.js");
+        a.attribute("/p/node_modules/x/a.js");
+        assert_eq!(a.reads(), 1);
+        a.clear();
+        assert_eq!(
+            a.attribute("/p/node_modules/x/a.js").version.as_deref(),
+            Some("1.0.0")
+        );
+        assert_eq!(a.reads(), 2);
+        assert_eq!(log.lock().unwrap().len(), 2);
     }
 
     #[test]
