@@ -56,6 +56,24 @@ export declare function clearAttributionCache(): void
  */
 export declare function convertCpuProfile(text: string, timeOriginUs?: number | undefined | null): TraceParts
 
+/** Folded stacks text. */
+export declare function exportCollapsed(traceJson: string): string
+
+/** `.cpuprofile` JSON text. */
+export declare function exportCpuProfile(traceJson: string): string
+
+/** SVG text. */
+export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null): string
+
+/** Firefox Profiler processed-profile JSON text. */
+export declare function exportGeckoProfile(traceJson: string, threadName?: string | undefined | null, startTime?: number | undefined | null): string
+
+/** Gzipped `profile.proto` bytes. */
+export declare function exportPprof(traceJson: string): Buffer
+
+/** speedscope JSON text. */
+export declare function exportSpeedscope(traceJson: string, name?: string | undefined | null): string
+
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
  * object (Node parsed it; going back to JSON text would cost the main thread as much again).

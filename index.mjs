@@ -2,4 +2,5 @@
 import jsprof from './index.js'
 
 export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
+export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = jsprof
 export default jsprof

@@ -8,6 +8,7 @@ pub mod attribution;
 pub mod convert;
 pub mod cpuprofile;
 pub mod error;
+pub mod export;
 pub mod recording;
 pub mod summary;
 pub mod trace;
