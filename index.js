@@ -1,3 +1,9 @@
+'use strict'
+// jsprof-node: the JS Self-Profiling API for Node.js. Each lib/ module is one concept; this file
+// only gathers what is public.
+
+const { Profiler } = require('./lib/profiler')
+const { fromCpuProfile } = require('./lib/cpuprofile')
 const { attribute, summarize } = require('./lib/analysis')
 const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = require('./lib/export')
 
