@@ -161,3 +161,14 @@ test('the profiler is an ordinary EventTarget for samplebufferfull listeners', a
   assert.equal(event.cancelable, false)
   await stopQuietly(p)
 })
+
+test('CommonJS and ESM expose the same objects', async () => {
+  const { createRequire } = await import('node:module')
+  const cjs = createRequire(import.meta.url)('jsprof-node')
+  const esm = await import('jsprof-node')
+  assert.equal(cjs.Profiler, Profiler)
+  assert.equal(esm.Profiler, cjs.Profiler)
+  assert.equal(esm.fromCpuProfile, cjs.fromCpuProfile)
+  assert.equal(esm.default, cjs)
+  for (const name of Object.keys(cjs)) assert.equal(esm[name], cjs[name], `ESM exports ${name}`)
+})

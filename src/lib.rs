@@ -34,7 +34,9 @@ pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T>
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(Error::from_reason(format!("jsprof-node internal error in {what}: {detail}")))
+        Err(Error::from_reason(format!(
+            "jsprof-node internal error in {what}: {detail}"
+        )))
     })
 }
 
@@ -68,17 +70,29 @@ impl PlainParts {
             frames: &'a [core::Frame],
             stacks: &'a [core::Stack],
         }
-        let tables =
-            serde_json::to_string(&Tables { resources: &trace.resources, frames: &trace.frames, stacks: &trace.stacks })
-                .map_err(|e| Error::from_reason(e.to_string()))?;
+        let tables = serde_json::to_string(&Tables {
+            resources: &trace.resources,
+            frames: &trace.frames,
+            stacks: &trace.stacks,
+        })
+        .map_err(|e| Error::from_reason(e.to_string()))?;
         let n = trace.samples.len();
-        let (mut timestamps, mut stack_ids, mut markers) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut timestamps, mut stack_ids, mut markers) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
         for s in &trace.samples {
             timestamps.push(s.timestamp);
             stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
             markers.push(Marker::code(s.marker));
         }
-        Ok(PlainParts { tables, timestamps, stack_ids, markers })
+        Ok(PlainParts {
+            tables,
+            timestamps,
+            stack_ids,
+            markers,
+        })
     }
 
     pub(crate) fn into_js(self) -> TraceParts {
@@ -134,9 +148,17 @@ impl Chunk {
     pub fn from_inspector(columns: InspectorColumns, interval_us: f64) -> Result<Chunk> {
         let c = &columns;
         let n = c.ids.len();
-        let same_length = [c.child_counts.len(), c.names.len(), c.urls.len(), c.lines.len(), c.columns.len()];
+        let same_length = [
+            c.child_counts.len(),
+            c.names.len(),
+            c.urls.len(),
+            c.lines.len(),
+            c.columns.len(),
+        ];
         if same_length.iter().any(|&len| len != n) {
-            return Err(core_error(core::Error::invalid("inspector columns have different lengths")));
+            return Err(core_error(core::Error::invalid(
+                "inspector columns have different lengths",
+            )));
         }
         let string = |i: u32| {
             c.strings
@@ -168,15 +190,21 @@ impl Chunk {
             offset = end;
         }
         let samples: Vec<i64> = c.samples.iter().map(|&id| id as i64).collect();
-        let profile = builder.finish(&samples, &c.time_deltas, c.start_time, c.end_time).map_err(core_error)?;
-        Ok(Chunk { inner: Arc::new(core::Chunk { profile, interval_us }) })
+        let profile = builder
+            .finish(&samples, &c.time_deltas, c.start_time, c.end_time)
+            .map_err(core_error)?;
+        Ok(Chunk {
+            inner: Arc::new(core::Chunk { profile, interval_us }),
+        })
     }
 
     /// A chunk from a V8 profile as JSON text (the fallback when no columns can be packed).
     #[napi(factory, catch_unwind)]
     pub fn from_json(text: String, interval_us: f64) -> Result<Chunk> {
         let profile = core::Profile::from_json(&text).map_err(core_error)?;
-        Ok(Chunk { inner: Arc::new(core::Chunk { profile, interval_us }) })
+        Ok(Chunk {
+            inner: Arc::new(core::Chunk { profile, interval_us }),
+        })
     }
 
     #[napi(getter)]
@@ -213,13 +241,18 @@ impl Recording {
     /// `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`.
     #[napi(constructor)]
     pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
-        Recording { inner: core::Recording::new(start_us, interval_us, max_samples) }
+        Recording {
+            inner: core::Recording::new(start_us, interval_us, max_samples),
+        }
     }
 
     #[napi(catch_unwind)]
     pub fn add_chunk(&mut self, chunk: &Chunk) -> Added {
         let added = self.inner.add_chunk(&chunk.inner);
-        Added { accepted: added.accepted as u32, became_full: added.became_full }
+        Added {
+            accepted: added.accepted as u32,
+            became_full: added.became_full,
+        }
     }
 
     #[napi]
@@ -242,7 +275,10 @@ impl Recording {
     #[napi(ts_return_type = "Promise<TraceParts>")]
     pub fn build(&mut self, time_origin_us: f64) -> AsyncTask<BuildTrace> {
         let recording = std::mem::replace(&mut self.inner, core::Recording::new(0.0, 1.0, 0));
-        AsyncTask::new(BuildTrace { recording, time_origin_us })
+        AsyncTask::new(BuildTrace {
+            recording,
+            time_origin_us,
+        })
     }
 }
 
@@ -256,7 +292,9 @@ impl Task for BuildTrace {
     type JsValue = TraceParts;
 
     fn compute(&mut self) -> Result<PlainParts> {
-        guarded("building a trace", || PlainParts::from_trace(self.recording.build(self.time_origin_us)))
+        guarded("building a trace", || {
+            PlainParts::from_trace(self.recording.build(self.time_origin_us))
+        })
     }
 
     fn resolve(&mut self, _env: Env, output: PlainParts) -> Result<TraceParts> {

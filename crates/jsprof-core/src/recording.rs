@@ -108,8 +108,11 @@ impl Recording {
     /// The spec's trace of the kept samples, timestamps relative to `time_origin_us` (V8's clock).
     pub fn build(&self, time_origin_us: f64) -> ProfilerTrace {
         let mut builder = TraceBuilder::new();
-        let mut converters: Vec<ProfileConverter> =
-            self.chunks.iter().map(|c| ProfileConverter::new(&c.profile, time_origin_us)).collect();
+        let mut converters: Vec<ProfileConverter> = self
+            .chunks
+            .iter()
+            .map(|c| ProfileConverter::new(&c.profile, time_origin_us))
+            .collect();
         for &(chunk, sample) in &self.selected {
             let profile = &self.chunks[chunk as usize].profile;
             let s = converters[chunk as usize].sample(&mut builder, &profile.samples[sample as usize]);
@@ -138,7 +141,7 @@ mod tests {
         }
         let samples = vec![2; times.len()];
         let profile = b.finish(&samples, &deltas, 0.0, last).unwrap();
-        Arc::new(Chunk { profile, interval_us: interval_us })
+        Arc::new(Chunk { profile, interval_us })
     }
 
     fn every(from: f64, to: f64, step: f64) -> Vec<f64> {
@@ -156,7 +159,13 @@ mod tests {
         let mut r = Recording::new(5_000.0, 1_000.0, 1000);
         r.stop_at(9_000.0);
         let added = r.add_chunk(&chunk(&every(1_000.0, 20_000.0, 1_000.0), 1_000.0));
-        assert_eq!(added, Added { accepted: 5, became_full: false });
+        assert_eq!(
+            added,
+            Added {
+                accepted: 5,
+                became_full: false
+            }
+        );
         let t = r.build(5_000.0);
         let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
         assert_eq!(ts, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
@@ -186,10 +195,22 @@ mod tests {
     fn the_buffer_limit_holds_and_reports_once() {
         let mut r = Recording::new(0.0, 1_000.0, 3);
         let first = r.add_chunk(&chunk(&every(1_000.0, 10_000.0, 1_000.0), 1_000.0));
-        assert_eq!(first, Added { accepted: 3, became_full: true });
+        assert_eq!(
+            first,
+            Added {
+                accepted: 3,
+                became_full: true
+            }
+        );
         assert!(r.is_full());
         let second = r.add_chunk(&chunk(&every(11_000.0, 20_000.0, 1_000.0), 1_000.0));
-        assert_eq!(second, Added { accepted: 0, became_full: false });
+        assert_eq!(
+            second,
+            Added {
+                accepted: 0,
+                became_full: false
+            }
+        );
         assert_eq!(r.chunk_count(), 1, "a full recording holds no new chunk");
         assert_eq!(r.build(0.0).samples.len(), 3);
     }
@@ -198,15 +219,33 @@ mod tests {
     fn exactly_full_is_not_overflow() {
         let mut r = Recording::new(0.0, 1_000.0, 3);
         let added = r.add_chunk(&chunk(&[1_000.0, 2_000.0, 3_000.0], 1_000.0));
-        assert_eq!(added, Added { accepted: 3, became_full: false });
+        assert_eq!(
+            added,
+            Added {
+                accepted: 3,
+                became_full: false
+            }
+        );
         let next = r.add_chunk(&chunk(&[4_000.0], 1_000.0));
-        assert_eq!(next, Added { accepted: 0, became_full: true });
+        assert_eq!(
+            next,
+            Added {
+                accepted: 0,
+                became_full: true
+            }
+        );
     }
 
     #[test]
     fn zero_max_fills_on_the_first_sample() {
         let mut r = Recording::new(0.0, 1_000.0, 0);
-        assert_eq!(r.add_chunk(&chunk(&[1_000.0], 1_000.0)), Added { accepted: 0, became_full: true });
+        assert_eq!(
+            r.add_chunk(&chunk(&[1_000.0], 1_000.0)),
+            Added {
+                accepted: 0,
+                became_full: true
+            }
+        );
     }
 
     #[test]
