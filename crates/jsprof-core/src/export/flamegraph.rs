@@ -1,6 +1,8 @@
 //! An SVG flame graph drawn by inferno from the folded stacks of [`super::collapsed`], each frame
 //! coloured by the kind of code it is (app, dependency, node, native; VM pseudo-frames apart) and its
-//! tooltip extended with a line `kind: dependency, package: lodash` (the search box finds packages too).
+//! tooltip extended with `kind: dependency, package: lodash` inside the count's parentheses:
+//! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 samples, 18.18%; kind: dependency, package: lodash)`
+//! (the search box finds packages too).
 
 use std::collections::HashMap;
 
@@ -59,9 +61,9 @@ fn tooltip(group: Group, package: Option<&str>) -> String {
     match (group, package) {
         (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", kind_name(k)),
         (Group::Kind(k), None) => format!("kind: {}", kind_name(k)),
-        (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: vm (garbage collection)".into(),
+        (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: vm, garbage collector".into(),
         (Group::Pseudo(Pseudo::Idle), _) => "kind: idle".into(),
-        (Group::Pseudo(Pseudo::Program), _) => "kind: vm (native or VM work outside JS)".into(),
+        (Group::Pseudo(Pseudo::Program), _) => "kind: vm, native or VM work outside JS".into(),
     }
 }
 
@@ -127,7 +129,8 @@ pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Res
     Ok(add_tooltips(&svg, &info))
 }
 
-/// Appends each frame's tooltip line to its `<title>` (`label (N samples, P%)`).
+/// Adds each frame's tooltip text to its `<title>` (`label (N samples, P%)`). Labels have no `(` issue:
+/// the lookup key is everything before the last ` (`, and the tooltip texts contain no parentheses.
 fn add_tooltips(svg: &str, info: &HashMap<String, (Group, String)>) -> String {
     const OPEN: &str = "<title>";
     const CLOSE: &str = "</title>";
@@ -140,14 +143,20 @@ fn add_tooltips(svg: &str, info: &HashMap<String, (Group, String)>) -> String {
         };
         out.push_str(&rest[..body_start]);
         let body = &rest[body_start..body_start + len];
-        out.push_str(body);
-        if let Ok(text) = quick_xml::escape::unescape(body) {
-            if let Some(cut) = text.rfind(" (") {
-                if let Some((_, line)) = info.get(&text[..cut]) {
-                    out.push('\n');
-                    out.push_str(&quick_xml::escape::escape(line.as_str()));
-                }
+        let line = quick_xml::escape::unescape(body).ok().and_then(|text| {
+            let cut = text.rfind(" (")?;
+            info.get(&text[..cut]).map(|(_, line)| line.as_str())
+        });
+        match line {
+            // Inside the count's parentheses: inferno's script shows the title minus its last
+            // parenthesised group as the frame's text, so the text stays the bare label.
+            Some(line) if body.ends_with(')') => {
+                out.push_str(&body[..body.len() - 1]);
+                out.push_str("; ");
+                out.push_str(&quick_xml::escape::escape(line));
+                out.push(')');
             }
+            _ => out.push_str(body),
         }
         rest = &rest[body_start + len..];
     }
@@ -173,13 +182,10 @@ mod tests {
         assert!(svg.starts_with("<?xml"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("T &lt;1&gt;"));
-        assert!(
-            svg.contains("work (/app/main.js:10:1) (3 samples, 33.33%)\nkind: app</title>"),
-            "{svg}"
-        );
-        assert!(
-            svg.contains("(garbage collector) (2 samples, 22.22%)\nkind: vm (garbage collection)</title>")
-        );
+        assert!(svg.contains("<title>work (/app/main.js:10:1) (3 samples, 33.33%; kind: app)</title>"));
+        assert!(svg
+            .contains("<title>(garbage collector) (2 samples, 22.22%; kind: vm, garbage collector)</title>"));
+        assert!(svg.contains("<title>all (9 samples, 100%)</title>"));
         let (r, g, b) = colour(Group::Pseudo(Pseudo::GarbageCollector), "");
         assert!(svg.contains(&format!("fill=\"rgb({r},{g},{b})\"")));
         let (r, g, b) = colour(Group::Kind(Kind::App), "main (/app/main.js:1:1)");
