@@ -144,7 +144,7 @@ function convertBench() {
       ['median ms', (r) => f1(r.ms)],
     ],
   )
-  console.log(`speed-up: ${ratio(m.baseline, m.ours)} (target ≥ 5×); medians of ${REPS}, gc() before each call, outside the timing`)
+  console.log(`speed-up: ${ratio(m.baseline, m.ours)} (target ≥ 5×); medians of ${REPS}${process.env.BENCH_GC ? ", gc() before each call, outside the timing" : ""}`)
 }
 
 console.log(`# jsprof-node benchmarks\nmachine: ${machine()}`)
