@@ -63,19 +63,23 @@ pub struct PlainParts {
 }
 
 impl PlainParts {
-    pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
+    fn tables_json(resources: &[String], frames: &[core::Frame], stacks: &[core::Stack]) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
             resources: &'a [String],
             frames: &'a [core::Frame],
             stacks: &'a [core::Stack],
         }
-        let tables = serde_json::to_string(&Tables {
-            resources: &trace.resources,
-            frames: &trace.frames,
-            stacks: &trace.stacks,
+        serde_json::to_string(&Tables {
+            resources,
+            frames,
+            stacks,
         })
-        .map_err(|e| Error::from_reason(e.to_string()))?;
+        .map_err(|e| Error::from_reason(e.to_string()))
+    }
+
+    pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
+        let tables = Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?;
         let n = trace.samples.len();
         let (mut timestamps, mut stack_ids, mut markers) = (
             Vec::with_capacity(n),
@@ -87,6 +91,33 @@ impl PlainParts {
             stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
             markers.push(Marker::code(s.marker));
         }
+        Ok(PlainParts {
+            tables,
+            timestamps,
+            stack_ids,
+            markers,
+        })
+    }
+
+    /// The whole profile converted as [`core::trace_from_profile`] does, but each sample goes straight
+    /// into the columns (no intermediate `Vec<TraceSample>`).
+    pub(crate) fn from_profile(profile: &core::Profile, time_origin_us: f64) -> Result<PlainParts> {
+        let mut builder = core::TraceBuilder::new();
+        let mut converter = core::convert::ProfileConverter::new(profile, time_origin_us);
+        let n = profile.samples.len();
+        let (mut timestamps, mut stack_ids, mut markers) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for sample in &profile.samples {
+            let s = converter.sample(&mut builder, sample);
+            timestamps.push(s.timestamp);
+            stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
+            markers.push(Marker::code(s.marker));
+        }
+        let trace = builder.finish();
+        let tables = Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?;
         Ok(PlainParts {
             tables,
             timestamps,
@@ -110,9 +141,9 @@ impl PlainParts {
 #[napi(catch_unwind)]
 pub fn convert_cpu_profile(text: String, time_origin_us: Option<f64>) -> Result<TraceParts> {
     let profile = core::Profile::from_json(&text).map_err(core_error)?;
+    drop(text);
     let origin = time_origin_us.unwrap_or(profile.start_time);
-    let trace = core::trace_from_profile(&profile, origin);
-    Ok(PlainParts::from_trace(trace)?.into_js())
+    Ok(PlainParts::from_profile(&profile, origin)?.into_js())
 }
 
 /// The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an

@@ -328,6 +328,22 @@ impl ProfileBuilder {
         Ok(())
     }
 
+    /// V8 numbers its nodes 1..=n: then a table indexed by id (`u32::MAX` = no such node) finds each
+    /// sample's node without hashing. `None` when the ids are too sparse for a table to pay.
+    fn dense_index(&self) -> Option<Vec<u32>> {
+        let max = *self.ids.iter().max()?;
+        let min = *self.ids.iter().min()?;
+        let limit = self.ids.len().saturating_mul(4).saturating_add(64);
+        if min < 0 || usize::try_from(max).map_or(true, |max| max >= limit) {
+            return None;
+        }
+        let mut table = vec![u32::MAX; max as usize + 1];
+        for (index, &id) in self.ids.iter().enumerate() {
+            table[id as usize] = index as u32;
+        }
+        Some(table)
+    }
+
     /// Validates the tree and the samples; sample times are `start_time` plus the signed running sum of
     /// `deltas` (V8 may reorder samples, so a delta can be negative; the order is kept as V8 gave it).
     pub fn finish(self, samples: &[i64], deltas: &[f64], start_time: f64, end_time: f64) -> Result<Profile> {
@@ -344,6 +360,7 @@ impl ProfileBuilder {
             ));
         }
         self.check_acyclic()?;
+        let dense = self.dense_index();
         let mut time = start_time;
         let mut out = Vec::with_capacity(samples.len());
         for (i, (&id, &delta)) in samples.iter().zip(deltas).enumerate() {
@@ -358,7 +375,13 @@ impl ProfileBuilder {
                     "invalid V8 CPU profile: the sample time overflows at timeDeltas[{i}]"
                 )));
             }
-            let node = self.index(id, || format!("samples[{i}]"))?;
+            let known = dense
+                .as_deref()
+                .and_then(|table| usize::try_from(id).ok().and_then(|id| table.get(id)));
+            let node = match known {
+                Some(&node) if node != u32::MAX => node,
+                _ => self.index(id, || format!("samples[{i}]"))?,
+            };
             out.push(Sample { node, time });
         }
         Ok(Profile {
@@ -456,6 +479,38 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn finds_sample_nodes_with_dense_and_sparse_ids() {
+        // Sparse ids (no table): the samples still find their nodes, and unknown ids are still named.
+        let sparse = SMALL
+            .replace("[2,3]", "[2000000,3000000]")
+            .replace("\"id\":2", "\"id\":2000000");
+        let sparse = sparse
+            .replace("\"id\":3", "\"id\":3000000")
+            .replace("[2,3,3]", "[2000000,3000000,3000000]");
+        let p = Profile::from_json(&sparse).unwrap();
+        assert_eq!(
+            p.samples.iter().map(|s| s.node).collect::<Vec<_>>(),
+            vec![1, 2, 2]
+        );
+        let e = err(&sparse.replace("[2000000,3000000,3000000]", "[2000000,4,3000000]"));
+        assert!(
+            e.message.contains("samples[1] names unknown node id 4"),
+            "{}",
+            e.message
+        );
+        // Dense ids: negative, absent and past-the-end ids are unknown too.
+        for bad in ["-1", "0", "4", "70", "9223372036854775807"] {
+            let e = err(&SMALL.replace("[2,3,3]", &format!("[2,{bad},3]")));
+            assert!(
+                e.message
+                    .contains(&format!("samples[1] names unknown node id {bad}")),
+                "{}",
+                e.message
+            );
+        }
     }
 
     #[test]
