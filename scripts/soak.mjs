@@ -1,13 +1,14 @@
 // Soak: does profiling for a long time, or very often, leak? Run with --expose-gc:
 //
-//   node --expose-gc scripts/soak.mjs                 # all three phases (~4 min)
+//   node --expose-gc scripts/soak.mjs                 # all three phases (~8 min on an idle machine)
+//   SOAK_CYCLES=2000 SOAK_CONCURRENT=500 SOAK_CONTINUOUS_S=60 node --expose-gc scripts/soak.mjs   # shorter
 //   node --expose-gc scripts/soak.mjs cycles concurrent continuous
 //   SOAK_CONTINUOUS_S=60 node --expose-gc scripts/soak.mjs continuous
 //
 // Phases (each measured after its own warm-up, with GC forced before every measurement):
 //   cycles      10,000 create/stop cycles (sampleInterval 1 ms), awaited one by one (~20 ms each:
 //               with no other Profiler live, each start is a full V8 profiler start, code re-logged)
-//   concurrent  1,000 Profilers live at once (10 rounds of 100, staggered), all stopped together
+//   concurrent  1,000 Profilers live at once, all stopped in one tick; then 10 rounds of 100
 //   continuous  "an hour" of 1 ms profiling compressed: back-to-back Profilers of ~5 s each for
 //               SOAK_CONTINUOUS_S seconds (default 180) with a CPU workload in slices, like a server
 //               (the sampler also harvests periodically), keeping only each trace's sample count
@@ -22,6 +23,8 @@ if (typeof globalThis.gc !== 'function') {
 }
 const LIMIT_MB = Number(process.env.SOAK_LIMIT_MB || 10)
 const CONTINUOUS_S = Number(process.env.SOAK_CONTINUOUS_S || 180)
+const CYCLES = Number(process.env.SOAK_CYCLES || 10000)
+const CONCURRENT = Number(process.env.SOAK_CONCURRENT || 1000)
 const MB = 1024 * 1024
 
 async function settle() {
@@ -62,6 +65,7 @@ function burn(ms) {
 }
 
 async function cycles(n) {
+  const t0 = performance.now()
   let samples = 0
   for (let i = 0; i < n; i++) {
     const p = new Profiler({ sampleInterval: 1, maxBufferSize: 1000 })
@@ -69,7 +73,7 @@ async function cycles(n) {
     const t = await p.stop()
     samples += t.samples.length
   }
-  return `${n} cycles, ${samples} samples in all`
+  return `${n} cycles (${((performance.now() - t0) / n).toFixed(1)} ms each), ${samples} samples in all`
 }
 
 async function concurrent(total, perRound = 100) {
@@ -124,8 +128,8 @@ async function continuous(seconds, eachS = 5) {
 }
 
 const PHASES = {
-  cycles: { warm: () => cycles(500), run: () => cycles(10000) },
-  concurrent: { warm: () => concurrentAll(1000), run: () => concurrentAll(1000).then(async (a) => `${a}; ${await concurrent(1000)}`) },
+  cycles: { warm: () => cycles(Math.min(500, CYCLES)), run: () => cycles(CYCLES) },
+  concurrent: { warm: () => concurrentAll(CONCURRENT), run: () => concurrentAll(CONCURRENT).then(async (a) => `${a}; ${await concurrent(CONCURRENT)}`) },
   continuous: { warm: () => continuous(10), run: () => continuous(CONTINUOUS_S) },
 }
 
