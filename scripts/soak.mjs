@@ -9,6 +9,7 @@
 //   cycles      10,000 create/stop cycles (sampleInterval 1 ms), awaited one by one (~20 ms each:
 //               with no other Profiler live, each start is a full V8 profiler start, code re-logged)
 //   concurrent  1,000 Profilers live at once, all stopped in one tick; then 10 rounds of 100
+//   repeat      (on request) the 1,000-concurrent round 8 times, RSS after each round
 //   continuous  "an hour" of 1 ms profiling compressed: back-to-back Profilers of ~5 s each for
 //               SOAK_CONTINUOUS_S seconds (default 180) with a CPU workload in slices, like a server
 //               (the sampler also harvests periodically), keeping only each trace's sample count
@@ -127,13 +128,24 @@ async function continuous(seconds, eachS = 5) {
   return `${seconds} s of 1 ms profiling: ${profilers} profilers, ${samples} samples (${(samples / seconds).toFixed(0)}/s)`
 }
 
+/** The same 1,000-concurrent round again and again, RSS after each: a leak grows every round. */
+async function repeat(rounds) {
+  const rss = []
+  for (let i = 0; i < rounds; i++) {
+    await concurrentAll(CONCURRENT)
+    rss.push(((await measure()).rss / MB).toFixed(1))
+  }
+  return `${rounds} rounds of ${CONCURRENT} concurrent profilers, RSS after each: ${rss.join(', ')} MB`
+}
+
 const PHASES = {
+  repeat: { warm: () => concurrentAll(CONCURRENT), run: () => repeat(Number(process.env.SOAK_ROUNDS || 8)) },
   cycles: { warm: () => cycles(Math.min(500, CYCLES)), run: () => cycles(CYCLES) },
   concurrent: { warm: () => concurrentAll(CONCURRENT), run: () => concurrentAll(CONCURRENT).then(async (a) => `${a}; ${await concurrent(CONCURRENT)}`) },
   continuous: { warm: () => continuous(10), run: () => continuous(CONTINUOUS_S) },
 }
 
-const chosen = process.argv.slice(2).length ? process.argv.slice(2) : Object.keys(PHASES)
+const chosen = process.argv.slice(2).length ? process.argv.slice(2) : ['cycles', 'concurrent', 'continuous']
 let failed = 0
 console.log(`soak: node ${process.version}, limit ${LIMIT_MB} MB RSS growth after warm-up`)
 const start = await measure()
