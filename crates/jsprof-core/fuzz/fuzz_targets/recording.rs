@@ -24,7 +24,12 @@ fuzz_target!(|input: Input| {
     let mut accepted = 0;
     for (text, interval_us) in &input.chunks {
         if let Ok(profile) = Profile::from_json(text) {
-            accepted += r.add_chunk(&Arc::new(Chunk { profile, interval_us: *interval_us })).accepted;
+            accepted += r
+                .add_chunk(&Arc::new(Chunk {
+                    profile,
+                    interval_us: *interval_us,
+                }))
+                .accepted;
         }
     }
     assert!(accepted <= input.max as usize);
