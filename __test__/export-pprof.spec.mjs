@@ -33,7 +33,11 @@ function parseTop(text) {
   const rows = new Map()
   for (const line of text.split('\n')) {
     const m = /^\s*([\d.]+)(\w*)\s+[\d.]+%\s+[\d.]+%\s+([\d.]+)(\w*)\s+[\d.]+%\s+(.+?)\s*$/.exec(line)
-    if (m) rows.set(m[5], [Number(m[1]), Number(m[3])])
+    if (!m) continue
+    // pprof lists functions by (name, file): two files' functions of one name are two rows; add them up
+    // as flatCounts does by name.
+    const [flat, cum] = rows.get(m[5]) ?? [0, 0]
+    rows.set(m[5], [flat + Number(m[1]), cum + Number(m[3])])
   }
   return rows
 }

