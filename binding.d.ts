@@ -23,6 +23,13 @@ export declare class Chunk {
 
 /** What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks. */
 export declare class Recording {
+  /**
+   * Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
+   * times a request's own code ran. Drops samples already kept outside them.
+   */
+  keepIntervals(flat: Float64Array): void
+  /** A sample exactly at the start time belongs to the recording this one takes over from. */
+  setStartExclusive(exclusive: boolean): void
   /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
   constructor(startUs: number, intervalUs: number, maxSamples: number)
   addChunk(chunk: Chunk): Added

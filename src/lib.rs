@@ -13,6 +13,8 @@ use jsprof_core::{self as core, ErrorKind, Marker, ProfilerTrace};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+mod prod;
+
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {
         ErrorKind::Syntax => "SyntaxError",
