@@ -4,5 +4,7 @@
 
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
+const { profileRequests } = require('./lib/requests')
+const { startContinuous } = require('./lib/continuous')
 
-module.exports = { Profiler, fromCpuProfile }
+module.exports = { Profiler, fromCpuProfile, profileRequests, startContinuous }
