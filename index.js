@@ -6,5 +6,6 @@ const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
 const { profileRequests } = require('./lib/requests')
 const { startContinuous } = require('./lib/continuous')
+const { pyroscopeExporter } = require('./lib/backend')
 
-module.exports = { Profiler, fromCpuProfile, profileRequests, startContinuous }
+module.exports = { Profiler, fromCpuProfile, profileRequests, startContinuous, pyroscopeExporter }
