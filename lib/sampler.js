@@ -109,6 +109,8 @@ class Sampler {
   /** Subscriptions whose stop() waits for the next harvest: sub -> [resolve, reject]. */
   #stopping = new Map()
   #timer = null
+  /** When the armed timer fires (µs); Infinity when none. */
+  #timerDueUs = Infinity
   #harvestQueued = false
   /** Earliest time a batched stop (finish with a max wait) needs a harvest by; Infinity when none. */
   #stopDueUs = Infinity
@@ -200,7 +202,9 @@ class Sampler {
     sub.checkAtUs = sub.startUs + (sub.maxSamples + 1) * sub.intervalUs
     this.#live.add(sub)
     this.#lastActiveUs = nowUs()
-    this.#schedule()
+    // Re-arming walks every live subscription: skip it when the armed timer comes first anyway
+    // (many short request subscriptions at once).
+    if (!this.#timer || sub.checkAtUs < this.#timerDueUs) this.#schedule()
   }
 
   /**
@@ -239,7 +243,7 @@ class Sampler {
         const due = this.#lastActiveUs + maxWaitMs * 1000
         if (due < this.#stopDueUs) {
           this.#stopDueUs = due
-          this.#schedule()
+          if (!this.#timer || due < this.#timerDueUs) this.#schedule()
         }
       } else {
         this.#queueHarvest()
@@ -259,6 +263,7 @@ class Sampler {
   #schedule() {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
+    this.#timerDueUs = Infinity
     if (!this.#running) return
     const period = Math.min(
       HARVEST_MAX_PERIOD_US,
@@ -268,8 +273,10 @@ class Sampler {
     for (const sub of this.#live) due = Math.min(due, sub.checkAtUs)
     if (this.#live.size === 0 && this.#graceUs > 0) due = Math.min(due, this.#lastActiveUs + this.#graceUs)
     const delayMs = Math.max(1, Math.ceil((due - nowUs()) / 1000))
+    this.#timerDueUs = due
     this.#timer = setTimeout(() => {
       this.#timer = null
+      this.#timerDueUs = Infinity
       this.#harvest(Infinity)
     }, delayMs)
     // A running profiler never keeps the process alive.
