@@ -30,6 +30,11 @@ export declare class Recording {
   keepIntervals(flat: Float64Array): void
   /** A sample exactly at the start time belongs to the recording this one takes over from. */
   setStartExclusive(exclusive: boolean): void
+  /**
+   * Builds the trace on the calling thread. For the few samples of one request this is cheaper than
+   * a thread-pool hop (`build`); the recording is empty afterwards.
+   */
+  buildSync(timeOriginUs: number): TraceParts
   /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
   constructor(startUs: number, intervalUs: number, maxSamples: number)
   addChunk(chunk: Chunk): Added

@@ -21,3 +21,14 @@ impl Recording {
         self.inner.set_start_exclusive(exclusive);
     }
 }
+
+#[napi]
+impl Recording {
+    /// Builds the trace on the calling thread. For the few samples of one request this is cheaper than
+    /// a thread-pool hop (`build`); the recording is empty afterwards.
+    #[napi(catch_unwind)]
+    pub fn build_sync(&mut self, time_origin_us: f64) -> Result<crate::TraceParts> {
+        let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
+        Ok(crate::PlainParts::from_trace(recording.build(time_origin_us))?.into_js())
+    }
+}
