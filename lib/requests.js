@@ -14,6 +14,9 @@ const { assembleTrace } = require('./trace')
 const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
 
+/** Up to this many samples, a request's trace is built on the main thread (a few µs). */
+const SYNC_BUILD_MAX_SAMPLES = 256
+
 const DEFAULTS = {
   sampleRate: 0.1,
   sampleInterval: 1,
@@ -131,8 +134,13 @@ class RequestProfiler {
         recording.keepIntervals(times)
         done = sampler
           .finish(sub, this.#maxStopDelay)
-          .then(() => recording.build(timeOriginUs()))
-          .then(assembleTrace, rethrowTyped)
+          .then(() =>
+            // A request's few samples build faster here than through a thread-pool hop.
+            recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES
+              ? assembleTrace(recording.buildSync(timeOriginUs()))
+              : recording.build(timeOriginUs()).then(assembleTrace),
+          )
+          .catch(rethrowTyped)
       } catch (err) {
         done = Promise.reject(err)
       }

@@ -6,7 +6,8 @@
 // IncomingMessage emits ('data', 'end': body parsing runs in the connection's async context, not the
 // request's), and every callback of an async resource created inside the request's
 // AsyncLocalStorage context (async_hooks `before`/`after`; promises included). The hook is enabled
-// only while at least one sampled request is in flight, so unsampled traffic pays nothing otherwise.
+// only while sampled requests are in flight (and for a second after the last one, so that its
+// enabling and disabling does not churn), so unsampled traffic pays nothing otherwise.
 
 const { AsyncLocalStorage, createHook } = require('node:async_hooks')
 const { performance } = require('node:perf_hooks')
@@ -63,14 +64,32 @@ const hook = createHook({
 })
 
 /** A new context; the async hook runs while any context is open. */
+let hookEnabled = false
 function openContext() {
-  if (inFlight++ === 0) hook.enable()
+  inFlight++
+  if (!hookEnabled) {
+    hookEnabled = true
+    hook.enable()
+  }
   return new RequestContext()
 }
 
+/** The hook stays enabled this long after the last sampled request (no enable/disable churn). */
+const HOOK_LINGER_MS = 1000
+let lingerTimer = null
+
 function closeContext(ctx, endUs) {
   const times = ctx.close(endUs)
-  if (--inFlight === 0) hook.disable()
+  if (--inFlight === 0 && lingerTimer === null) {
+    lingerTimer = setTimeout(() => {
+      lingerTimer = null
+      if (inFlight === 0 && hookEnabled) {
+        hookEnabled = false
+        hook.disable()
+      }
+    }, HOOK_LINGER_MS)
+    lingerTimer.unref()
+  }
   return times
 }
 
