@@ -5,7 +5,8 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const { startContinuous } = require('../../index.js')
 
-const minutes = Number(process.argv[process.argv.indexOf('--minutes') + 1] || 10)
+const at = process.argv.indexOf('--minutes')
+const minutes = at > 0 ? Number(process.argv[at + 1]) : 10
 let samples = 0
 let chunks = 0
 const handle = startContinuous({
