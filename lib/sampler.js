@@ -238,6 +238,7 @@ class Sampler {
     if (!this.#live.has(sub)) return Promise.resolve()
     return new Promise((resolve, reject) => {
       this.#stopping.set(sub, [resolve, reject])
+      if (this.#timer) this.#timer.ref()
       this.#lastActiveUs = nowUs()
       if (maxWaitMs > 0 && this.#running) {
         const due = this.#lastActiveUs + maxWaitMs * 1000
@@ -249,6 +250,16 @@ class Sampler {
         this.#queueHarvest()
       }
     })
+  }
+
+  /** Asks for a harvest at most `maxWaitMs` from now (batched with any other request for one). */
+  harvestWithin(maxWaitMs) {
+    if (!this.#running) return
+    const due = nowUs() + maxWaitMs * 1000
+    if (due < this.#stopDueUs) {
+      this.#stopDueUs = due
+      if (!this.#timer || due < this.#timerDueUs) this.#schedule()
+    }
   }
 
   #queueHarvest() {
@@ -279,8 +290,8 @@ class Sampler {
       this.#timerDueUs = Infinity
       this.#harvest(Infinity)
     }, delayMs)
-    // A running profiler never keeps the process alive.
-    this.#timer.unref()
+    // A running profiler never keeps the process alive; a stop() someone awaits does, until it resolves.
+    if (this.#stopping.size === 0) this.#timer.unref()
   }
 
   /**
@@ -303,6 +314,8 @@ class Sampler {
       const full = []
       for (const sub of this.#live) {
         if (sub.recording.addChunk(chunk).becameFull) full.push(sub)
+        // A raw listener (the request profiler) sees every chunk while it is subscribed.
+        if (sub.onChunk) sub.onChunk(chunk)
       }
       // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
       for (const sub of full) {
