@@ -11,6 +11,11 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** One harvest of the per-thread sampler, shared by every Recording that keeps samples from it. */
 export declare class Chunk {
+  /**
+   * How many of the chunk's samples lie inside the given `[begin, end]` µs intervals (flat: begin0,
+   * end0, …) — lets the request profiler skip every request that has no sample in a chunk.
+   */
+  countIn(flat: Float64Array): number
   /** A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at. */
   static fromInspector(columns: InspectorColumns, intervalUs: number): Chunk
   /** A chunk from a V8 profile as JSON text (the fallback when no columns can be packed). */

@@ -4,7 +4,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::{core_error, Recording};
+use crate::{core_error, Chunk, Recording};
 
 #[napi]
 impl Recording {
@@ -30,5 +30,39 @@ impl Recording {
     pub fn build_sync(&mut self, time_origin_us: f64) -> Result<crate::TraceParts> {
         let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
         Ok(crate::PlainParts::from_trace(recording.build(time_origin_us))?.into_js())
+    }
+}
+
+#[napi]
+impl Chunk {
+    /// How many of the chunk's samples lie inside the given `[begin, end]` µs intervals (flat: begin0,
+    /// end0, …) — lets the request profiler skip every request that has no sample in a chunk.
+    #[napi(catch_unwind)]
+    pub fn count_in(&self, flat: Float64Array) -> Result<u32> {
+        if !flat.len().is_multiple_of(2) {
+            return Err(core_error(jsprof_core::Error::invalid(
+                "intervals need (begin, end) pairs",
+            )));
+        }
+        let mut pairs: Vec<(f64, f64)> = flat
+            .chunks_exact(2)
+            .map(|p| (p[0], p[1]))
+            .filter(|p| p.1 >= p.0)
+            .collect();
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let samples = &self.inner.profile.samples;
+        let mut count = 0u32;
+        // V8's samples are in time order but for rare small steps back (negative time deltas): search
+        // with a margin, then test each sample of the window.
+        const MARGIN_US: f64 = 1_000.0;
+        for (begin, end) in pairs {
+            let from = samples.partition_point(|s| s.time < begin - MARGIN_US);
+            count += samples[from..]
+                .iter()
+                .take_while(|s| s.time <= end + MARGIN_US)
+                .filter(|s| s.time >= begin && s.time <= end)
+                .count() as u32;
+        }
+        Ok(count)
     }
 }
