@@ -14,6 +14,10 @@ const { assembleTrace } = require('./trace')
 const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
 
+function emptyTrace() {
+  return { resources: [], frames: [], stacks: [], samples: [] }
+}
+
 /** Up to this many samples, a request's trace is built on the main thread (a few µs). */
 const SYNC_BUILD_MAX_SAMPLES = 256
 
@@ -46,6 +50,11 @@ class RequestProfiler {
   #inFlight = 0
   #closed = false
   #pending = new Set()
+  /** Sampled requests in flight or waiting for their last harvest. */
+  #open = new Set()
+  #collector = null
+  #deliveryQueued = false
+  #harvestAsked = false
   stats = { seen: 0, sampled: 0, profiled: 0, skippedBusy: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
@@ -89,84 +98,156 @@ class RequestProfiler {
     return true
   }
 
+  /**
+   * The one subscription that keeps the sampler running for sampled requests and sees each harvested
+   * chunk. Requests themselves cost no native object until a chunk holds one of their samples.
+   */
+  #ensureCollector() {
+    if (this.#collector) return
+    const intervalUs = this.#intervalUs
+    const startUs = now()
+    const recording = new binding.Recording(startUs, intervalUs, 1)
+    // Keeps nothing (no interval), so it is never full and holds no chunk.
+    recording.keepIntervals(new Float64Array(0))
+    this.#collector = {
+      recording,
+      intervalUs,
+      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
+      maxSamples: 2 ** 32 - 1,
+      startUs,
+      checkAtUs: Infinity,
+      onFull() {},
+      onChunk: (chunk) => this.#onChunk(chunk),
+    }
+    getSampler().add(this.#collector)
+  }
+
+  /** Gives a harvested chunk to every request (in flight or finished) that has samples in it. */
+  #onChunk(chunk) {
+    this.#harvestAsked = false
+    // Every request that ended before this harvest has all its samples after it: deliver then.
+    if (!this.#deliveryQueued) {
+      this.#deliveryQueued = true
+      const harvestUs = now()
+      queueMicrotask(() => {
+        this.#deliveryQueued = false
+        this.#deliver(harvestUs)
+      })
+    }
+    const first = chunk.firstSampleTime
+    if (Number.isNaN(first)) return
+    const last = chunk.lastSampleTime
+    for (const rec of this.#open) {
+      if (rec.startUs > last || (rec.stopUs !== undefined && rec.stopUs < first)) continue
+      const times = rec.stopUs === undefined ? rec.ctx.snapshot() : rec.times
+      if (times.length === 0 || chunk.countIn(times) === 0) continue
+      if (rec.recording === null) {
+        rec.recording = new binding.Recording(rec.startUs, this.#intervalUs, this.#maxBufferSize)
+        if (rec.stopUs !== undefined) rec.recording.stopAt(rec.stopUs)
+      }
+      rec.recording.keepIntervals(times)
+      if (rec.recording.addChunk(chunk).becameFull) rec.truncated = true
+    }
+  }
+
+  /** Delivers the requests that ended by `uptoUs` (a harvest took every sample up to then). */
+  #deliver(uptoUs) {
+    for (const rec of this.#open) {
+      if (rec.stopUs === undefined || rec.stopUs > uptoUs) continue
+      this.#open.delete(rec)
+      let trace
+      try {
+        trace = rec.recording === null
+          ? emptyTrace()
+          : rec.recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES
+            ? assembleTrace(rec.recording.buildSync(timeOriginUs()))
+            : rec.recording.build(timeOriginUs()).then(assembleTrace)
+      } catch (err) {
+        trace = Promise.reject(err)
+      }
+      this.#hand(rec, trace)
+    }
+    this.#maybeRelease()
+  }
+
+  #hand(rec, trace) {
+    const stats = this.stats
+    const done = Promise.resolve(trace)
+      .catch(rethrowTyped)
+      .then((trace) => {
+        if (rec.truncated) stats.truncated++
+        stats.profiled++
+        return this.#onProfile({ ...rec.info, truncated: rec.truncated, trace })
+      })
+      .catch((err) => {
+        stats.errors++
+        try {
+          this.#onError(err)
+        } catch {}
+      })
+      .finally(() => this.#pending.delete(done))
+    this.#pending.add(done)
+  }
+
+  /** With no request in flight or waiting, the collector leaves and the sampler may stop. */
+  #maybeRelease() {
+    if (this.#open.size === 0 && this.#collector) {
+      getSampler().remove(this.#collector)
+      this.#collector = null
+    }
+  }
+
   /** Starts profiling one request; `describe()` is called at the end for method/route/status. */
   #begin(req, res, describe) {
     this.stats.sampled++
     this.#inFlight++
-    const startUs = now()
+    this.#ensureCollector()
+    const ctx = openContext()
+    const rec = {
+      ctx,
+      startUs: now(),
+      stopUs: undefined,
+      times: null,
+      recording: null,
+      truncated: false,
+      info: null,
+    }
     const startTime = performance.now()
     const startUnixMs = Date.now()
-    const ctx = openContext()
-    const stats = this.stats
-    const intervalUs = this.#intervalUs
-    const sub = {
-      recording: new binding.Recording(startUs, intervalUs, this.#maxBufferSize),
-      intervalUs,
-      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
-      maxSamples: this.#maxBufferSize,
-      startUs,
-      checkAtUs: Infinity,
-      truncated: false,
-      onFull() {
-        sub.truncated = true
-      },
-    }
-    const sampler = getSampler()
-    if (this.#maxBufferSize > 0) sampler.add(sub)
+    this.#open.add(rec)
     const unbind = bindEmitter(ctx, req)
-    let ended = false
     const end = () => {
-      if (ended) return
-      ended = true
+      if (rec.stopUs !== undefined) return
       const stopUs = now()
       const endTime = performance.now()
       this.#inFlight--
       unbind()
       res.removeListener('finish', end)
       res.removeListener('close', end)
-      const times = closeContext(ctx, stopUs)
-      const info = describe()
-      const aborted = !res.writableFinished
-      const recording = sub.recording
-      recording.stopAt(stopUs)
-      let done
-      try {
-        recording.keepIntervals(times)
-        done = sampler
-          .finish(sub, this.#maxStopDelay)
-          .then(() =>
-            // A request's few samples build faster here than through a thread-pool hop.
-            recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES
-              ? assembleTrace(recording.buildSync(timeOriginUs()))
-              : recording.build(timeOriginUs()).then(assembleTrace),
-          )
-          .catch(rethrowTyped)
-      } catch (err) {
-        done = Promise.reject(err)
+      rec.stopUs = stopUs
+      rec.times = closeContext(ctx, stopUs)
+      if (rec.recording !== null) {
+        rec.recording.stopAt(stopUs)
+        rec.recording.keepIntervals(rec.times)
       }
-      done = done
-        .then((trace) => {
-          if (sub.truncated) stats.truncated++
-          stats.profiled++
-          return this.#onProfile({
-            ...info,
-            aborted,
-            startTime,
-            startUnixMs,
-            durationMs: endTime - startTime,
-            sampleInterval: intervalUs / 1000,
-            truncated: sub.truncated,
-            trace,
-          })
-        })
-        .catch((err) => {
-          stats.errors++
-          try {
-            this.#onError(err)
-          } catch {}
-        })
-        .finally(() => this.#pending.delete(done))
-      this.#pending.add(done)
+      rec.info = {
+        ...describe(),
+        aborted: !res.writableFinished,
+        startTime,
+        startUnixMs,
+        durationMs: endTime - startTime,
+        sampleInterval: this.#intervalUs / 1000,
+        truncated: false,
+      }
+      // Delivered after the next harvest (which takes every sample up to now), at most maxStopDelay
+      // from now; with no sampler running there is nothing to wait for.
+      const sampler = getSampler()
+      if (!sampler.running) queueMicrotask(() => this.#deliver(Infinity))
+      else if (!this.#harvestAsked) {
+        // One ask per harvest: the first stop after a harvest sets the deadline for the next.
+        this.#harvestAsked = true
+        sampler.harvestWithin(this.#maxStopDelay)
+      }
     }
     res.once('finish', end)
     res.once('close', end)
@@ -223,9 +304,12 @@ class RequestProfiler {
   async close() {
     this.#closed = true
     getSampler().keepWarm(this, 0)
-    while (this.#inFlight > 0 || this.#pending.size > 0) {
+    while (this.#inFlight > 0 || this.#open.size > 0 || this.#pending.size > 0) {
       if (this.#pending.size > 0) await Promise.all([...this.#pending])
-      else await new Promise((resolve) => setTimeout(resolve, 10))
+      else {
+        if (this.#open.size > this.#inFlight) getSampler().harvestWithin(0)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
     }
   }
 }

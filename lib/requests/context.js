@@ -43,6 +43,17 @@ class RequestContext {
     else t.push(begin, end)
   }
 
+  /** The intervals so far (an open one counts up to now), for a harvest while the request runs. */
+  snapshot() {
+    const t = Float64Array.from(this.times)
+    if (this.depth === 0 || this.done) return t
+    const withOpen = new Float64Array(t.length + 2)
+    withOpen.set(t)
+    withOpen[t.length] = this.begin
+    withOpen[t.length + 1] = now()
+    return withOpen
+  }
+
   /** Closes the context at `endUs` (an interval still open counts up to then) and returns its times. */
   close(endUs) {
     if (!this.done && this.depth > 0) this.#push(this.begin, endUs)
