@@ -58,11 +58,38 @@ export interface Added {
   becameFull: boolean
 }
 
+/** Which code a resource (URL or path) is, with its package, version and root folder. */
+export declare function attributeResource(resource: string): ResourceAttribution
+
+/** Test hook: how many `package.json` files the process-wide attributor has asked the filesystem for. */
+export declare function attributionReads(): number
+
+/** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
+export declare function clearAttributionCache(): void
+
 /**
  * `fromCpuProfile` on JSON text: parse, validate and convert, timestamps relative to `timeOriginUs`
  * (default: the profile's `startTime`).
  */
 export declare function convertCpuProfile(text: string, timeOriginUs?: number | undefined | null): TraceParts
+
+/** Folded stacks text. */
+export declare function exportCollapsed(traceJson: string): string
+
+/** `.cpuprofile` JSON text. */
+export declare function exportCpuProfile(traceJson: string): string
+
+/** SVG text. */
+export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null): string
+
+/** Firefox Profiler processed-profile JSON text. */
+export declare function exportGeckoProfile(traceJson: string, threadName?: string | undefined | null, startTime?: number | undefined | null): string
+
+/** Gzipped `profile.proto` bytes. */
+export declare function exportPprof(traceJson: string): Buffer
+
+/** speedscope JSON text. */
+export declare function exportSpeedscope(traceJson: string, name?: string | undefined | null): string
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -84,6 +111,18 @@ export interface InspectorColumns {
   startTime: number
   endTime: number
 }
+
+/** `{ kind, package?, version?, root? }` of one resource. */
+export interface ResourceAttribution {
+  /** `app`, `dependency`, `node` or `native`. */
+  kind: string
+  package?: string
+  version?: string
+  root?: string
+}
+
+/** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
+export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string
 
 /**
  * A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text

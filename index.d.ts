@@ -91,6 +91,128 @@ export declare function fromCpuProfile(
   options?: FromCpuProfileOptions,
 ): ProfilerTrace
 
+// ---- Analysis: attribute(resource), summarize(trace, { by }) ----
+
+/** `app` (own code, outside node_modules), `dependency` (inside node_modules), `node` (`node:` internals), `native` (no resource). */
+export type AttributionKind = 'app' | 'dependency' | 'node' | 'native'
+
+export interface Attribution {
+  kind: AttributionKind
+  /** npm package name (`name` or `@scope/name`): for dependencies from the path, for app code from the nearest named package.json. */
+  package?: string
+  /** From the package's package.json (read once per process), else from a pnpm/Yarn path. */
+  version?: string
+  /** The package's folder as a filesystem path in the resource's style (`/…` or `C:\…`). */
+  root?: string
+}
+
+/**
+ * Which code a resource of `ProfilerTrace.resources` is. `""` -> `{ kind: 'native' }`, `node:…` ->
+ * `{ kind: 'node' }`, non-file resources (`data:`, `[eval]`, `evalmachine.<anonymous>`…) -> `{ kind: 'app' }`.
+ * Never throws for a string; `TypeError` for anything else.
+ */
+export declare function attribute(resource: string): Attribution
+
+export type SummaryBy = 'package' | 'function' | 'resource'
+
+export interface SummarizeOptions {
+  /** What the rows are (default `'package'`). Unknown strings throw `RangeError`. */
+  by?: SummaryBy
+  /** ms the last sample weighs (default: the median gap between samples). */
+  sampleInterval?: number
+}
+
+export interface SummaryRow {
+  /**
+   * `package`: the package name, `(app)` for app code without a package.json, `node`, `native`.
+   * `function`: `name (resource:line:column)`, `(anonymous)` for unnamed functions, `(native)` for builtins.
+   * `resource`: the resource, `(native)` for code without one.
+   * Samples without a stack: `(idle)`, `(gc)`, `(other)`.
+   */
+  name: string
+  kind: AttributionKind | 'idle' | 'gc' | 'other' | 'script' | 'style' | 'layout' | 'paint'
+  /** The package of the function/resource (`by: 'function' | 'resource'` only). */
+  package?: string
+  version?: string
+  /** Samples charged to this row (innermost app/dependency frame; builtins and node: charge their caller). */
+  selfSamples: number
+  /** Samples with this row anywhere on their stack (once per sample). */
+  totalSamples: number
+  /** ms: each sample weighs the time to the next one. */
+  selfTime: number
+  totalTime: number
+}
+
+/** Self/total samples and time per package, function or resource, sorted by `selfSamples` descending. */
+export declare function summarize(trace: ProfilerTrace, options?: SummarizeOptions): SummaryRow[]
+
+// ---------------------------------------------------------------------------------------------------
+// Exporters: a ProfilerTrace in the formats other tools read. Every exporter validates the trace
+// (ids in range, no parent cycles) and throws `TypeError` for a malformed trace or options.
+
+/**
+ * V8's `.cpuprofile` (Chrome DevTools, VS Code). Sample times are `timestamp * 1000` µs, so
+ * `fromCpuProfile(toCpuProfile(trace), { timeOrigin: 0 })` gives back the same samples, stacks and times.
+ */
+export declare function toCpuProfile(trace: ProfilerTrace): CpuProfile
+
+export interface GeckoProfileOptions {
+  /** The thread's name in the profiler (default "Main Thread"). */
+  threadName?: string
+  /** `meta.startTime`: ms since the Unix epoch of the trace's time origin (default 0). */
+  startTime?: number
+}
+
+/** The Firefox Profiler's processed profile format (version 58), for profiler.firefox.com. */
+export declare function toGeckoProfile(trace: ProfilerTrace, options?: GeckoProfileOptions): Record<string, unknown>
+
+export interface SpeedscopeOptions {
+  /** The profile's name (default "jsprof-node profile"). */
+  name?: string
+}
+
+/** A speedscope file (https://www.speedscope.app/file-format-schema.json), one sampled profile in ms. */
+export declare function toSpeedscope(
+  trace: ProfilerTrace,
+  options?: SpeedscopeOptions,
+): {
+  $schema: 'https://www.speedscope.app/file-format-schema.json'
+  shared: { frames: Array<{ name: string; file?: string; line?: number; col?: number }> }
+  profiles: Array<{
+    type: 'sampled'
+    name: string
+    unit: 'milliseconds'
+    startValue: number
+    endValue: number
+    samples: number[][]
+    weights: number[]
+  }>
+  name: string
+  activeProfileIndex: number
+  exporter: string
+}
+
+/**
+ * Gzipped pprof `profile.proto` (sample types samples/count and cpu/nanoseconds, `package` and `kind`
+ * labels per sample), for `go tool pprof`.
+ */
+export declare function toPprof(trace: ProfilerTrace): Buffer
+
+/** Folded stacks (`outer;…;leaf count` lines, sorted) for flamegraph.pl and inferno. */
+export declare function toCollapsed(trace: ProfilerTrace): string
+
+export interface FlameGraphOptions {
+  /** The title (default "Flame Graph"). */
+  title?: string
+  /** The subtitle (default: a colour legend). */
+  subtitle?: string
+  /** Image width in px, an integer from 10 to 100000 (default 1200). */
+  width?: number
+}
+
+/** An SVG flame graph (text) coloured by kind of code, with each frame's package in its tooltip. */
+export declare function toFlameGraph(trace: ProfilerTrace, options?: FlameGraphOptions): string
+
 // ---------------------------------------------------------------------------------------------
 // Production profiling: per-request profiles, continuous mode, Pyroscope push (docs/production.md)
 // ---------------------------------------------------------------------------------------------

@@ -4,8 +4,24 @@
 
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
+const { attribute, summarize } = require('./lib/analysis')
+const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = require('./lib/export')
 const { profileRequests } = require('./lib/requests')
 const { startContinuous } = require('./lib/continuous')
 const { pyroscopeExporter } = require('./lib/backend')
 
-module.exports = { Profiler, fromCpuProfile, profileRequests, startContinuous, pyroscopeExporter }
+module.exports = {
+  Profiler,
+  fromCpuProfile,
+  attribute,
+  summarize,
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toCollapsed,
+  toFlameGraph,
+  profileRequests,
+  startContinuous,
+  pyroscopeExporter,
+}

@@ -1,5 +1,7 @@
 // ESM entry: the same objects as the CommonJS entry.
 import jsprof from './index.js'
 
-export const { Profiler, fromCpuProfile, profileRequests, startContinuous, pyroscopeExporter } = jsprof
+export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
+export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = jsprof
+export const { profileRequests, startContinuous, pyroscopeExporter } = jsprof
 export default jsprof

@@ -52,21 +52,26 @@ class Profiler extends EventTarget {
     collected.register(this, sub, sub)
   }
 
+  /** Brand check: is `value` a Profiler made by this constructor (WebIDL's "implements")? */
+  static #is(value) {
+    return value !== null && typeof value === 'object' && #stopped in value
+  }
+
   /** The interval really used, in ms (the requested one, in whole µs, at least 0.1 ms). */
   get sampleInterval() {
-    if (!(#sampleInterval in this)) throw new TypeError('Illegal invocation')
+    if (!Profiler.#is(this)) throw new TypeError('Illegal invocation')
     return this.#sampleInterval
   }
 
   /** True from the moment stop() is called. */
   get stopped() {
-    if (!(#stopped in this)) throw new TypeError('Illegal invocation')
+    if (!Profiler.#is(this)) throw new TypeError('Illegal invocation')
     return this.#stopped
   }
 
   /** Resolves with the trace of the samples taken from construction until this call. */
   stop() {
-    if (!(#stopped in this)) return Promise.reject(new TypeError('Illegal invocation'))
+    if (!Profiler.#is(this)) return Promise.reject(new TypeError('Illegal invocation'))
     if (this.#stopped) {
       return Promise.reject(new DOMException('The Profiler has already been stopped.', 'InvalidStateError'))
     }

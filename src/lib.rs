@@ -6,6 +6,8 @@
 //! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
 //! (`TypeError: …`, `SyntaxError: …`). Every export catches panics, so no Rust panic reaches Node.
 
+mod analysis;
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -13,6 +15,7 @@ use jsprof_core::{self as core, ErrorKind, Marker, ProfilerTrace};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+mod export;
 mod prod;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
@@ -32,7 +35,9 @@ pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T>
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
-        Err(Error::from_reason(format!("jsprof-node internal error in {what}: {detail}")))
+        Err(Error::from_reason(format!(
+            "jsprof-node internal error in {what}: {detail}"
+        )))
     })
 }
 
@@ -59,24 +64,67 @@ pub struct PlainParts {
 }
 
 impl PlainParts {
-    pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
+    fn tables_json(resources: &[String], frames: &[core::Frame], stacks: &[core::Stack]) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
             resources: &'a [String],
             frames: &'a [core::Frame],
             stacks: &'a [core::Stack],
         }
-        let tables =
-            serde_json::to_string(&Tables { resources: &trace.resources, frames: &trace.frames, stacks: &trace.stacks })
-                .map_err(|e| Error::from_reason(e.to_string()))?;
+        serde_json::to_string(&Tables {
+            resources,
+            frames,
+            stacks,
+        })
+        .map_err(|e| Error::from_reason(e.to_string()))
+    }
+
+    pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
+        let tables = Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?;
         let n = trace.samples.len();
-        let (mut timestamps, mut stack_ids, mut markers) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut timestamps, mut stack_ids, mut markers) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
         for s in &trace.samples {
             timestamps.push(s.timestamp);
             stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
             markers.push(Marker::code(s.marker));
         }
-        Ok(PlainParts { tables, timestamps, stack_ids, markers })
+        Ok(PlainParts {
+            tables,
+            timestamps,
+            stack_ids,
+            markers,
+        })
+    }
+
+    /// The whole profile converted as [`core::trace_from_profile`] does, but each sample goes straight
+    /// into the columns (no intermediate `Vec<TraceSample>`).
+    pub(crate) fn from_profile(profile: &core::Profile, time_origin_us: f64) -> Result<PlainParts> {
+        let mut builder = core::TraceBuilder::new();
+        let mut converter = core::convert::ProfileConverter::new(profile, time_origin_us);
+        let n = profile.samples.len();
+        let (mut timestamps, mut stack_ids, mut markers) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for sample in &profile.samples {
+            let s = converter.sample(&mut builder, sample);
+            timestamps.push(s.timestamp);
+            stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
+            markers.push(Marker::code(s.marker));
+        }
+        let trace = builder.finish();
+        let tables = Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?;
+        Ok(PlainParts {
+            tables,
+            timestamps,
+            stack_ids,
+            markers,
+        })
     }
 
     pub(crate) fn into_js(self) -> TraceParts {
@@ -94,9 +142,9 @@ impl PlainParts {
 #[napi(catch_unwind)]
 pub fn convert_cpu_profile(text: String, time_origin_us: Option<f64>) -> Result<TraceParts> {
     let profile = core::Profile::from_json(&text).map_err(core_error)?;
+    drop(text);
     let origin = time_origin_us.unwrap_or(profile.start_time);
-    let trace = core::trace_from_profile(&profile, origin);
-    Ok(PlainParts::from_trace(trace)?.into_js())
+    Ok(PlainParts::from_profile(&profile, origin)?.into_js())
 }
 
 /// The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -132,9 +180,17 @@ impl Chunk {
     pub fn from_inspector(columns: InspectorColumns, interval_us: f64) -> Result<Chunk> {
         let c = &columns;
         let n = c.ids.len();
-        let same_length = [c.child_counts.len(), c.names.len(), c.urls.len(), c.lines.len(), c.columns.len()];
+        let same_length = [
+            c.child_counts.len(),
+            c.names.len(),
+            c.urls.len(),
+            c.lines.len(),
+            c.columns.len(),
+        ];
         if same_length.iter().any(|&len| len != n) {
-            return Err(core_error(core::Error::invalid("inspector columns have different lengths")));
+            return Err(core_error(core::Error::invalid(
+                "inspector columns have different lengths",
+            )));
         }
         let string = |i: u32| {
             c.strings
@@ -166,15 +222,21 @@ impl Chunk {
             offset = end;
         }
         let samples: Vec<i64> = c.samples.iter().map(|&id| id as i64).collect();
-        let profile = builder.finish(&samples, &c.time_deltas, c.start_time, c.end_time).map_err(core_error)?;
-        Ok(Chunk { inner: Arc::new(core::Chunk { profile, interval_us }) })
+        let profile = builder
+            .finish(&samples, &c.time_deltas, c.start_time, c.end_time)
+            .map_err(core_error)?;
+        Ok(Chunk {
+            inner: Arc::new(core::Chunk { profile, interval_us }),
+        })
     }
 
     /// A chunk from a V8 profile as JSON text (the fallback when no columns can be packed).
     #[napi(factory, catch_unwind)]
     pub fn from_json(text: String, interval_us: f64) -> Result<Chunk> {
         let profile = core::Profile::from_json(&text).map_err(core_error)?;
-        Ok(Chunk { inner: Arc::new(core::Chunk { profile, interval_us }) })
+        Ok(Chunk {
+            inner: Arc::new(core::Chunk { profile, interval_us }),
+        })
     }
 
     #[napi(getter)]
@@ -211,13 +273,18 @@ impl Recording {
     /// `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`.
     #[napi(constructor)]
     pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
-        Recording { inner: core::Recording::new(start_us, interval_us, max_samples) }
+        Recording {
+            inner: core::Recording::new(start_us, interval_us, max_samples),
+        }
     }
 
     #[napi(catch_unwind)]
     pub fn add_chunk(&mut self, chunk: &Chunk) -> Added {
         let added = self.inner.add_chunk(&chunk.inner);
-        Added { accepted: added.accepted as u32, became_full: added.became_full }
+        Added {
+            accepted: added.accepted as u32,
+            became_full: added.became_full,
+        }
     }
 
     #[napi]
@@ -240,7 +307,10 @@ impl Recording {
     #[napi(ts_return_type = "Promise<TraceParts>")]
     pub fn build(&mut self, time_origin_us: f64) -> AsyncTask<BuildTrace> {
         let recording = std::mem::replace(&mut self.inner, core::Recording::new(0.0, 1.0, 0));
-        AsyncTask::new(BuildTrace { recording, time_origin_us })
+        AsyncTask::new(BuildTrace {
+            recording,
+            time_origin_us,
+        })
     }
 }
 
@@ -254,7 +324,9 @@ impl Task for BuildTrace {
     type JsValue = TraceParts;
 
     fn compute(&mut self) -> Result<PlainParts> {
-        guarded("building a trace", || PlainParts::from_trace(self.recording.build(self.time_origin_us)))
+        guarded("building a trace", || {
+            PlainParts::from_trace(self.recording.build(self.time_origin_us))
+        })
     }
 
     fn resolve(&mut self, _env: Env, output: PlainParts) -> Result<TraceParts> {

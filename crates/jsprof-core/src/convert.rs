@@ -21,7 +21,11 @@ pub struct ProfileConverter<'p> {
 
 impl<'p> ProfileConverter<'p> {
     pub fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
-        ProfileConverter { profile, stacks: vec![None; profile.nodes.len()], time_origin_us }
+        ProfileConverter {
+            profile,
+            stacks: vec![None; profile.nodes.len()],
+            time_origin_us,
+        }
     }
 
     fn frame(&self, builder: &mut TraceBuilder, node: u32) -> Frame {
@@ -71,7 +75,11 @@ impl<'p> ProfileConverter<'p> {
             NodeKind::Idle => (None, None),
         };
         let timestamp = round_to_microseconds((sample.time - self.time_origin_us) / 1000.0);
-        TraceSample { timestamp, stack_id, marker }
+        TraceSample {
+            timestamp,
+            stack_id,
+            marker,
+        }
     }
 }
 
@@ -123,9 +131,17 @@ mod tests {
         let s = &t.samples;
         assert_eq!(s[0].stack_id, None);
         assert_eq!(s[0].marker, Some(Marker::Other));
-        assert_eq!((s[2].stack_id, s[2].marker), (None, None), "idle: no stack, no marker");
+        assert_eq!(
+            (s[2].stack_id, s[2].marker),
+            (None, None),
+            "idle: no stack, no marker"
+        );
         assert_eq!((s[3].stack_id, s[3].marker), (None, Some(Marker::Gc)));
-        assert_eq!((s[7].stack_id, s[7].marker), (None, Some(Marker::Other)), "(root) leaf");
+        assert_eq!(
+            (s[7].stack_id, s[7].marker),
+            (None, Some(Marker::Other)),
+            "(root) leaf"
+        );
     }
 
     #[test]
@@ -136,9 +152,20 @@ mod tests {
         let work = t.frames.iter().find(|f| f.name == "work").unwrap();
         assert_eq!((work.line, work.column), (Some(10), Some(17)));
         let now = t.frames.iter().find(|f| f.name == "now").unwrap();
-        assert_eq!(now, &Frame { name: "now".into(), resource_id: None, line: None, column: None });
+        assert_eq!(
+            now,
+            &Frame {
+                name: "now".into(),
+                resource_id: None,
+                line: None,
+                column: None
+            }
+        );
         let anon = t.frames.iter().find(|f| f.name.is_empty()).unwrap();
-        assert_eq!(t.resources[anon.resource_id.unwrap() as usize], "node:internal/timers");
+        assert_eq!(
+            t.resources[anon.resource_id.unwrap() as usize],
+            "node:internal/timers"
+        );
         assert_eq!(t.resources, vec!["file:///app/main.js", "node:internal/timers"]);
     }
 
@@ -147,11 +174,33 @@ mod tests {
         let t = trace_from_profile(&profile(), 5000.0);
         let frame = |name: &str| t.frames.iter().position(|f| f.name == name).unwrap() as u32;
         // sample 1 hits `now` under work under main: ids 0,1,2 in that order.
-        assert_eq!(t.stacks[0], Stack { frame_id: frame("main"), parent_id: None });
-        assert_eq!(t.stacks[1], Stack { frame_id: frame("work"), parent_id: Some(0) });
-        assert_eq!(t.stacks[2], Stack { frame_id: frame("now"), parent_id: Some(1) });
+        assert_eq!(
+            t.stacks[0],
+            Stack {
+                frame_id: frame("main"),
+                parent_id: None
+            }
+        );
+        assert_eq!(
+            t.stacks[1],
+            Stack {
+                frame_id: frame("work"),
+                parent_id: Some(0)
+            }
+        );
+        assert_eq!(
+            t.stacks[2],
+            Stack {
+                frame_id: frame("now"),
+                parent_id: Some(1)
+            }
+        );
         assert_eq!(t.samples[1].stack_id, Some(2));
-        assert_eq!(t.samples[4].stack_id, Some(1), "work's stack is shared, not duplicated");
+        assert_eq!(
+            t.samples[4].stack_id,
+            Some(1),
+            "work's stack is shared, not duplicated"
+        );
         assert_eq!(t.samples[6].stack_id, Some(2));
         assert_eq!(t.stacks.len(), 4);
     }

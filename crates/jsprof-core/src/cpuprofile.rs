@@ -146,11 +146,15 @@ impl RawProfile<'_> {
         let nodes = self.nodes.ok_or_else(|| {
             Error::invalid("invalid V8 CPU profile: `nodes` is missing (a profile has nodes, startTime, samples and timeDeltas)")
         })?;
-        let samples = self.samples.ok_or_else(|| Error::invalid("invalid V8 CPU profile: `samples` is missing"))?;
-        let deltas =
-            self.time_deltas.ok_or_else(|| Error::invalid("invalid V8 CPU profile: `timeDeltas` is missing"))?;
-        let start_time =
-            self.start_time.ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?;
+        let samples = self
+            .samples
+            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `samples` is missing"))?;
+        let deltas = self
+            .time_deltas
+            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `timeDeltas` is missing"))?;
+        let start_time = self
+            .start_time
+            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?;
         let mut builder = ProfileBuilder::with_capacity(nodes.len());
         for node in &nodes {
             builder.add_node(
@@ -211,22 +215,39 @@ impl ProfileBuilder {
         }
         let index = self.nodes.len() as u32;
         if self.index_of.insert(id, index).is_some() {
-            return Err(Error::invalid(format!("invalid V8 CPU profile: node id {id} appears twice")));
+            return Err(Error::invalid(format!(
+                "invalid V8 CPU profile: node id {id} appears twice"
+            )));
         }
         let kind = NodeKind::classify(name, url);
         let name = self.intern(name);
         let url = self.intern(url);
-        let clamp = |v: i64| if v < 0 { -1 } else { v.min(i32::MAX as i64 - 1) as i32 };
-        self.nodes.push(Node { parent: None, kind, name, url, line: clamp(line), column: clamp(column) });
+        let clamp = |v: i64| {
+            if v < 0 {
+                -1
+            } else {
+                v.min(i32::MAX as i64 - 1) as i32
+            }
+        };
+        self.nodes.push(Node {
+            parent: None,
+            kind,
+            name,
+            url,
+            line: clamp(line),
+            column: clamp(column),
+        });
         self.ids.push(id);
         Ok(())
     }
 
     fn index(&self, id: i64, what: impl FnOnce() -> String) -> Result<u32> {
-        self.index_of
-            .get(&id)
-            .copied()
-            .ok_or_else(|| Error::invalid(format!("invalid V8 CPU profile: {} names unknown node id {id}", what())))
+        self.index_of.get(&id).copied().ok_or_else(|| {
+            Error::invalid(format!(
+                "invalid V8 CPU profile: {} names unknown node id {id}",
+                what()
+            ))
+        })
     }
 
     fn link(&mut self, parent: u32, child: u32) -> Result<()> {
@@ -247,8 +268,19 @@ impl ProfileBuilder {
         }
     }
 
+    fn check_index(&self, index: usize) -> Result<()> {
+        if index >= self.nodes.len() {
+            return Err(Error::invalid(format!(
+                "invalid V8 CPU profile: node index {index} is past the {} nodes",
+                self.nodes.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// Links the node at `index` (in insertion order) to its children, given by id.
     pub fn set_children(&mut self, index: usize, children: &[i64]) -> Result<()> {
+        self.check_index(index)?;
         let parent = index as u32;
         let parent_id = self.ids.get(index).copied().unwrap_or_default();
         for &child_id in children {
@@ -260,6 +292,7 @@ impl ProfileBuilder {
 
     /// Links the node at `index` to its parent, given by id (the older DevTools form).
     pub fn set_parent(&mut self, index: usize, parent_id: i64) -> Result<()> {
+        self.check_index(index)?;
         let child_id = self.ids.get(index).copied().unwrap_or_default();
         let parent = self.index(parent_id, || format!("the parent of node {child_id}"))?;
         self.link(parent, index as u32)
@@ -295,6 +328,22 @@ impl ProfileBuilder {
         Ok(())
     }
 
+    /// V8 numbers its nodes 1..=n: then a table indexed by id (`u32::MAX` = no such node) finds each
+    /// sample's node without hashing. `None` when the ids are too sparse for a table to pay.
+    fn dense_index(&self) -> Option<Vec<u32>> {
+        let max = *self.ids.iter().max()?;
+        let min = *self.ids.iter().min()?;
+        let limit = self.ids.len().saturating_mul(4).saturating_add(64);
+        if min < 0 || usize::try_from(max).map_or(true, |max| max >= limit) {
+            return None;
+        }
+        let mut table = vec![u32::MAX; max as usize + 1];
+        for (index, &id) in self.ids.iter().enumerate() {
+            table[id as usize] = index as u32;
+        }
+        Some(table)
+    }
+
     /// Validates the tree and the samples; sample times are `start_time` plus the signed running sum of
     /// `deltas` (V8 may reorder samples, so a delta can be negative; the order is kept as V8 gave it).
     pub fn finish(self, samples: &[i64], deltas: &[f64], start_time: f64, end_time: f64) -> Result<Profile> {
@@ -306,20 +355,42 @@ impl ProfileBuilder {
             )));
         }
         if !start_time.is_finite() || !end_time.is_finite() {
-            return Err(Error::invalid("invalid V8 CPU profile: startTime and endTime must be finite numbers"));
+            return Err(Error::invalid(
+                "invalid V8 CPU profile: startTime and endTime must be finite numbers",
+            ));
         }
         self.check_acyclic()?;
+        let dense = self.dense_index();
         let mut time = start_time;
         let mut out = Vec::with_capacity(samples.len());
         for (i, (&id, &delta)) in samples.iter().zip(deltas).enumerate() {
             if !delta.is_finite() {
-                return Err(Error::invalid(format!("invalid V8 CPU profile: timeDeltas[{i}] is not a finite number")));
+                return Err(Error::invalid(format!(
+                    "invalid V8 CPU profile: timeDeltas[{i}] is not a finite number"
+                )));
             }
             time += delta;
-            let node = self.index(id, || format!("samples[{i}]"))?;
+            if !time.is_finite() {
+                return Err(Error::invalid(format!(
+                    "invalid V8 CPU profile: the sample time overflows at timeDeltas[{i}]"
+                )));
+            }
+            let known = dense
+                .as_deref()
+                .and_then(|table| usize::try_from(id).ok().and_then(|id| table.get(id)));
+            let node = match known {
+                Some(&node) if node != u32::MAX => node,
+                _ => self.index(id, || format!("samples[{i}]"))?,
+            };
             out.push(Sample { node, time });
         }
-        Ok(Profile { nodes: self.nodes, samples: out, strings: self.strings, start_time, end_time })
+        Ok(Profile {
+            nodes: self.nodes,
+            samples: out,
+            strings: self.strings,
+            start_time,
+            end_time,
+        })
     }
 }
 
@@ -351,7 +422,10 @@ mod tests {
     #[test]
     fn accepts_the_inspector_reply_wrapper() {
         let wrapped = format!("{{\"profile\":{SMALL}}}");
-        assert_eq!(Profile::from_json(&wrapped).unwrap(), Profile::from_json(SMALL).unwrap());
+        assert_eq!(
+            Profile::from_json(&wrapped).unwrap(),
+            Profile::from_json(SMALL).unwrap()
+        );
     }
 
     #[test]
@@ -390,13 +464,53 @@ mod tests {
     #[test]
     fn rejects_length_mismatch() {
         let e = err(&SMALL.replace("[10,20,-5]", "[10,20]"));
-        assert!(e.message.contains("samples (3) and timeDeltas (2)"), "{}", e.message);
+        assert!(
+            e.message.contains("samples (3) and timeDeltas (2)"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn rejects_unknown_sample_node() {
         let e = err(&SMALL.replace("[2,3,3]", "[2,3,9]"));
-        assert!(e.message.contains("samples[2] names unknown node id 9"), "{}", e.message);
+        assert!(
+            e.message.contains("samples[2] names unknown node id 9"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn finds_sample_nodes_with_dense_and_sparse_ids() {
+        // Sparse ids (no table): the samples still find their nodes, and unknown ids are still named.
+        let sparse = SMALL
+            .replace("[2,3]", "[2000000,3000000]")
+            .replace("\"id\":2", "\"id\":2000000");
+        let sparse = sparse
+            .replace("\"id\":3", "\"id\":3000000")
+            .replace("[2,3,3]", "[2000000,3000000,3000000]");
+        let p = Profile::from_json(&sparse).unwrap();
+        assert_eq!(
+            p.samples.iter().map(|s| s.node).collect::<Vec<_>>(),
+            vec![1, 2, 2]
+        );
+        let e = err(&sparse.replace("[2000000,3000000,3000000]", "[2000000,4,3000000]"));
+        assert!(
+            e.message.contains("samples[1] names unknown node id 4"),
+            "{}",
+            e.message
+        );
+        // Dense ids: negative, absent and past-the-end ids are unknown too.
+        for bad in ["-1", "0", "4", "70", "9223372036854775807"] {
+            let e = err(&SMALL.replace("[2,3,3]", &format!("[2,{bad},3]")));
+            assert!(
+                e.message
+                    .contains(&format!("samples[1] names unknown node id {bad}")),
+                "{}",
+                e.message
+            );
+        }
     }
 
     #[test]
@@ -427,9 +541,26 @@ mod tests {
     }
 
     #[test]
+    fn rejects_out_of_range_indexes_and_overflowing_times() {
+        let mut b = ProfileBuilder::with_capacity(1);
+        b.add_node(1, "(root)", "", -1, -1).unwrap();
+        assert!(b
+            .set_children(1, &[1])
+            .unwrap_err()
+            .message
+            .contains("past the 1 nodes"));
+        assert!(b.set_parent(7, 1).is_err());
+        let e = b.finish(&[1, 1], &[f64::MAX, f64::MAX], 0.0, 0.0).unwrap_err();
+        assert!(e.message.contains("overflows at timeDeltas[1]"), "{}", e.message);
+    }
+
+    #[test]
     fn pseudo_names_with_a_url_are_code() {
         assert_eq!(NodeKind::classify("(idle)", "file:///x.js"), NodeKind::Code);
         assert_eq!(NodeKind::classify("(idle)", ""), NodeKind::Idle);
-        assert_eq!(NodeKind::classify("(garbage collector)", ""), NodeKind::GarbageCollector);
+        assert_eq!(
+            NodeKind::classify("(garbage collector)", ""),
+            NodeKind::GarbageCollector
+        );
     }
 }

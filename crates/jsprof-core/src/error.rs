@@ -19,10 +19,16 @@ pub struct Error {
 
 impl Error {
     pub fn syntax(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Syntax, message: message.into() }
+        Error {
+            kind: ErrorKind::Syntax,
+            message: message.into(),
+        }
     }
     pub fn invalid(message: impl Into<String>) -> Self {
-        Error { kind: ErrorKind::Type, message: message.into() }
+        Error {
+            kind: ErrorKind::Type,
+            message: message.into(),
+        }
     }
 }
 

@@ -8,7 +8,9 @@ pub mod attribution;
 pub mod convert;
 pub mod cpuprofile;
 pub mod error;
+pub mod export;
 pub mod recording;
+pub mod summary;
 pub mod trace;
 
 pub use convert::trace_from_profile;

@@ -200,10 +200,7 @@ mod tests {
         }
         let samples = vec![2; times.len()];
         let profile = b.finish(&samples, &deltas, 0.0, last).unwrap();
-        Arc::new(Chunk {
-            profile,
-            interval_us: interval_us,
-        })
+        Arc::new(Chunk { profile, interval_us })
     }
 
     fn every(from: f64, to: f64, step: f64) -> Vec<f64> {

@@ -141,7 +141,12 @@ mod tests {
         let r0 = b.resource_id("file:///a.js");
         let r1 = b.resource_id("node:internal/timers");
         assert_eq!((r0, r1, b.resource_id("file:///a.js")), (0, 1, 0));
-        let f = |name: &str, line| Frame { name: name.into(), resource_id: Some(0), line: Some(line), column: Some(1) };
+        let f = |name: &str, line| Frame {
+            name: name.into(),
+            resource_id: Some(0),
+            line: Some(line),
+            column: Some(1),
+        };
         let fa = b.frame_id(f("a", 1));
         let fb = b.frame_id(f("b", 2));
         assert_eq!(b.frame_id(f("a", 1)), fa);
@@ -153,18 +158,40 @@ mod tests {
         let t = b.finish();
         assert_eq!(t.resources, vec!["file:///a.js", "node:internal/timers"]);
         assert_eq!(t.frames.len(), 3);
-        assert_eq!(t.stacks[1], Stack { frame_id: fb, parent_id: Some(sa) });
+        assert_eq!(
+            t.stacks[1],
+            Stack {
+                frame_id: fb,
+                parent_id: Some(sa)
+            }
+        );
     }
 
     #[test]
     fn serializes_absent_members_as_absent_and_round_trips() {
         let t = ProfilerTrace {
             resources: vec![],
-            frames: vec![Frame { name: String::new(), resource_id: None, line: None, column: None }],
-            stacks: vec![Stack { frame_id: 0, parent_id: None }],
+            frames: vec![Frame {
+                name: String::new(),
+                resource_id: None,
+                line: None,
+                column: None,
+            }],
+            stacks: vec![Stack {
+                frame_id: 0,
+                parent_id: None,
+            }],
             samples: vec![
-                TraceSample { timestamp: 1.5, stack_id: Some(0), marker: Some(Marker::Script) },
-                TraceSample { timestamp: 2.0, stack_id: None, marker: None },
+                TraceSample {
+                    timestamp: 1.5,
+                    stack_id: Some(0),
+                    marker: Some(Marker::Script),
+                },
+                TraceSample {
+                    timestamp: 2.0,
+                    stack_id: None,
+                    marker: None,
+                },
             ],
         };
         let json = serde_json::to_string(&t).unwrap();

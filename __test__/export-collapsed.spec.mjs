@@ -1,0 +1,85 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+
+import { toCollapsed } from 'jsprof-node'
+import { realTrace, handTrace, expand } from './export-helpers.mjs'
+
+/** Parses folded stacks back: Map(stack text -> count); checks the line syntax on the way. */
+function parseCollapsed(text) {
+  assert.ok(text.endsWith('\n'))
+  const counts = new Map()
+  for (const line of text.slice(0, -1).split('\n')) {
+    const m = /^(.+) (\d+)$/.exec(line)
+    assert.ok(m, `folded line: ${line}`)
+    assert.ok(!counts.has(m[1]), 'one line per stack')
+    counts.set(m[1], Number(m[2]))
+  }
+  return counts
+}
+
+const label = (f, resources) => {
+  const name = f.name === '' ? '(anonymous)' : f.name
+  if (f.resourceId === undefined) return name
+  const path = resources[f.resourceId].replace(/^file:\/\//, '')
+  return `${name} (${path}:${f.line}:${f.column})`
+}
+
+/** The expected counts, computed here from the trace independently of the exporter. */
+function expectedCounts(trace) {
+  const counts = new Map()
+  for (const s of trace.samples) {
+    let key
+    if (s.stackId === undefined) {
+      key = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
+    } else {
+      const names = []
+      for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) {
+        names.unshift(label(trace.frames[trace.stacks[id].frameId], trace.resources).replace(/;/g, ':'))
+      }
+      key = names.join(';')
+    }
+    counts.set(key, (counts.get(key) ?? 0) + 1)
+  }
+  return counts
+}
+
+test('hand-made trace: exact folded text, sorted, pseudo stacks by marker', () => {
+  assert.equal(
+    toCollapsed(handTrace()),
+    [
+      '(garbage collector) 2',
+      '(idle) 1',
+      '(program) 1',
+      'listOnTimeout (node:internal/timers:500:10) 1',
+      'main (/app/main.js:1:1);(anonymous) (/app/main.js:20:5) 1',
+      'main (/app/main.js:1:1);now 1',
+      'main (/app/main.js:1:1);work (/app/main.js:10:3) 1',
+      'main (/app/main.js:1:1);work (/app/main.js:10:3);chunk (/app/node_modules/lodash/chunk.js:5:17) 2',
+      'main (/app/main.js:1:1);wrap (/app/node_modules/@scope/pkg/lib/wrap.js:2:1) 1',
+      '',
+    ].join('\n'),
+  )
+})
+
+test('a real trace parses back to the same counts per stack', async () => {
+  const { trace } = await realTrace()
+  const text = toCollapsed(trace)
+  const counts = parseCollapsed(text)
+  assert.deepEqual(counts, expectedCounts(trace))
+  let total = 0
+  for (const n of counts.values()) total += n
+  assert.equal(total, trace.samples.length)
+  const keys = [...counts.keys()]
+  assert.deepEqual(keys, keys.slice().sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b)))), 'sorted')
+  assert.match(text, /;appFib \([^)]*app\.mjs:\d+:\d+\)/)
+  assert.match(text, /;depChecksum \([^)]*node_modules\/fakedep\/index\.mjs:\d+:\d+\)/)
+  assert.equal(toCollapsed(trace), text, 'deterministic')
+})
+
+test('separators inside names cannot break the format', () => {
+  const t = handTrace()
+  t.frames[3].name = 'a;b\nc'
+  const counts = parseCollapsed(toCollapsed(t))
+  assert.equal(counts.get('main (/app/main.js:1:1);a:b c'), 1)
+  assert.equal(expand(t).length, 11)
+})

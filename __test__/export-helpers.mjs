@@ -1,0 +1,137 @@
+// Shared fixtures of the export-*.spec.mjs tests: a real trace from a real Profiler run over a small
+// workload (app functions + a function of an npm-like dependency under node_modules/), and hand-made
+// traces for exact checks.
+import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { createRequire } from 'node:module'
+
+import { Profiler, toGeckoProfile } from 'jsprof-node'
+
+/** `require` for devDependencies (ajv, speedscope, fast-xml-parser); honours NODE_PATH. */
+export const require = createRequire(import.meta.url)
+
+const APP = `
+import { depChecksum } from './node_modules/fakedep/index.mjs'
+export function appFib(n) { return n < 2 ? n : appFib(n - 1) + appFib(n - 2) }
+export function appSort(n) {
+  const a = []
+  for (let i = 0; i < n; i++) a.push((i * 7919) % 1009)
+  return a.sort((x, y) => x - y)[0]
+}
+export function appMain(ms) {
+  const end = performance.now() + ms
+  let acc = 0
+  while (performance.now() < end) acc += appFib(18) + appSort(2000) + depChecksum(20000)
+  return acc
+}
+`
+const DEP = `
+export function depChecksum(n) {
+  let h = 0
+  for (let i = 0; i < n; i++) h = (h * 31 + i) | 0
+  return h & 1
+}
+`
+
+/** Writes the workload under a temp dir: app.mjs and node_modules/fakedep/index.mjs. */
+function writeWorkload() {
+  const dir = mkdtempSync(join(tmpdir(), 'jsprof-export-'))
+  mkdirSync(join(dir, 'node_modules', 'fakedep'), { recursive: true })
+  writeFileSync(join(dir, 'node_modules', 'fakedep', 'index.mjs'), DEP)
+  writeFileSync(join(dir, 'node_modules', 'fakedep', 'package.json'), '{"name":"fakedep","version":"1.2.3"}')
+  writeFileSync(join(dir, 'app.mjs'), APP)
+  writeFileSync(join(dir, 'package.json'), '{"name":"export-workload","version":"0.0.0"}')
+  return dir
+}
+
+let cached
+/** A trace of ~400 ms of the workload at a 1 ms interval (cached per test file). */
+export async function realTrace() {
+  if (cached) return cached
+  const dir = writeWorkload()
+  const app = await import(pathToFileURL(join(dir, 'app.mjs')).href)
+  app.appMain(20) // warm up so the profile is not all compilation
+  const profiler = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+  app.appMain(400)
+  const trace = await profiler.stop()
+  cached = { trace, dir }
+  return cached
+}
+
+/**
+ * main (app) -> work (app) -> chunk (lodash) ; main -> now (native) ; main -> (anonymous) ;
+ * main -> wrap (@scope/pkg) ; + gc x2, idle, program samples. Timestamps in ms, µs precision.
+ */
+export function handTrace() {
+  return {
+    resources: [
+      'file:///app/main.js',
+      'file:///app/node_modules/lodash/chunk.js',
+      'node:internal/timers',
+      'file:///app/node_modules/@scope/pkg/lib/wrap.js',
+    ],
+    frames: [
+      { name: 'main', resourceId: 0, line: 1, column: 1 },
+      { name: 'work', resourceId: 0, line: 10, column: 3 },
+      { name: 'chunk', resourceId: 1, line: 5, column: 17 },
+      { name: 'now' },
+      { name: '', resourceId: 0, line: 20, column: 5 },
+      { name: 'listOnTimeout', resourceId: 2, line: 500, column: 10 },
+      { name: 'wrap', resourceId: 3, line: 2, column: 1 },
+    ],
+    stacks: [
+      { frameId: 0 },
+      { frameId: 1, parentId: 0 },
+      { frameId: 2, parentId: 1 },
+      { frameId: 3, parentId: 0 },
+      { frameId: 4, parentId: 0 },
+      { frameId: 5 },
+      { frameId: 6, parentId: 0 },
+    ],
+    samples: [
+      { timestamp: 100.5, stackId: 2, marker: 'script' },
+      { timestamp: 101.5, stackId: 2, marker: 'script' },
+      { timestamp: 102.5, stackId: 1, marker: 'script' },
+      { timestamp: 103.5, marker: 'gc' },
+      { timestamp: 104.5, marker: 'gc' },
+      { timestamp: 105.5, stackId: 3, marker: 'script' },
+      { timestamp: 107.001, stackId: 5, marker: 'script' },
+      { timestamp: 107.5 },
+      { timestamp: 108.5, marker: 'other' },
+      { timestamp: 109.5, stackId: 4, marker: 'script' },
+      { timestamp: 110.5, stackId: 6, marker: 'script' },
+    ],
+  }
+}
+
+/** Whether the attribution module names packages (the real one does; its stub on this branch does not). */
+export function attributionNamesPackages() {
+  const probe = {
+    resources: ['file:///x/node_modules/lodash/a.js'],
+    frames: [{ name: 'f', resourceId: 0 }],
+    stacks: [{ frameId: 0 }],
+    samples: [{ timestamp: 1, stackId: 0, marker: 'script' }],
+  }
+  const dependency = toGeckoProfile(probe).meta.categories.find((c) => c.name === 'Dependency')
+  return dependency.subcategories.includes('lodash')
+}
+
+export const SKIP_PACKAGES = 'package names come from attribution.rs, a stub on this branch; this runs once it is merged'
+
+/** For each sample: [names outermost first] or the pseudo name, and its timestamp. */
+export function expand(trace) {
+  return trace.samples.map((s) => {
+    if (s.stackId === undefined) {
+      const name = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
+      return { t: s.timestamp, stack: [name] }
+    }
+    const stack = []
+    for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) {
+      const f = trace.frames[trace.stacks[id].frameId]
+      stack.unshift(`${f.name}|${f.resourceId === undefined ? '' : trace.resources[f.resourceId]}|${f.line}|${f.column}`)
+    }
+    return { t: s.timestamp, stack }
+  })
+}

@@ -1,0 +1,111 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { writeFileSync, mkdtempSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { gunzipSync } from 'node:zlib'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+import { toPprof } from 'jsprof-node'
+import { realTrace, handTrace, attributionNamesPackages, SKIP_PACKAGES } from './export-helpers.mjs'
+
+// The real consumer: `go tool pprof` (Debian's golang-go). CI installs it; without it these tests skip.
+let goMissing = null
+try {
+  execFileSync('go', ['version'], { stdio: 'pipe' })
+} catch {
+  goMissing = 'go is not installed (apt-get install -y golang-go): go tool pprof checks skipped'
+}
+
+const work = mkdtempSync(join(tmpdir(), 'jsprof-pprof-'))
+const env = { ...process.env, PPROF_TMPDIR: work, HOME: process.env.HOME ?? work, GOTOOLCHAIN: 'local' }
+
+function pprof(trace, ...args) {
+  const file = join(work, `p${Math.random().toString(36).slice(2)}.pb.gz`)
+  writeFileSync(file, toPprof(trace))
+  return execFileSync('go', ['tool', 'pprof', ...args, file], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+}
+
+/** `-top` rows: function name -> [flat, cum] (numbers in the chosen sample index's unit). */
+function parseTop(text) {
+  const rows = new Map()
+  for (const line of text.split('\n')) {
+    const m = /^\s*([\d.]+)(\w*)\s+[\d.]+%\s+[\d.]+%\s+([\d.]+)(\w*)\s+[\d.]+%\s+(.+?)\s*$/.exec(line)
+    if (m) rows.set(m[5], [Number(m[1]), Number(m[3])])
+  }
+  return rows
+}
+
+/** Leaf-frame sample counts by display name, computed from the trace. */
+function flatCounts(trace) {
+  const counts = new Map()
+  for (const s of trace.samples) {
+    let name
+    if (s.stackId === undefined) name = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
+    else name = trace.frames[trace.stacks[s.stackId].frameId].name || '(anonymous)'
+    counts.set(name, (counts.get(name) ?? 0) + 1)
+  }
+  return counts
+}
+
+test('the bytes are gzip with a protobuf inside', () => {
+  const buf = toPprof(handTrace())
+  assert.ok(Buffer.isBuffer(buf))
+  assert.deepEqual([...buf.subarray(0, 2)], [0x1f, 0x8b])
+  const raw = gunzipSync(buf).toString('latin1')
+  for (const s of ['samples', 'count', 'cpu', 'nanoseconds', 'package', 'kind', 'chunk', '(garbage collector)']) {
+    assert.ok(raw.includes(s), s)
+  }
+})
+
+test('go tool pprof -top: hand-made trace, exact counts and times', { skip: goMissing ?? false }, () => {
+  const counts = parseTop(pprof(handTrace(), '-top', '-sample_index=samples', '-nodecount=100'))
+  assert.deepEqual(counts.get('chunk'), [2, 2])
+  assert.deepEqual(counts.get('(garbage collector)'), [2, 2])
+  assert.deepEqual(counts.get('main'), [0, 6])
+  assert.deepEqual(counts.get('work'), [1, 3])
+  for (const name of ['(idle)', '(program)', 'now', 'listOnTimeout', '(anonymous)', 'wrap']) assert.equal(counts.get(name)[0], 1, name)
+  const text = pprof(handTrace(), '-top', '-sample_index=cpu', '-unit=ms', '-nodecount=100')
+  assert.match(text, /Type: cpu/)
+  const ms = parseTop(text)
+  assert.deepEqual(ms.get('chunk'), [2, 2]) // 1 ms + 1 ms
+  assert.deepEqual(ms.get('now'), [1.5, 1.5]) // 105.5 -> 107.001, to µs
+})
+
+test('go tool pprof -top: a real trace gives the trace\'s leaf counts', { skip: goMissing ?? false }, async () => {
+  const { trace } = await realTrace()
+  const top = parseTop(pprof(trace, '-top', '-sample_index=samples', '-nodecount=100000'))
+  const expected = flatCounts(trace)
+  for (const name of ['appFib', 'appSort', 'depChecksum', 'appMain']) {
+    if (!expected.has(name)) continue
+    assert.equal(top.get(name)?.[0], expected.get(name), name)
+  }
+  assert.ok(expected.has('appFib') && top.get('appFib')[0] > 0)
+  let total = 0
+  for (const [flat] of top.values()) total += flat
+  assert.equal(total, trace.samples.length)
+  // The heaviest functions by self samples agree.
+  const heaviest = [...expected.entries()].sort((a, b) => b[1] - a[1])[0]
+  assert.equal(top.get(heaviest[0])[0], heaviest[1])
+})
+
+test('go tool pprof -tags: kind labels on every sample', { skip: goMissing ?? false }, () => {
+  const tags = pprof(handTrace(), '-tags', '-sample_index=samples')
+  assert.match(tags, /kind: Total 11\b/)
+  assert.match(tags, /\b3(\.0)? \(27\.27%\): dependency\n/)
+  assert.match(tags, /\b3(\.0)? \(27\.27%\): vm\n/)
+  assert.match(tags, /\b2(\.0)? \(18\.18%\): app\n/)
+  assert.match(tags, /\b1(\.0)? \( 9\.09%\): node\n/)
+  assert.match(tags, /package: Total 11\b/)
+  assert.match(tags, /\b2(\.0)? \(18\.18%\): \(app\)\n/)
+})
+
+test('go tool pprof -tags: package labels name npm packages', { skip: goMissing ?? false }, (t) => {
+  if (!attributionNamesPackages()) return t.skip(SKIP_PACKAGES)
+  const tags = pprof(handTrace(), '-tags', '-sample_index=samples')
+  assert.match(tags, /\b2(\.0)? \(18\.18%\): lodash\n/)
+  assert.match(tags, /\b1(\.0)? \( 9\.09%\): @scope\/pkg\n/)
+  const focused = parseTop(pprof(handTrace(), '-top', '-sample_index=samples', '-tagfocus=package=lodash'))
+  assert.deepEqual(focused.get('chunk'), [2, 2])
+  assert.equal(focused.has('now'), false)
+})

@@ -1,0 +1,100 @@
+// Shared helpers for the tests: the fixture workload, expected positions, and trace checks.
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createRequire } from 'node:module'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import assert from 'node:assert/strict'
+
+const require = createRequire(import.meta.url)
+export const workloadPath = fileURLToPath(new URL('./fixtures/workload.cjs', import.meta.url))
+export const workloadUrl = pathToFileURL(workloadPath).href
+export const workload = require(workloadPath)
+
+/**
+ * A fresh copy of the workload (new file, new URL, never optimized): TurboFan inlines hot functions
+ * and V8's profile then shows only the caller, so tests about positions use unwarmed code.
+ */
+export function freshWorkload() {
+  const path = join(mkdtempSync(join(tmpdir(), 'jsprof-test-')), 'workload.cjs')
+  // V8 shares compiled RegExp code by source and does not re-log code compiled before profiling
+  // started, so each copy gets a RegExp of its own.
+  const nonce = `n${Math.random().toString(36).slice(2)}`
+  writeFileSync(path, readFileSync(workloadPath, 'utf8').replace('NONCE', nonce))
+  return { workload: require(path), url: pathToFileURL(path).href, path }
+}
+
+/** The 1-based { line, column } of the `(` after `marker` in the workload's source. */
+export function positionOf(marker) {
+  const lines = readFileSync(workloadPath, 'utf8').split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const at = lines[i].indexOf(marker)
+    if (at >= 0) return { line: i + 1, column: lines[i].indexOf('(', at) + 1 }
+  }
+  throw new Error(`marker not found: ${marker}`)
+}
+
+/** Lets the event loop turn (the sampler harvests on timers and immediates). */
+export const tick = () => new Promise((resolve) => setImmediate(resolve))
+
+/** Runs `fn(sliceMs)` for `totalMs`, yielding to the event loop between slices, like a server. */
+export async function runSliced(totalMs, fn, sliceMs = 10) {
+  const end = performance.now() + totalMs
+  while (performance.now() < end) {
+    fn(sliceMs)
+    await tick()
+  }
+}
+
+/** The frame names on the stack of a sample, innermost first. */
+export function stackNames(trace, stackId) {
+  const names = []
+  for (let id = stackId; id !== undefined; id = trace.stacks[id].parentId) {
+    names.push(trace.frames[trace.stacks[id].frameId].name)
+  }
+  return names
+}
+
+/** The names of every function that appears on any sampled stack. */
+export function sampledNames(trace) {
+  const names = new Set()
+  for (const s of trace.samples) if (s.stackId !== undefined) for (const n of stackNames(trace, s.stackId)) names.add(n)
+  return names
+}
+
+/** Structural invariants every trace must satisfy. */
+export function assertWellFormed(trace) {
+  assert.deepEqual(Object.keys(trace), ['resources', 'frames', 'stacks', 'samples'])
+  assert.equal(new Set(trace.resources).size, trace.resources.length, 'resources are deduplicated')
+  const frameKeys = new Set()
+  for (const f of trace.frames) {
+    assert.equal(typeof f.name, 'string')
+    for (const key of Object.keys(f)) assert.ok(['name', 'resourceId', 'line', 'column'].includes(key), key)
+    if ('resourceId' in f) assert.ok(f.resourceId >= 0 && f.resourceId < trace.resources.length)
+    if ('line' in f) assert.ok(Number.isInteger(f.line) && f.line >= 1, 'lines are 1-based')
+    if ('column' in f) assert.ok(Number.isInteger(f.column) && f.column >= 1, 'columns are 1-based')
+    frameKeys.add(JSON.stringify([f.name, f.resourceId, f.line, f.column]))
+  }
+  assert.equal(frameKeys.size, trace.frames.length, 'frames are deduplicated')
+  const stackKeys = new Set()
+  trace.stacks.forEach((s, i) => {
+    assert.ok(s.frameId >= 0 && s.frameId < trace.frames.length)
+    if ('parentId' in s) {
+      assert.ok(Number.isInteger(s.parentId) && s.parentId < i, 'parents come before children')
+    }
+    assert.notEqual(s.parentId, null)
+    stackKeys.add(`${s.frameId}/${s.parentId}`)
+  })
+  assert.equal(stackKeys.size, trace.stacks.length, 'stacks form a trie (no duplicate nodes)')
+  for (const s of trace.samples) {
+    assert.equal(typeof s.timestamp, 'number')
+    assert.equal(Math.round(s.timestamp * 1000), Math.round(s.timestamp * 1e6) / 1000, 'µs precision')
+    if ('stackId' in s) {
+      assert.ok(Number.isInteger(s.stackId) && s.stackId < trace.stacks.length)
+      assert.equal(s.marker, 'script')
+    } else {
+      assert.ok(s.marker === undefined || s.marker === 'gc' || s.marker === 'other', s.marker)
+      assert.ok(!('marker' in s) || s.marker !== undefined, 'absent, not undefined')
+    }
+  }
+}

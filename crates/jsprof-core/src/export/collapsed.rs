@@ -1,0 +1,92 @@
+//! Folded stacks, the input of `flamegraph.pl` and inferno: one line per distinct stack,
+//! `outer;…;leaf count`, the count being the number of samples. Frames are named
+//! `name (path:line:column)` (see [`frame_label`]), anonymous functions `(anonymous)`; stackless samples
+//! are one-frame stacks `(idle)`, `(garbage collector)` and `(program)`. Lines are sorted by their stack
+//! text (byte order), so the output is deterministic. `;` inside a name becomes `:` and line breaks
+//! become spaces, since both are separators of the format.
+
+use std::collections::BTreeMap;
+
+use super::{frame_label, stack_frames, Pseudo};
+use crate::trace::ProfilerTrace;
+
+/// The folded text of a stack.
+fn folded(trace: &ProfilerTrace, labels: &[String], stack_id: u32) -> String {
+    stack_frames(trace, stack_id)
+        .iter()
+        .map(|&f| labels[f as usize].as_str())
+        .collect::<Vec<_>>()
+        .join(";")
+}
+
+/// `(stack text, sample count)`, sorted by stack text. Samples are counted per stack id first, so each
+/// distinct stack is spelled out once.
+pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
+    let mut per_stack = vec![0u64; trace.stacks.len()];
+    let mut per_pseudo = [0u64; 3];
+    for s in &trace.samples {
+        match (s.stack_id, Pseudo::of(s)) {
+            (Some(id), None) => per_stack[id as usize] += 1,
+            (_, p) => per_pseudo[p.map_or(0, |p| p as usize)] += 1,
+        }
+    }
+    let labels: Vec<String> = (0..trace.frames.len() as u32)
+        .map(|f| sanitize(&frame_label(trace, f)))
+        .collect();
+    let mut counts = BTreeMap::new();
+    for (id, &n) in per_stack.iter().enumerate() {
+        if n > 0 {
+            // Two stack ids can spell the same text (a hand-made trace may repeat a stack).
+            *counts.entry(folded(trace, &labels, id as u32)).or_insert(0) += n;
+        }
+    }
+    for (p, &n) in Pseudo::ALL.iter().zip(&per_pseudo) {
+        if n > 0 {
+            *counts.entry(p.name().to_owned()).or_insert(0) += n;
+        }
+    }
+    counts
+}
+
+pub fn to_collapsed(trace: &ProfilerTrace) -> String {
+    let mut out = String::new();
+    for (stack, count) in folded_counts(trace) {
+        out.push_str(&stack);
+        out.push(' ');
+        out.push_str(&count.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+pub(crate) fn sanitize(label: &str) -> String {
+    label.replace(';', ":").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::tests::sample_trace;
+
+    #[test]
+    fn folds_counts_and_sorts() {
+        let text = to_collapsed(&sample_trace());
+        assert_eq!(
+            text,
+            "(garbage collector) 2\n\
+             (idle) 1\n\
+             (program) 1\n\
+             main (/app/main.js:1:1);(anonymous) (/app/main.js:20:1) 1\n\
+             main (/app/main.js:1:1);now 1\n\
+             main (/app/main.js:1:1);work (/app/main.js:10:1) 1\n\
+             main (/app/main.js:1:1);work (/app/main.js:10:1);chunk (/app/node_modules/lodash/chunk.js:5:1) 2\n"
+        );
+    }
+
+    #[test]
+    fn separators_in_names_are_replaced() {
+        let mut t = sample_trace();
+        t.frames[3].name = "a;b\nc".into();
+        assert!(to_collapsed(&t).contains("main (/app/main.js:1:1);a:b c 1\n"));
+    }
+}

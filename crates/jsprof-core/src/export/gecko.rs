@@ -1,0 +1,476 @@
+//! The Firefox Profiler's *processed* profile format, version 58 (`meta.preprocessedProfileVersion`),
+//! which profiler.firefox.com opens directly and upgrades to its current version on load. At version 58
+//! strings live in `shared.stringArray` and source files in `shared.sources`; each thread has its own
+//! `stackTable`, `frameTable`, `funcTable`, `resourceTable`, `nativeSymbols`, `samples` and `markers`
+//! (the layout of firefox-devtools/profiler `src/types/profile.ts` and
+//! `docs-developer/CHANGELOG-formats.md` at that version).
+//!
+//! Mapping: one func per distinct (name, resource, line, column), one frame per trace frame, one
+//! stack-table row per trace stack (same index), then one row per pseudo-frame for stackless samples.
+//! Categories tell the kinds of code apart (JavaScript = app, Dependency with one subcategory per
+//! package, Node.js, Native, GC / CC, Idle, Other). Consecutive `gc` samples become one `GC` interval
+//! marker from the first of them to the next non-GC sample. Times are the trace's ms.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{display_name, frame_attributions, median_interval, Pseudo};
+use crate::attribution::Kind;
+use crate::trace::{Marker, ProfilerTrace};
+
+pub const PROCESSED_PROFILE_VERSION: u32 = 58;
+/// The Gecko (raw) profile format version of the same era; informational in processed profiles.
+pub const GECKO_PROFILE_VERSION: u32 = 31;
+
+/// Category indexes (see [`categories`]).
+pub const CATEGORY_OTHER: u32 = 0;
+pub const CATEGORY_IDLE: u32 = 1;
+pub const CATEGORY_JAVASCRIPT: u32 = 2;
+pub const CATEGORY_DEPENDENCY: u32 = 3;
+pub const CATEGORY_NODE: u32 = 4;
+pub const CATEGORY_NATIVE: u32 = 5;
+pub const CATEGORY_GC: u32 = 6;
+
+#[derive(Debug, Clone, Default)]
+pub struct GeckoOptions {
+    /// The thread's name; defaults to "Main Thread".
+    pub thread_name: Option<String>,
+    /// `meta.startTime`: ms since the Unix epoch of the trace's time origin (0 when unknown).
+    pub start_time: Option<f64>,
+}
+
+#[derive(Default)]
+struct Strings {
+    array: Vec<String>,
+    index: HashMap<String, u32>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.array.len() as u32;
+        self.array.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct FrameTable {
+    address: Vec<i64>,
+    inline_depth: Vec<u32>,
+    category: Vec<Option<u32>>,
+    subcategory: Vec<Option<u32>>,
+    func: Vec<u32>,
+    native_symbol: Vec<Option<u32>>,
+    #[serde(rename = "innerWindowID")]
+    inner_window_id: Vec<Option<u64>>,
+    line: Vec<Option<u32>>,
+    column: Vec<Option<u32>>,
+    length: usize,
+}
+
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct FuncTable {
+    name: Vec<u32>,
+    #[serde(rename = "isJS")]
+    is_js: Vec<bool>,
+    #[serde(rename = "relevantForJS")]
+    relevant_for_js: Vec<bool>,
+    resource: Vec<i64>,
+    source: Vec<Option<u32>>,
+    line_number: Vec<Option<u32>>,
+    column_number: Vec<Option<u32>>,
+    length: usize,
+}
+
+#[derive(Serialize, Default)]
+struct ResourceTable {
+    length: usize,
+    lib: Vec<Option<u32>>,
+    name: Vec<u32>,
+    host: Vec<Option<u32>>,
+    #[serde(rename = "type")]
+    kind: Vec<u32>,
+}
+
+#[derive(Serialize, Default)]
+struct StackTable {
+    frame: Vec<u32>,
+    prefix: Vec<Option<u32>>,
+    length: usize,
+}
+
+/// (name, resource, line, column): what makes a func distinct.
+type FuncKey = (u32, Option<u32>, Option<u32>, Option<u32>);
+
+/// `ResourceType.Url` of the profiler's `ResourceType` enum.
+const RESOURCE_TYPE_URL: u32 = 5;
+
+/// The categories, in the order of the `CATEGORY_*` indexes; the dependency category gets one
+/// subcategory per package.
+fn categories(packages: &[String]) -> Value {
+    let mut dependency_subcategories = vec!["Other".to_owned()];
+    dependency_subcategories.extend(packages.iter().cloned());
+    json!([
+        { "name": "Other", "color": "grey", "subcategories": ["Other"] },
+        { "name": "Idle", "color": "transparent", "subcategories": ["Other"] },
+        { "name": "JavaScript", "color": "yellow", "subcategories": ["Other"] },
+        { "name": "Dependency", "color": "blue", "subcategories": dependency_subcategories },
+        { "name": "Node.js", "color": "green", "subcategories": ["Other"] },
+        { "name": "Native", "color": "purple", "subcategories": ["Other"] },
+        { "name": "GC / CC", "color": "orange", "subcategories": ["Other"] },
+    ])
+}
+
+pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value {
+    let mut strings = Strings::default();
+    let attributions = frame_attributions(trace);
+
+    // Packages -> dependency subcategories (1-based; 0 is "Other").
+    let mut packages: Vec<String> = Vec::new();
+    let mut package_sub: HashMap<String, u32> = HashMap::new();
+    for a in &attributions {
+        if let (Kind::Dependency, Some(p)) = (a.kind, &a.package) {
+            if !package_sub.contains_key(p) {
+                packages.push(p.clone());
+                package_sub.insert(p.clone(), packages.len() as u32);
+            }
+        }
+    }
+
+    // Resources and sources: one each per trace resource.
+    let mut resources = ResourceTable::default();
+    let mut sources_filename = Vec::new();
+    for r in &trace.resources {
+        let name = strings.id(r);
+        resources.lib.push(None);
+        resources.name.push(name);
+        resources.host.push(None);
+        resources.kind.push(RESOURCE_TYPE_URL);
+        sources_filename.push(name);
+    }
+    resources.length = trace.resources.len();
+
+    let mut funcs = FuncTable::default();
+    let mut func_index: HashMap<FuncKey, u32> = HashMap::new();
+    let mut frames = FrameTable::default();
+    let mut push_frame =
+        |funcs: &mut FuncTable, frames: &mut FrameTable, key: FuncKey, is_js: bool, category: (u32, u32)| {
+            let (name, resource, line, column) = key;
+            let func = *func_index.entry(key).or_insert_with(|| {
+                funcs.name.push(name);
+                funcs.is_js.push(is_js);
+                funcs.relevant_for_js.push(!is_js);
+                funcs.resource.push(resource.map_or(-1, i64::from));
+                funcs.source.push(resource);
+                funcs.line_number.push(line);
+                funcs.column_number.push(column);
+                funcs.length += 1;
+                funcs.length as u32 - 1
+            });
+            frames.address.push(-1);
+            frames.inline_depth.push(0);
+            frames.category.push(Some(category.0));
+            frames.subcategory.push(Some(category.1));
+            frames.func.push(func);
+            frames.native_symbol.push(None);
+            frames.inner_window_id.push(Some(0));
+            frames.line.push(line);
+            frames.column.push(column);
+            frames.length += 1;
+        };
+    for (f, a) in trace.frames.iter().zip(&attributions) {
+        let name = strings.id(display_name(&f.name));
+        let category = match a.kind {
+            Kind::App => (CATEGORY_JAVASCRIPT, 0),
+            Kind::Dependency => (
+                CATEGORY_DEPENDENCY,
+                a.package
+                    .as_ref()
+                    .and_then(|p| package_sub.get(p))
+                    .copied()
+                    .unwrap_or(0),
+            ),
+            Kind::Node => (CATEGORY_NODE, 0),
+            Kind::Native => (CATEGORY_NATIVE, 0),
+        };
+        // Builtins without a script are not JS functions to the profiler.
+        let is_js = f.resource_id.is_some();
+        push_frame(
+            &mut funcs,
+            &mut frames,
+            (name, f.resource_id, f.line, f.column),
+            is_js,
+            category,
+        );
+    }
+    let pseudo_frame_base = trace.frames.len() as u32;
+    for p in Pseudo::ALL {
+        let name = strings.id(p.name());
+        let category = match p {
+            Pseudo::Idle => CATEGORY_IDLE,
+            Pseudo::GarbageCollector => CATEGORY_GC,
+            Pseudo::Program => CATEGORY_OTHER,
+        };
+        push_frame(
+            &mut funcs,
+            &mut frames,
+            (name, None, None, None),
+            false,
+            (category, 0),
+        );
+    }
+
+    // The profiler needs every prefix before its stack: order the rows by depth (a trace made by a
+    // Profiler already is; a hand-made one may not be).
+    let depth = stack_depths(trace);
+    let mut rows: Vec<usize> = (0..trace.stacks.len()).collect();
+    rows.sort_by_key(|&i| depth[i]);
+    let mut row_of = vec![0u32; trace.stacks.len()];
+    for (row, &i) in rows.iter().enumerate() {
+        row_of[i] = row as u32;
+    }
+    let mut stacks = StackTable::default();
+    for &i in &rows {
+        let s = &trace.stacks[i];
+        stacks.frame.push(s.frame_id);
+        stacks.prefix.push(s.parent_id.map(|p| row_of[p as usize]));
+    }
+    let pseudo_stack_base = trace.stacks.len() as u32;
+    for k in 0..Pseudo::ALL.len() as u32 {
+        stacks.frame.push(pseudo_frame_base + k);
+        stacks.prefix.push(None);
+    }
+    stacks.length = stacks.frame.len();
+
+    // Samples in time order, as the profiler expects.
+    let mut order: Vec<usize> = (0..trace.samples.len()).collect();
+    order.sort_by(|&a, &b| {
+        trace.samples[a]
+            .timestamp
+            .total_cmp(&trace.samples[b].timestamp)
+            .then(a.cmp(&b))
+    });
+    let sample_stack: Vec<u32> = order
+        .iter()
+        .map(|&i| {
+            let s = &trace.samples[i];
+            match (s.stack_id, Pseudo::of(s)) {
+                (Some(id), None) => row_of[id as usize],
+                (_, p) => pseudo_stack_base + p.map_or(0, |p| p as u32),
+            }
+        })
+        .collect();
+    let sample_time: Vec<f64> = order.iter().map(|&i| trace.samples[i].timestamp).collect();
+
+    // GC markers: runs of consecutive gc samples in time order.
+    let interval = median_interval(&trace.samples);
+    let gc_name = strings.id("GC");
+    let (mut m_name, mut m_start, mut m_end, mut m_data) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut k = 0;
+    while k < order.len() {
+        let is_gc =
+            |i: usize| trace.samples[i].stack_id.is_none() && trace.samples[i].marker == Some(Marker::Gc);
+        if !is_gc(order[k]) {
+            k += 1;
+            continue;
+        }
+        let start = trace.samples[order[k]].timestamp;
+        let mut count = 0;
+        while k < order.len() && is_gc(order[k]) {
+            count += 1;
+            k += 1;
+        }
+        let last = trace.samples[order[k - 1]].timestamp;
+        let end = if k < order.len() {
+            trace.samples[order[k]].timestamp
+        } else {
+            last + interval
+        };
+        m_name.push(gc_name);
+        m_start.push(start);
+        m_end.push(end);
+        m_data.push(json!({ "type": "GC", "samples": count }));
+    }
+    let marker_count = m_name.len();
+
+    let first_time = order.first().map_or(0.0, |&i| trace.samples[i].timestamp);
+    let last_time = order.last().map_or(0.0, |&i| trace.samples[i].timestamp);
+    let thread = json!({
+        "processType": "default",
+        "processStartupTime": first_time,
+        "processShutdownTime": null,
+        "registerTime": first_time,
+        "unregisterTime": null,
+        "pausedRanges": [],
+        "showMarkersInTimeline": true,
+        "name": options.thread_name.as_deref().unwrap_or("Main Thread"),
+        "isMainThread": true,
+        "processName": "Node.js",
+        "pid": "1",
+        "tid": 1,
+        "samples": {
+            "stack": sample_stack,
+            "time": sample_time,
+            "weight": null,
+            "weightType": "samples",
+            "length": trace.samples.len(),
+        },
+        "markers": {
+            "data": m_data,
+            "name": m_name,
+            "startTime": m_start,
+            "endTime": m_end,
+            "phase": vec![1; marker_count],
+            "category": vec![CATEGORY_GC; marker_count],
+            "length": marker_count,
+        },
+        "stackTable": stacks,
+        "frameTable": frames,
+        "funcTable": funcs,
+        "resourceTable": resources,
+        "nativeSymbols": { "libIndex": [], "address": [], "name": [], "functionSize": [], "length": 0 },
+    });
+    let source_count = sources_filename.len();
+    json!({
+        "meta": {
+            "interval": interval,
+            "startTime": options.start_time.unwrap_or(0.0),
+            "profilingStartTime": first_time,
+            "profilingEndTime": last_time + interval,
+            "processType": 0,
+            "product": "Node.js (jsprof-node)",
+            "importedFrom": "jsprof-node",
+            "stackwalk": 0,
+            "debug": false,
+            "version": GECKO_PROFILE_VERSION,
+            "preprocessedProfileVersion": PROCESSED_PROFILE_VERSION,
+            "categories": categories(&packages),
+            "markerSchema": [{
+                "name": "GC",
+                "tooltipLabel": "Garbage collection",
+                "tableLabel": "Garbage collection ({marker.data.samples} samples)",
+                "chartLabel": "GC",
+                "display": ["marker-chart", "marker-table", "timeline-overview"],
+                "description": "Samples taken while V8 was collecting garbage.",
+                "fields": [{ "key": "samples", "label": "Samples", "format": "integer" }],
+            }],
+            "sampleUnits": { "time": "ms", "eventDelay": "ms", "threadCPUDelta": "µs" },
+            "symbolicated": true,
+            "symbolicationNotSupported": true,
+            "usesOnlyOneStackType": true,
+            "sourceCodeIsNotOnSearchfox": true,
+        },
+        "libs": [],
+        "shared": {
+            "stringArray": strings.array,
+            "sources": {
+                "length": source_count,
+                "uuid": vec![Value::Null; source_count],
+                "filename": sources_filename,
+            },
+        },
+        "threads": [thread],
+    })
+}
+
+/// Each stack's number of ancestors (for a validated, acyclic trace).
+fn stack_depths(trace: &ProfilerTrace) -> Vec<u32> {
+    let mut depth: Vec<Option<u32>> = vec![None; trace.stacks.len()];
+    let mut chain = Vec::new();
+    for start in 0..trace.stacks.len() {
+        let mut cursor = Some(start);
+        while let Some(i) = cursor {
+            if depth[i].is_some() {
+                break;
+            }
+            chain.push(i);
+            cursor = trace.stacks[i].parent_id.map(|p| p as usize);
+        }
+        let base = cursor.and_then(|i| depth[i]).map_or(0, |d| d + 1);
+        for (d, &i) in (base..).zip(chain.iter().rev()) {
+            depth[i] = Some(d);
+        }
+        chain.clear();
+    }
+    depth.into_iter().map(|d| d.unwrap_or(0)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::tests::sample_trace;
+
+    #[test]
+    fn tables_are_consistent_and_gc_runs_are_markers() {
+        let p = to_gecko_profile(&sample_trace(), &GeckoOptions::default());
+        assert_eq!(p["meta"]["preprocessedProfileVersion"], 58);
+        let t = &p["threads"][0];
+        let strings = p["shared"]["stringArray"].as_array().unwrap();
+        let frames = &t["frameTable"];
+        let funcs = &t["funcTable"];
+        assert_eq!(frames["length"], 8);
+        assert_eq!(t["stackTable"]["length"], 8);
+        let name_of_frame = |f: usize| {
+            let func = frames["func"][f].as_u64().unwrap() as usize;
+            strings[funcs["name"][func].as_u64().unwrap() as usize]
+                .as_str()
+                .unwrap()
+        };
+        assert_eq!(name_of_frame(2), "chunk");
+        assert_eq!(name_of_frame(4), "(anonymous)");
+        assert_eq!(name_of_frame(6), "(garbage collector)");
+        assert_eq!(t["samples"]["stack"][3], 6, "gc sample on the gc pseudo-stack");
+        assert_eq!(frames["category"][2], CATEGORY_DEPENDENCY);
+        assert_eq!(frames["category"][0], CATEGORY_JAVASCRIPT);
+        assert_eq!(frames["category"][3], CATEGORY_NATIVE);
+        let m = &t["markers"];
+        assert_eq!(m["length"], 1);
+        assert_eq!(
+            (m["startTime"][0].as_f64(), m["endTime"][0].as_f64()),
+            (Some(13.0), Some(15.0))
+        );
+        assert_eq!(m["data"][0]["samples"], 2);
+        assert_eq!(strings[m["name"][0].as_u64().unwrap() as usize], "GC");
+        assert_eq!(p["shared"]["sources"]["length"], 2);
+    }
+
+    #[test]
+    fn orders_prefixes_before_stacks_and_samples_by_time() {
+        let mut t = sample_trace();
+        // Reverse the stack table: children now come before their parents.
+        let n = t.stacks.len() as u32;
+        t.stacks.reverse();
+        for s in &mut t.stacks {
+            s.parent_id = s.parent_id.map(|p| n - 1 - p);
+        }
+        for s in &mut t.samples {
+            s.stack_id = s.stack_id.map(|id| n - 1 - id);
+        }
+        t.samples.swap(0, 8);
+        let p = to_gecko_profile(&t, &GeckoOptions::default());
+        let st = &p["threads"][0]["stackTable"];
+        for (i, prefix) in st["prefix"].as_array().unwrap().iter().enumerate() {
+            if let Some(prefix) = prefix.as_u64() {
+                assert!((prefix as usize) < i, "prefix {prefix} of row {i}");
+            }
+        }
+        let times: Vec<f64> = p["threads"][0]["samples"]["time"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
+        // The first sample in time (10 ms) hits chunk <- work <- main.
+        let row = p["threads"][0]["samples"]["stack"][0].as_u64().unwrap() as usize;
+        assert_eq!(st["frame"][row], 2);
+    }
+}

@@ -1,0 +1,396 @@
+//! Exporters: a [`ProfilerTrace`] written in the formats other tools read. One module per format, all
+//! fed by the same validated trace ([`parse_trace`] / [`validate`]) and the same helpers, so every format
+//! agrees on what a sample's stack, duration and package are:
+//!
+//! - [`cpuprofile`]: V8's `.cpuprofile` (Chrome DevTools, VS Code, `fromCpuProfile`).
+//! - [`gecko`]: the Firefox Profiler's processed profile format.
+//! - [`speedscope`]: speedscope's file format.
+//! - [`pprof`]: gzipped `profile.proto` (`go tool pprof`).
+//! - [`collapsed`]: folded stacks (`flamegraph.pl`, inferno).
+//! - [`flamegraph`]: an SVG flame graph coloured by package kind (inferno).
+//!
+//! Stackless samples are shown as one pseudo-frame each, named as V8 names them: `(idle)` (no marker),
+//! `(garbage collector)` (`gc`) and `(program)` (any other marker).
+
+pub mod collapsed;
+pub mod cpuprofile;
+pub mod flamegraph;
+pub mod gecko;
+pub mod pprof;
+pub mod speedscope;
+
+use crate::attribution::{Attribution, Attributor, Kind};
+use crate::error::{Error, Result};
+use crate::trace::{Marker, ProfilerTrace, TraceSample};
+
+/// Parses and validates a trace given as JSON text (the JS facade passes `JSON.stringify(trace)`).
+/// Every problem is a `Type` error: the value came from JS as an object, so a bad one has the wrong shape.
+pub fn parse_trace(json: &str) -> Result<ProfilerTrace> {
+    let trace: ProfilerTrace =
+        serde_json::from_str(json).map_err(|e| Error::invalid(format!("not a valid ProfilerTrace: {e}")))?;
+    validate(&trace)?;
+    Ok(trace)
+}
+
+/// Checks what serde cannot: every id in range, stack parents acyclic, timestamps finite. One function
+/// for every exporter, so they can index the tables without further checks.
+pub fn validate(trace: &ProfilerTrace) -> Result<()> {
+    let (resources, frames, stacks) = (trace.resources.len(), trace.frames.len(), trace.stacks.len());
+    for (i, f) in trace.frames.iter().enumerate() {
+        if let Some(r) = f.resource_id {
+            if r as usize >= resources {
+                return Err(Error::invalid(format!(
+                    "frames[{i}].resourceId {r} is out of range (the trace has {resources} resources)"
+                )));
+            }
+        }
+    }
+    for (i, s) in trace.stacks.iter().enumerate() {
+        if s.frame_id as usize >= frames {
+            return Err(Error::invalid(format!(
+                "stacks[{i}].frameId {} is out of range (the trace has {frames} frames)",
+                s.frame_id
+            )));
+        }
+        if let Some(p) = s.parent_id {
+            if p as usize >= stacks {
+                return Err(Error::invalid(format!(
+                    "stacks[{i}].parentId {p} is out of range (the trace has {stacks} stacks)"
+                )));
+            }
+        }
+    }
+    check_acyclic(trace)?;
+    for (i, s) in trace.samples.iter().enumerate() {
+        if !s.timestamp.is_finite() {
+            return Err(Error::invalid(format!(
+                "samples[{i}].timestamp is not a finite number"
+            )));
+        }
+        if let Some(id) = s.stack_id {
+            if id as usize >= stacks {
+                return Err(Error::invalid(format!(
+                    "samples[{i}].stackId {id} is out of range (the trace has {stacks} stacks)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Walks every parent chain once (colouring: 0 unvisited, 1 on the current walk, 2 known to end).
+fn check_acyclic(trace: &ProfilerTrace) -> Result<()> {
+    let mut state = vec![0u8; trace.stacks.len()];
+    let mut walk = Vec::new();
+    for start in 0..trace.stacks.len() {
+        let mut cursor = Some(start);
+        while let Some(i) = cursor {
+            match state[i] {
+                2 => break,
+                1 => {
+                    return Err(Error::invalid(format!(
+                        "stacks[{i}] is its own ancestor (a parentId cycle)"
+                    )))
+                }
+                _ => {}
+            }
+            state[i] = 1;
+            walk.push(i);
+            cursor = trace.stacks[i].parent_id.map(|p| p as usize);
+        }
+        for i in walk.drain(..) {
+            state[i] = 2;
+        }
+    }
+    Ok(())
+}
+
+/// What a stackless sample stands for, named as V8 names its pseudo-nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Pseudo {
+    Idle,
+    GarbageCollector,
+    Program,
+}
+
+impl Pseudo {
+    pub fn of(sample: &TraceSample) -> Option<Pseudo> {
+        match (sample.stack_id, sample.marker) {
+            (Some(_), _) => None,
+            (None, None) => Some(Pseudo::Idle),
+            (None, Some(Marker::Gc)) => Some(Pseudo::GarbageCollector),
+            (None, Some(_)) => Some(Pseudo::Program),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Pseudo::Idle => "(idle)",
+            Pseudo::GarbageCollector => "(garbage collector)",
+            Pseudo::Program => "(program)",
+        }
+    }
+
+    pub const ALL: [Pseudo; 3] = [Pseudo::Idle, Pseudo::GarbageCollector, Pseudo::Program];
+}
+
+/// Frame ids of a stack from the outermost frame to the leaf. Only for validated traces.
+pub fn stack_frames(trace: &ProfilerTrace, stack_id: u32) -> Vec<u32> {
+    let mut frames = Vec::new();
+    let mut cursor = Some(stack_id);
+    while let Some(s) = cursor {
+        let stack = &trace.stacks[s as usize];
+        frames.push(stack.frame_id);
+        cursor = stack.parent_id;
+    }
+    frames.reverse();
+    frames
+}
+
+/// A frame's display name: `(anonymous)` for the spec's empty name, as DevTools shows it.
+pub fn display_name(name: &str) -> &str {
+    if name.is_empty() {
+        "(anonymous)"
+    } else {
+        name
+    }
+}
+
+/// A resource as a short location: `file://` dropped (the path stays whole so two files never merge).
+pub fn short_resource(resource: &str) -> &str {
+    resource.strip_prefix("file://").unwrap_or(resource)
+}
+
+/// `name (path:line:column)`, `name (path)` or `name` for frames without a resource.
+pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
+    let f = &trace.frames[frame_id as usize];
+    let name = display_name(&f.name);
+    match f.resource_id {
+        None => name.to_owned(),
+        Some(r) => {
+            let path = short_resource(&trace.resources[r as usize]);
+            match (f.line, f.column) {
+                (Some(l), Some(c)) => format!("{name} ({path}:{l}:{c})"),
+                (Some(l), None) => format!("{name} ({path}:{l})"),
+                _ => format!("{name} ({path})"),
+            }
+        }
+    }
+}
+
+/// Each sample's duration in ms: the gap to the next sample in time order; the last sample gets the
+/// median gap (0 when there is a single sample). Durations never go negative, whatever the order.
+pub fn sample_durations(samples: &[TraceSample]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by(|&a, &b| {
+        samples[a]
+            .timestamp
+            .total_cmp(&samples[b].timestamp)
+            .then(a.cmp(&b))
+    });
+    let mut durations = vec![0.0; samples.len()];
+    for pair in order.windows(2) {
+        durations[pair[0]] = samples[pair[1]].timestamp - samples[pair[0]].timestamp;
+    }
+    if let Some(&last) = order.last() {
+        durations[last] = median_interval(samples);
+    }
+    durations
+}
+
+/// The median gap between consecutive samples in time order, in ms (0 with fewer than two samples).
+pub fn median_interval(samples: &[TraceSample]) -> f64 {
+    let mut times: Vec<f64> = samples.iter().map(|s| s.timestamp).collect();
+    times.sort_by(f64::total_cmp);
+    let mut gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    if gaps.is_empty() {
+        return 0.0;
+    }
+    gaps.sort_by(f64::total_cmp);
+    gaps[gaps.len() / 2]
+}
+
+/// The attribution of every frame (by its resource; frames without one are native code).
+pub fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
+    let mut attributor = Attributor::new();
+    let by_resource: Vec<Attribution> = trace.resources.iter().map(|r| attributor.attribute(r)).collect();
+    let native = attributor.attribute("");
+    trace
+        .frames
+        .iter()
+        .map(|f| match f.resource_id {
+            Some(r) => by_resource[r as usize].clone(),
+            None => native.clone(),
+        })
+        .collect()
+}
+
+/// The lower-case name of a kind, as the exports label it.
+pub fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::App => "app",
+        Kind::Dependency => "dependency",
+        Kind::Node => "node",
+        Kind::Native => "native",
+    }
+}
+
+/// The package a frame belongs to for labels: the npm package for dependency code, else the kind in
+/// parentheses (`(app)`, `(node)`, `(native)`; a dependency whose name is unknown is `(dependency)`).
+pub fn package_label(attribution: &Attribution) -> String {
+    match (&attribution.kind, &attribution.package) {
+        (Kind::Dependency, Some(p)) => p.clone(),
+        (kind, _) => format!("({})", kind_name(*kind)),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::trace::{Frame, Stack};
+
+    /// main (app) -> work (app) -> chunk (lodash) ; main -> now (native); + idle, gc, program samples.
+    pub fn sample_trace() -> ProfilerTrace {
+        let frame = |name: &str, resource_id, line| Frame {
+            name: name.into(),
+            resource_id,
+            line,
+            column: line.map(|_| 1),
+        };
+        ProfilerTrace {
+            resources: vec![
+                "file:///app/main.js".into(),
+                "file:///app/node_modules/lodash/chunk.js".into(),
+            ],
+            frames: vec![
+                frame("main", Some(0), Some(1)),
+                frame("work", Some(0), Some(10)),
+                frame("chunk", Some(1), Some(5)),
+                frame("now", None, None),
+                frame("", Some(0), Some(20)),
+            ],
+            stacks: vec![
+                Stack {
+                    frame_id: 0,
+                    parent_id: None,
+                },
+                Stack {
+                    frame_id: 1,
+                    parent_id: Some(0),
+                },
+                Stack {
+                    frame_id: 2,
+                    parent_id: Some(1),
+                },
+                Stack {
+                    frame_id: 3,
+                    parent_id: Some(0),
+                },
+                Stack {
+                    frame_id: 4,
+                    parent_id: Some(0),
+                },
+            ],
+            samples: [
+                (10.0, Some(2), Some(Marker::Script)),
+                (11.0, Some(2), Some(Marker::Script)),
+                (12.0, Some(1), Some(Marker::Script)),
+                (13.0, None, Some(Marker::Gc)),
+                (14.0, None, Some(Marker::Gc)),
+                (15.0, Some(3), Some(Marker::Script)),
+                (16.5, None, None),
+                (17.0, None, Some(Marker::Other)),
+                (18.0, Some(4), Some(Marker::Script)),
+            ]
+            .into_iter()
+            .map(|(timestamp, stack_id, marker)| TraceSample {
+                timestamp,
+                stack_id,
+                marker,
+            })
+            .collect(),
+        }
+    }
+
+    fn err(json: &str) -> String {
+        let e = parse_trace(json).unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Type);
+        e.message
+    }
+
+    #[test]
+    fn accepts_a_valid_trace() {
+        let json = serde_json::to_string(&sample_trace()).unwrap();
+        assert_eq!(parse_trace(&json).unwrap(), sample_trace());
+    }
+
+    #[test]
+    fn rejects_ids_out_of_range_and_cycles() {
+        let base = r#""resources":["a"],"frames":[{"name":"f","resourceId":0}]"#;
+        assert!(
+            err(r#"{"resources":[],"frames":[{"name":"f","resourceId":0}],"stacks":[],"samples":[]}"#)
+                .contains("frames[0].resourceId 0 is out of range")
+        );
+        assert!(
+            err(&format!(r#"{{{base},"stacks":[{{"frameId":1}}],"samples":[]}}"#))
+                .contains("stacks[0].frameId 1")
+        );
+        assert!(err(&format!(
+            r#"{{{base},"stacks":[{{"frameId":0,"parentId":3}}],"samples":[]}}"#
+        ))
+        .contains("stacks[0].parentId 3"));
+        assert!(err(&format!(
+            r#"{{{base},"stacks":[{{"frameId":0}}],"samples":[{{"timestamp":1,"stackId":1}}]}}"#
+        ))
+        .contains("samples[0].stackId 1"));
+        let cycle = format!(
+            r#"{{{base},"stacks":[{{"frameId":0}},{{"frameId":0,"parentId":2}},{{"frameId":0,"parentId":1}}],"samples":[]}}"#
+        );
+        assert!(err(&cycle).contains("parentId cycle"));
+        let self_loop = format!(r#"{{{base},"stacks":[{{"frameId":0,"parentId":0}}],"samples":[]}}"#);
+        assert!(err(&self_loop).contains("parentId cycle"));
+    }
+
+    #[test]
+    fn rejects_wrong_shapes() {
+        assert!(err(r#"{"resources":[],"frames":[],"stacks":[]}"#).contains("samples"));
+        assert!(
+            err(r#"{"resources":[],"frames":[{"name":"f","line":-1}],"stacks":[],"samples":[]}"#)
+                .contains("not a valid ProfilerTrace")
+        );
+        assert!(
+            err(r#"{"resources":[],"frames":[],"stacks":[],"samples":[{"timestamp":null}]}"#)
+                .contains("not a valid ProfilerTrace")
+        );
+        assert!(err("[]").contains("not a valid ProfilerTrace"));
+        assert!(err("{").contains("not a valid ProfilerTrace"));
+    }
+
+    #[test]
+    fn durations_are_gaps_in_time_order_and_the_median_for_the_last() {
+        let s = |t| TraceSample {
+            timestamp: t,
+            stack_id: None,
+            marker: None,
+        };
+        let d = sample_durations(&[s(1.0), s(4.0), s(2.0), s(3.0)]);
+        assert_eq!(d, vec![1.0, 1.0, 1.0, 1.0]);
+        let d = sample_durations(&[s(0.0), s(1.0), s(3.0), s(6.0)]);
+        assert_eq!(d, vec![1.0, 2.0, 3.0, 2.0]);
+        assert_eq!(sample_durations(&[s(5.0)]), vec![0.0]);
+    }
+
+    #[test]
+    fn labels_frames_and_pseudo_samples() {
+        let t = sample_trace();
+        assert_eq!(frame_label(&t, 0), "main (/app/main.js:1:1)");
+        assert_eq!(frame_label(&t, 3), "now");
+        assert_eq!(frame_label(&t, 4), "(anonymous) (/app/main.js:20:1)");
+        assert_eq!(stack_frames(&t, 2), vec![0, 1, 2]);
+        let pseudo: Vec<_> = t.samples.iter().map(Pseudo::of).collect();
+        assert_eq!(pseudo[3], Some(Pseudo::GarbageCollector));
+        assert_eq!(pseudo[6], Some(Pseudo::Idle));
+        assert_eq!(pseudo[7], Some(Pseudo::Program));
+        assert_eq!(pseudo[0], None);
+    }
+}

@@ -1,0 +1,142 @@
+//! speedscope's file format (`https://www.speedscope.app/file-format-schema.json`): one `sampled`
+//! profile in milliseconds. Shared frames are the trace's frames (`name`, `file`, 1-based `line`/`col`)
+//! followed by the three pseudo-frames `(idle)`, `(garbage collector)` and `(program)`. Samples are in time
+//! order (a trace may list them otherwise), each a list of frame indexes from the outermost frame, weighted
+//! by its duration: the gap to the next sample, the median gap for the last one.
+
+use serde::Serialize;
+
+use super::{display_name, sample_durations, stack_frames, Pseudo};
+use crate::trace::ProfilerTrace;
+
+pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct File {
+    #[serde(rename = "$schema")]
+    pub schema: &'static str,
+    pub shared: Shared,
+    pub profiles: Vec<SampledProfile>,
+    pub name: String,
+    pub active_profile_index: u32,
+    pub exporter: String,
+}
+
+#[derive(Serialize)]
+pub struct Shared {
+    pub frames: Vec<SpeedscopeFrame>,
+}
+
+#[derive(Serialize)]
+pub struct SpeedscopeFrame {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub col: Option<u32>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SampledProfile {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub name: String,
+    pub unit: &'static str,
+    pub start_value: f64,
+    pub end_value: f64,
+    pub samples: Vec<Vec<u32>>,
+    pub weights: Vec<f64>,
+}
+
+pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> File {
+    let mut frames: Vec<SpeedscopeFrame> = trace
+        .frames
+        .iter()
+        .map(|f| SpeedscopeFrame {
+            name: display_name(&f.name).to_owned(),
+            file: f.resource_id.map(|r| trace.resources[r as usize].clone()),
+            line: f.line,
+            col: f.column,
+        })
+        .collect();
+    let pseudo_base = frames.len() as u32;
+    frames.extend(Pseudo::ALL.iter().map(|p| SpeedscopeFrame {
+        name: p.name().into(),
+        file: None,
+        line: None,
+        col: None,
+    }));
+
+    let durations = sample_durations(&trace.samples);
+    let mut order: Vec<usize> = (0..trace.samples.len()).collect();
+    order.sort_by(|&a, &b| {
+        trace.samples[a]
+            .timestamp
+            .total_cmp(&trace.samples[b].timestamp)
+            .then(a.cmp(&b))
+    });
+    let mut by_stack: Vec<Option<Vec<u32>>> = vec![None; trace.stacks.len()];
+    let mut samples = Vec::with_capacity(order.len());
+    let mut weights = Vec::with_capacity(order.len());
+    for &i in &order {
+        let s = &trace.samples[i];
+        let stack = match (s.stack_id, Pseudo::of(s)) {
+            (Some(id), None) => by_stack[id as usize]
+                .get_or_insert_with(|| stack_frames(trace, id))
+                .clone(),
+            (_, pseudo) => vec![pseudo_base + pseudo.map_or(0, |p| p as u32)],
+        };
+        samples.push(stack);
+        weights.push(round_ns(durations[i]));
+    }
+    let start_value = order.first().map_or(0.0, |&i| trace.samples[i].timestamp);
+    let end_value = round_ns(start_value + weights.iter().sum::<f64>());
+    let name = name.unwrap_or("jsprof-node profile").to_owned();
+    File {
+        schema: SCHEMA,
+        shared: Shared { frames },
+        profiles: vec![SampledProfile {
+            kind: "sampled",
+            name: name.clone(),
+            unit: "milliseconds",
+            start_value,
+            end_value,
+            samples,
+            weights,
+        }],
+        name,
+        active_profile_index: 0,
+        exporter: format!("jsprof-node@{}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+/// Rounds ms to ns, so sums of µs-precision gaps print without float noise.
+fn round_ns(ms: f64) -> f64 {
+    (ms * 1e6).round() / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::tests::sample_trace;
+
+    #[test]
+    fn samples_are_frame_paths_weighted_by_duration() {
+        let f = to_speedscope(&sample_trace(), Some("run"));
+        let p = &f.profiles[0];
+        assert_eq!(f.shared.frames.len(), 5 + 3);
+        assert_eq!(f.shared.frames[4].name, "(anonymous)");
+        assert_eq!(f.shared.frames[6].name, "(garbage collector)");
+        assert_eq!(p.samples[0], vec![0, 1, 2]);
+        assert_eq!(p.samples[3], vec![6]);
+        assert_eq!(p.samples[6], vec![5], "idle");
+        assert_eq!(p.samples[7], vec![7], "program");
+        assert_eq!(p.weights, vec![1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 0.5, 1.0, 1.0]);
+        assert_eq!((p.start_value, p.end_value), (10.0, 19.0));
+        assert_eq!(p.name, "run");
+    }
+}

@@ -1,0 +1,637 @@
+//! Summaries of a `ProfilerTrace`: self and total samples and time per package, function or resource.
+//!
+//! - A sample weighs the time to the next sample; the last one weighs `sample_interval` (default: the
+//!   median gap between consecutive samples, 0 when there are fewer than two samples).
+//! - Self: a sample is charged to the innermost frame of its stack that is app or dependency code
+//!   (builtins and `node:` internals charge the code that called them). A stack without such a frame
+//!   charges its innermost `node:` frame, and a stack of builtins only its innermost frame. Samples
+//!   without a stack are rows of their own: `(idle)` (no marker), `(gc)`, `(other)` (and `(<marker>)`
+//!   for any other marker). So the self samples of all rows add up to the number of samples.
+//! - Total: a sample counts once for every row that appears anywhere on its stack, however often.
+//! - Rows are sorted by self samples, then self time, then total samples (all descending), then name,
+//!   kind and version (ascending), so equal inputs give equal outputs.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::attribution::{Attribution, Attributor, Kind};
+use crate::error::{Error, Result};
+use crate::trace::{round_to_microseconds, Marker, ProfilerTrace};
+
+/// What a summary's rows are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    /// An npm package (dependencies and app packages), `(app)`, `node` or `native`.
+    Package,
+    /// A function: `name (resource:line:column)`.
+    Function,
+    /// A script URL, or `(native)` for code without one.
+    Resource,
+}
+
+impl By {
+    pub const NAMES: [&'static str; 3] = ["package", "function", "resource"];
+
+    pub fn parse(s: &str) -> Option<By> {
+        match s {
+            "package" => Some(By::Package),
+            "function" => Some(By::Function),
+            "resource" => Some(By::Resource),
+            _ => None,
+        }
+    }
+}
+
+/// One row of a summary. Times in ms.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub name: String,
+    /// `app`, `dependency`, `node`, `native`, or for samples without a stack `idle`, `gc`, `other`.
+    pub kind: &'static str,
+    /// The package the function or resource belongs to (`by: function`/`resource` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub self_samples: u64,
+    pub total_samples: u64,
+    pub self_time: f64,
+    pub total_time: f64,
+}
+
+/// Checks that every id in the trace points into its table, that no stack is its own ancestor and that
+/// timestamps are finite and in order.
+pub fn validate(trace: &ProfilerTrace) -> Result<()> {
+    let (nr, nf, ns) = (trace.resources.len(), trace.frames.len(), trace.stacks.len());
+    for (i, f) in trace.frames.iter().enumerate() {
+        if let Some(r) = f.resource_id.filter(|&r| r as usize >= nr) {
+            return Err(Error::invalid(format!(
+                "frames[{i}].resourceId {r} is out of range ({nr} resources)"
+            )));
+        }
+    }
+    for (i, s) in trace.stacks.iter().enumerate() {
+        if s.frame_id as usize >= nf {
+            return Err(Error::invalid(format!(
+                "stacks[{i}].frameId {} is out of range ({nf} frames)",
+                s.frame_id
+            )));
+        }
+        if let Some(p) = s.parent_id.filter(|&p| p as usize >= ns) {
+            return Err(Error::invalid(format!(
+                "stacks[{i}].parentId {p} is out of range ({ns} stacks)"
+            )));
+        }
+    }
+    // 0 unvisited, 1 on the current walk, 2 known to reach a root.
+    let mut state = vec![0u8; ns];
+    let mut path = Vec::new();
+    for start in 0..ns {
+        let mut current = Some(start);
+        while let Some(c) = current {
+            match state[c] {
+                2 => break,
+                1 => {
+                    return Err(Error::invalid(format!(
+                        "stacks[{c}] is its own ancestor (a parentId cycle)"
+                    )))
+                }
+                _ => {}
+            }
+            state[c] = 1;
+            path.push(c);
+            current = trace.stacks[c].parent_id.map(|p| p as usize);
+        }
+        for c in path.drain(..) {
+            state[c] = 2;
+        }
+    }
+    let mut previous = f64::NEG_INFINITY;
+    for (i, s) in trace.samples.iter().enumerate() {
+        if let Some(id) = s.stack_id.filter(|&id| id as usize >= ns) {
+            return Err(Error::invalid(format!(
+                "samples[{i}].stackId {id} is out of range ({ns} stacks)"
+            )));
+        }
+        if !s.timestamp.is_finite() {
+            return Err(Error::invalid(format!(
+                "samples[{i}].timestamp is not a finite number"
+            )));
+        }
+        if s.timestamp < previous {
+            return Err(Error::invalid(format!(
+                "samples[{i}].timestamp is earlier than the sample before it"
+            )));
+        }
+        previous = s.timestamp;
+    }
+    Ok(())
+}
+
+/// The median gap between consecutive samples (0 with fewer than two samples).
+pub fn median_gap(trace: &ProfilerTrace) -> f64 {
+    let mut gaps: Vec<f64> = trace
+        .samples
+        .windows(2)
+        .map(|w| w[1].timestamp - w[0].timestamp)
+        .collect();
+    if gaps.is_empty() {
+        return 0.0;
+    }
+    gaps.sort_by(f64::total_cmp);
+    let mid = gaps.len() / 2;
+    if gaps.len() % 2 == 1 {
+        gaps[mid]
+    } else {
+        (gaps[mid - 1] + gaps[mid]) / 2.0
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    self_samples: u64,
+    total_samples: u64,
+    self_time: f64,
+    total_time: f64,
+}
+
+#[derive(Hash, PartialEq, Eq, Clone)]
+struct Key {
+    kind: &'static str,
+    name: String,
+    version: Option<String>,
+}
+
+struct Rows {
+    index: HashMap<Key, usize>,
+    rows: Vec<(Key, Option<String>, Tally)>,
+}
+
+impl Rows {
+    fn id(&mut self, key: Key, package: Option<String>) -> usize {
+        if let Some(&id) = self.index.get(&key) {
+            return id;
+        }
+        let id = self.rows.len();
+        self.rows.push((key.clone(), package, Tally::default()));
+        self.index.insert(key, id);
+        id
+    }
+}
+
+/// A summary of `trace` by `by`. The last sample weighs `sample_interval` ms (default: [`median_gap`]).
+/// Fails with a `Type` error when the trace is malformed (see [`validate`]) or `sample_interval` is not
+/// a finite number >= 0.
+pub fn summarize(
+    trace: &ProfilerTrace,
+    by: By,
+    sample_interval: Option<f64>,
+    attributor: &mut Attributor,
+) -> Result<Vec<Row>> {
+    validate(trace)?;
+    if let Some(interval) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
+        return Err(Error::invalid(format!(
+            "sampleInterval must be a finite number >= 0, got {interval}"
+        )));
+    }
+    let last_weight = sample_interval.unwrap_or_else(|| median_gap(trace));
+
+    // Samples and time per stack, and per marker for samples without a stack.
+    let mut per_stack = vec![(0u64, 0f64); trace.stacks.len()];
+    let mut rows = Rows {
+        index: HashMap::new(),
+        rows: Vec::new(),
+    };
+    for (i, sample) in trace.samples.iter().enumerate() {
+        let weight = trace
+            .samples
+            .get(i + 1)
+            .map_or(last_weight, |next| next.timestamp - sample.timestamp);
+        match sample.stack_id {
+            Some(id) => {
+                let slot = &mut per_stack[id as usize];
+                slot.0 += 1;
+                slot.1 += weight;
+            }
+            None => {
+                let kind = match sample.marker {
+                    None => "idle",
+                    Some(Marker::Gc) => "gc",
+                    Some(Marker::Other) => "other",
+                    Some(Marker::Script) => "script",
+                    Some(Marker::Style) => "style",
+                    Some(Marker::Layout) => "layout",
+                    Some(Marker::Paint) => "paint",
+                };
+                let id = rows.id(
+                    Key {
+                        kind,
+                        name: format!("({kind})"),
+                        version: None,
+                    },
+                    None,
+                );
+                let tally = &mut rows.rows[id].2;
+                tally.self_samples += 1;
+                tally.total_samples += 1;
+                tally.self_time += weight;
+                tally.total_time += weight;
+            }
+        }
+    }
+
+    let mut attributions: Vec<Option<Attribution>> = vec![None; trace.resources.len()];
+    let mut frame_rows: Vec<Option<(usize, Kind)>> = vec![None; trace.frames.len()];
+    let mut seen: Vec<usize> = Vec::new();
+    for (stack_id, &(count, time)) in per_stack.iter().enumerate() {
+        if count == 0 {
+            continue;
+        }
+        let walk = stack_id + 1; // a generation number for `seen`
+        let (mut innermost_code, mut innermost_node, mut leaf) = (None, None, None);
+        let mut current = Some(stack_id);
+        while let Some(s) = current {
+            let stack = trace.stacks[s];
+            let frame_id = stack.frame_id as usize;
+            let (row, kind) = match frame_rows[frame_id] {
+                Some(known) => known,
+                None => {
+                    let known = frame_row(trace, frame_id, by, &mut attributions, attributor, &mut rows);
+                    frame_rows[frame_id] = Some(known);
+                    known
+                }
+            };
+            leaf.get_or_insert(row);
+            match kind {
+                Kind::App | Kind::Dependency => {
+                    innermost_code.get_or_insert(row);
+                }
+                Kind::Node => {
+                    innermost_node.get_or_insert(row);
+                }
+                Kind::Native => {}
+            }
+            if seen.len() <= row {
+                seen.resize(row + 1, 0);
+            }
+            if seen[row] != walk {
+                seen[row] = walk;
+                let tally = &mut rows.rows[row].2;
+                tally.total_samples += count;
+                tally.total_time += time;
+            }
+            current = stack.parent_id.map(|p| p as usize);
+        }
+        if let Some(row) = innermost_code.or(innermost_node).or(leaf) {
+            let tally = &mut rows.rows[row].2;
+            tally.self_samples += count;
+            tally.self_time += time;
+        }
+    }
+
+    let mut out: Vec<Row> = rows
+        .rows
+        .into_iter()
+        .map(|(key, package, t)| Row {
+            name: key.name,
+            kind: key.kind,
+            package,
+            version: key.version,
+            self_samples: t.self_samples,
+            total_samples: t.total_samples,
+            self_time: round_to_microseconds(t.self_time),
+            total_time: round_to_microseconds(t.total_time),
+        })
+        .collect();
+    out.sort_by(compare_rows);
+    Ok(out)
+}
+
+fn compare_rows(a: &Row, b: &Row) -> Ordering {
+    b.self_samples
+        .cmp(&a.self_samples)
+        .then_with(|| b.self_time.total_cmp(&a.self_time))
+        .then_with(|| b.total_samples.cmp(&a.total_samples))
+        .then_with(|| a.name.cmp(&b.name))
+        .then_with(|| a.kind.cmp(b.kind))
+        .then_with(|| a.version.cmp(&b.version))
+}
+
+/// The row a frame is charged to, and what kind of code it is.
+fn frame_row(
+    trace: &ProfilerTrace,
+    frame_id: usize,
+    by: By,
+    attributions: &mut [Option<Attribution>],
+    attributor: &mut Attributor,
+    rows: &mut Rows,
+) -> (usize, Kind) {
+    let frame = &trace.frames[frame_id];
+    let resource = frame
+        .resource_id
+        .map(|r| trace.resources[r as usize].as_str())
+        .filter(|r| !r.is_empty());
+    let attribution = match frame.resource_id.filter(|_| resource.is_some()) {
+        Some(r) => attributions[r as usize]
+            .get_or_insert_with(|| attributor.attribute(resource.unwrap()))
+            .clone(),
+        None => Attribution {
+            kind: Kind::Native,
+            package: None,
+            version: None,
+            root: None,
+        },
+    };
+    let kind = attribution.kind;
+    let (name, package) = match by {
+        By::Package => {
+            let name = match (kind, attribution.package) {
+                (Kind::App | Kind::Dependency, Some(package)) => package,
+                (Kind::App, None) => "(app)".to_owned(),
+                (Kind::Dependency, None) => "(dependency)".to_owned(),
+                (Kind::Node, _) => "node".to_owned(),
+                (Kind::Native, _) => "native".to_owned(),
+            };
+            (name, None)
+        }
+        By::Function => {
+            let function = if frame.name.is_empty() {
+                "(anonymous)"
+            } else {
+                frame.name.as_str()
+            };
+            let place = match (resource, frame.line, frame.column) {
+                (None, _, _) => "native".to_owned(),
+                (Some(r), Some(line), Some(column)) => format!("{r}:{line}:{column}"),
+                (Some(r), Some(line), None) => format!("{r}:{line}"),
+                (Some(r), None, _) => r.to_owned(),
+            };
+            (format!("{function} ({place})"), attribution.package)
+        }
+        By::Resource => (resource.unwrap_or("(native)").to_owned(), attribution.package),
+    };
+    let version = match (kind, by) {
+        (Kind::Node | Kind::Native, _) => None,
+        (_, By::Package) | (Kind::App | Kind::Dependency, _) => attribution.version,
+    };
+    (
+        rows.id(
+            Key {
+                kind: kind.as_str(),
+                name,
+                version,
+            },
+            package,
+        ),
+        kind,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Frame, Stack, TraceSample};
+
+    /// An attributor that reads nothing: app code has no package.
+    fn attributor() -> Attributor {
+        Attributor::with_reader(Box::new(|_| None))
+    }
+
+    fn frame(name: &str, resource_id: Option<u32>) -> Frame {
+        Frame {
+            name: name.into(),
+            resource_id,
+            line: resource_id.map(|_| 1),
+            column: resource_id.map(|_| 2),
+        }
+    }
+
+    fn sample(timestamp: f64, stack_id: Option<u32>, marker: Option<Marker>) -> TraceSample {
+        TraceSample {
+            timestamp,
+            stack_id,
+            marker,
+        }
+    }
+
+    /// resources: app, lodash, node internal; frames: main(app), map(lodash), JSON.parse (builtin),
+    /// timers(node), rec(app).
+    fn fixture() -> ProfilerTrace {
+        ProfilerTrace {
+            resources: vec![
+                "file:///p/src/main.js".into(),
+                "file:///p/node_modules/lodash/lodash.js".into(),
+                "node:internal/timers".into(),
+            ],
+            frames: vec![
+                frame("main", Some(0)),
+                frame("map", Some(1)),
+                frame("JSON.parse", None),
+                frame("listOnTimeout", Some(2)),
+                frame("rec", Some(0)),
+            ],
+            stacks: vec![
+                Stack {
+                    frame_id: 0,
+                    parent_id: None,
+                }, // 0 main
+                Stack {
+                    frame_id: 1,
+                    parent_id: Some(0),
+                }, // 1 main > map
+                Stack {
+                    frame_id: 2,
+                    parent_id: Some(1),
+                }, // 2 main > map > JSON.parse
+                Stack {
+                    frame_id: 3,
+                    parent_id: None,
+                }, // 3 timers
+                Stack {
+                    frame_id: 2,
+                    parent_id: Some(3),
+                }, // 4 timers > JSON.parse
+                Stack {
+                    frame_id: 4,
+                    parent_id: Some(0),
+                }, // 5 main > rec
+                Stack {
+                    frame_id: 4,
+                    parent_id: Some(5),
+                }, // 6 main > rec > rec
+                Stack {
+                    frame_id: 4,
+                    parent_id: Some(6),
+                }, // 7 main > rec > rec > rec
+                Stack {
+                    frame_id: 2,
+                    parent_id: None,
+                }, // 8 JSON.parse alone
+            ],
+            samples: vec![
+                sample(0.0, Some(2), Some(Marker::Script)),
+                sample(1.0, Some(2), Some(Marker::Script)),
+                sample(2.0, Some(4), Some(Marker::Script)),
+                sample(3.0, Some(7), Some(Marker::Script)),
+                sample(4.0, None, None),
+                sample(5.0, None, Some(Marker::Gc)),
+                sample(7.0, None, Some(Marker::Other)),
+                sample(8.0, Some(8), Some(Marker::Script)),
+                sample(9.0, Some(1), Some(Marker::Script)),
+            ],
+        }
+    }
+
+    fn row<'a>(rows: &'a [Row], name: &str) -> &'a Row {
+        rows.iter()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no row {name} in {rows:#?}"))
+    }
+
+    #[test]
+    fn by_package_charges_builtins_to_their_caller() {
+        let rows = summarize(&fixture(), By::Package, None, &mut attributor()).unwrap();
+        let counts: Vec<(&str, &str, u64, u64)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.kind, r.self_samples, r.total_samples))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                ("lodash", "dependency", 3, 3),
+                ("(gc)", "gc", 1, 1), // self time 2 ms
+                ("(app)", "app", 1, 4),
+                ("native", "native", 1, 4),
+                ("(idle)", "idle", 1, 1),
+                ("(other)", "other", 1, 1),
+                ("node", "node", 1, 1),
+            ]
+        );
+        let sum: u64 = rows.iter().map(|r| r.self_samples).sum();
+        assert_eq!(sum, 9, "self samples add up to all samples");
+        // Weights: gaps 1,1,1,1,1,2,1,1 and the last = median gap 1.
+        assert_eq!(row(&rows, "(gc)").self_time, 2.0);
+        assert_eq!(row(&rows, "lodash").self_time, 3.0);
+        let total: f64 = rows.iter().map(|r| r.self_time).sum();
+        assert_eq!(total, 10.0);
+    }
+
+    #[test]
+    fn explicit_sample_interval_weighs_the_last_sample() {
+        let rows = summarize(&fixture(), By::Package, Some(5.0), &mut attributor()).unwrap();
+        assert_eq!(row(&rows, "lodash").self_time, 7.0);
+    }
+
+    #[test]
+    fn by_function_counts_recursion_once_in_total() {
+        let rows = summarize(&fixture(), By::Function, None, &mut attributor()).unwrap();
+        let rec = row(&rows, "rec (file:///p/src/main.js:1:2)");
+        assert_eq!((rec.self_samples, rec.total_samples, rec.kind), (1, 1, "app"));
+        let map = row(&rows, "map (file:///p/node_modules/lodash/lodash.js:1:2)");
+        assert_eq!(
+            (map.self_samples, map.total_samples, map.package.as_deref()),
+            (3, 3, Some("lodash"))
+        );
+        let parse = row(&rows, "JSON.parse (native)");
+        assert_eq!((parse.self_samples, parse.total_samples), (1, 4));
+        let timers = row(&rows, "listOnTimeout (node:internal/timers:1:2)");
+        assert_eq!(
+            (timers.self_samples, timers.total_samples, timers.kind),
+            (1, 1, "node")
+        );
+        assert_eq!(row(&rows, "main (file:///p/src/main.js:1:2)").total_samples, 4);
+    }
+
+    #[test]
+    fn by_resource() {
+        let rows = summarize(&fixture(), By::Resource, None, &mut attributor()).unwrap();
+        assert_eq!(
+            row(&rows, "file:///p/node_modules/lodash/lodash.js").self_samples,
+            3
+        );
+        assert_eq!(row(&rows, "file:///p/src/main.js").total_samples, 4);
+        assert_eq!(row(&rows, "(native)").self_samples, 1);
+        assert_eq!(row(&rows, "node:internal/timers").self_samples, 1);
+    }
+
+    #[test]
+    fn ties_are_sorted_deterministically() {
+        let a = summarize(&fixture(), By::Package, None, &mut attributor()).unwrap();
+        let b = summarize(&fixture(), By::Package, None, &mut attributor()).unwrap();
+        assert_eq!(a, b);
+        for w in a.windows(2) {
+            assert_ne!(compare_rows(&w[0], &w[1]), Ordering::Greater);
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_traces() {
+        type Breaker = Box<dyn Fn(&mut ProfilerTrace)>;
+        let cases: Vec<(Breaker, &str)> = vec![
+            (
+                Box::new(|t| t.samples[0].stack_id = Some(99)),
+                "samples[0].stackId 99 is out of range",
+            ),
+            (
+                Box::new(|t| t.stacks[1].parent_id = Some(99)),
+                "stacks[1].parentId 99",
+            ),
+            (Box::new(|t| t.stacks[0].parent_id = Some(2)), "parentId cycle"),
+            (Box::new(|t| t.stacks[5].parent_id = Some(5)), "parentId cycle"),
+            (Box::new(|t| t.stacks[0].frame_id = 50), "stacks[0].frameId 50"),
+            (
+                Box::new(|t| t.frames[0].resource_id = Some(7)),
+                "frames[0].resourceId 7",
+            ),
+            (
+                Box::new(|t| t.samples[3].timestamp = 0.5),
+                "earlier than the sample before it",
+            ),
+            (
+                Box::new(|t| t.samples[3].timestamp = f64::NAN),
+                "not a finite number",
+            ),
+        ];
+        for (break_it, message) in cases {
+            let mut t = fixture();
+            break_it(&mut t);
+            let err = summarize(&t, By::Package, None, &mut attributor()).unwrap_err();
+            assert!(
+                err.message.contains(message),
+                "{} does not contain {message}",
+                err.message
+            );
+        }
+        let err = summarize(&fixture(), By::Package, Some(-1.0), &mut attributor()).unwrap_err();
+        assert!(err.message.contains("sampleInterval"));
+    }
+
+    #[test]
+    fn empty_and_single_sample_traces() {
+        let empty = ProfilerTrace::default();
+        assert!(summarize(&empty, By::Function, None, &mut attributor())
+            .unwrap()
+            .is_empty());
+        let mut one = fixture();
+        one.samples.truncate(1);
+        let rows = summarize(&one, By::Package, None, &mut attributor()).unwrap();
+        assert_eq!((rows[0].self_samples, rows[0].self_time), (1, 0.0));
+        assert_eq!(median_gap(&fixture()), 1.0);
+    }
+
+    #[test]
+    fn app_packages_and_versions_from_package_json() {
+        let mut a = Attributor::with_reader(Box::new(|path: &str| {
+            (path == "/p/package.json").then(|| r#"{"name":"my-app","version":"1.2.3"}"#.to_owned())
+        }));
+        let rows = summarize(&fixture(), By::Package, None, &mut a).unwrap();
+        let app = row(&rows, "my-app");
+        assert_eq!(
+            (app.kind, app.version.as_deref(), app.total_samples),
+            ("app", Some("1.2.3"), 4)
+        );
+    }
+}

@@ -1,0 +1,107 @@
+'use strict'
+// `jsprof convert <in> --to <format> [-o out]` and `jsprof flamegraph <in> [-o flame.svg]`.
+
+const path = require('node:path')
+const { api, parse, oneOf, usage, writeOutput, writeStdout, info } = require('./common')
+const { readTrace } = require('./input')
+
+// format -> [exporter name in index.js, file suffix, binary?]
+const FORMATS = {
+  cpuprofile: { fn: 'toCpuProfile', suffix: '.cpuprofile', json: true },
+  gecko: { fn: 'toGeckoProfile', suffix: '.gecko.json', json: true },
+  speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true },
+  pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true },
+  collapsed: { fn: 'toCollapsed', suffix: '.collapsed.txt' },
+}
+
+const CONVERT_HELP = `Usage: jsprof convert <trace.json|profile.cpuprofile> --to <format> [-o <file>]
+
+Converts a ProfilerTrace (or a V8 .cpuprofile) for other tools.
+
+Formats:
+  cpuprofile   V8 CPU profile: Chrome DevTools, VS Code           (<name>.cpuprofile)
+  gecko        Firefox Profiler, https://profiler.firefox.com      (<name>.gecko.json)
+  speedscope   https://www.speedscope.app                          (<name>.speedscope.json)
+  pprof        gzipped profile.proto: go tool pprof                 (<name>.pb.gz)
+  collapsed    folded stacks 'a;b;c N': flamegraph.pl, inferno     (<name>.collapsed.txt)
+
+Options:
+      --to <format>     the output format (required)
+  -o, --output <file>   where to write ('-' for stdout; never for pprof on a terminal)
+                        (default: next to the input, with the suffix above)
+  -h, --help            show this help`
+
+const FLAMEGRAPH_HELP = `Usage: jsprof flamegraph <trace.json|profile.cpuprofile> [-o flame.svg] [--title <text>]
+
+Draws an interactive SVG flame graph (open it in a browser).
+
+Options:
+  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg)
+      --title <text>    the title drawn on top (default: the input file name)
+  -h, --help            show this help`
+
+/** `dir/name.trace.json` -> `dir/name<suffix>`, never the input itself. */
+function derivedPath(input, suffix) {
+  const dir = path.dirname(input)
+  const base = path.basename(input).replace(/(\.trace)?\.json$|\.cpuprofile$/i, '')
+  let candidate = path.join(dir, base + suffix)
+  if (path.resolve(candidate) === path.resolve(input)) candidate = path.join(dir, `${base}.converted${suffix}`)
+  return candidate
+}
+
+async function emit(command, output, data, { binary = false } = {}) {
+  if (output === '-') {
+    if (binary && process.stdout.isTTY) {
+      throw usage(command, 'refusing to write binary pprof data to a terminal: use -o <file> or a pipe')
+    }
+    await writeStdout(data)
+    return
+  }
+  writeOutput(output, data)
+  info(`wrote ${output}`)
+}
+
+async function convert(args) {
+  const { values, positionals } = parse(
+    'convert',
+    args,
+    { to: { type: 'string' }, output: { type: 'string', short: 'o' } },
+    { positionals: 1 },
+  )
+  if (values.help) {
+    process.stdout.write(`${CONVERT_HELP}\n`)
+    return 0
+  }
+  if (values.to === undefined) throw usage('convert', `missing --to (one of ${Object.keys(FORMATS).join(', ')})`)
+  const format = FORMATS[oneOf('convert', 'to', values.to, Object.keys(FORMATS))]
+  if (positionals.length === 0) throw usage('convert', 'missing the trace file')
+  if (values.output === '') throw usage('convert', '--output must not be empty')
+  const input = positionals[0]
+  const { trace } = readTrace(input)
+  const result = api(format.fn)(trace)
+  const data = format.json ? JSON.stringify(result) : result
+  await emit('convert', values.output ?? derivedPath(input, format.suffix), data, format)
+  return 0
+}
+
+async function flamegraph(args) {
+  const { values, positionals } = parse(
+    'flamegraph',
+    args,
+    { output: { type: 'string', short: 'o' }, title: { type: 'string' } },
+    { positionals: 1 },
+  )
+  if (values.help) {
+    process.stdout.write(`${FLAMEGRAPH_HELP}\n`)
+    return 0
+  }
+  if (positionals.length === 0) throw usage('flamegraph', 'missing the trace file')
+  if (values.output === '') throw usage('flamegraph', '--output must not be empty')
+  const input = positionals[0]
+  const { trace } = readTrace(input)
+  const svg = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input) })
+  await emit('flamegraph', values.output ?? derivedPath(input, '.svg'), svg)
+  return 0
+}
+
+module.exports = { convert, flamegraph, derivedPath, CONVERT_HELP, FLAMEGRAPH_HELP, FORMATS }

@@ -1,0 +1,113 @@
+'use strict'
+// Reads the input of `report`, `convert` and `flamegraph`: a ProfilerTrace (as `jsprof record` writes
+// it) or a V8 CPU profile (`.cpuprofile`, told apart by content: it has a `nodes` array), and checks
+// a trace fully, so that every consumer gets a well-formed one and a bad file is one clear line.
+
+const fs = require('node:fs')
+const { CliError } = require('./common')
+
+const MARKERS = new Set(['script', 'gc', 'style', 'layout', 'paint', 'other'])
+
+function isIndex(value, length) {
+  return Number.isInteger(value) && value >= 0 && value < length
+}
+
+/** The first problem of a would-be ProfilerTrace, or null when it is well-formed. */
+function traceProblem(trace) {
+  for (const key of ['resources', 'frames', 'stacks', 'samples']) {
+    if (!Array.isArray(trace[key])) return `'${key}' is not an array`
+  }
+  const { resources, frames, stacks, samples } = trace
+  for (let i = 0; i < resources.length; i++) {
+    if (typeof resources[i] !== 'string') return `resources[${i}] is not a string`
+  }
+  for (let i = 0; i < frames.length; i++) {
+    const f = frames[i]
+    if (f === null || typeof f !== 'object') return `frames[${i}] is not an object`
+    if (typeof f.name !== 'string') return `frames[${i}].name is not a string`
+    if (f.resourceId !== undefined && !isIndex(f.resourceId, resources.length)) {
+      return `frames[${i}].resourceId is not an index into resources`
+    }
+    for (const key of ['line', 'column']) {
+      if (f[key] !== undefined && !(Number.isInteger(f[key]) && f[key] >= 0)) {
+        return `frames[${i}].${key} is not a non-negative integer`
+      }
+    }
+  }
+  for (let i = 0; i < stacks.length; i++) {
+    const s = stacks[i]
+    if (s === null || typeof s !== 'object') return `stacks[${i}] is not an object`
+    if (!isIndex(s.frameId, frames.length)) return `stacks[${i}].frameId is not an index into frames`
+    if (s.parentId !== undefined && !isIndex(s.parentId, stacks.length)) {
+      return `stacks[${i}].parentId is not an index into stacks`
+    }
+  }
+  // Parent chains must end: 0 = unvisited, 1 = on the current path, 2 = known to end.
+  const state = new Uint8Array(stacks.length)
+  for (let i = 0; i < stacks.length; i++) {
+    let j = i
+    const path = []
+    while (j !== undefined && state[j] === 0) {
+      state[j] = 1
+      path.push(j)
+      j = stacks[j].parentId
+    }
+    if (j !== undefined && state[j] === 1) return `stacks[${j}] is its own ancestor`
+    for (const k of path) state[k] = 2
+  }
+  let previous = -Infinity
+  for (let i = 0; i < samples.length; i++) {
+    const s = samples[i]
+    if (s === null || typeof s !== 'object') return `samples[${i}] is not an object`
+    if (typeof s.timestamp !== 'number' || !Number.isFinite(s.timestamp)) return `samples[${i}].timestamp is not a number`
+    if (s.timestamp < previous) return `samples[${i}].timestamp goes back in time`
+    previous = s.timestamp
+    if (s.stackId !== undefined && !isIndex(s.stackId, stacks.length)) {
+      return `samples[${i}].stackId is not an index into stacks`
+    }
+    if (s.marker !== undefined && !MARKERS.has(s.marker)) return `samples[${i}].marker is not a ProfilerMarker`
+  }
+  return null
+}
+
+/**
+ * Reads `file` -> { trace, format: 'trace'|'cpuprofile' }. Every failure is a CliError (exit 2) whose
+ * message names the file and the problem.
+ */
+function readTrace(file) {
+  let text
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch (err) {
+    const why =
+      err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message
+    throw new CliError(`cannot read ${file}: ${why}`)
+  }
+  let data
+  try {
+    data = JSON.parse(text)
+  } catch (err) {
+    throw new CliError(`${file} is not valid JSON (${err.message})`)
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new CliError(`${file} is neither a ProfilerTrace nor a V8 CPU profile (not a JSON object)`)
+  }
+  if (Array.isArray(data.nodes)) {
+    const { fromCpuProfile } = require('../../index.js')
+    try {
+      return { trace: fromCpuProfile(data), format: 'cpuprofile' }
+    } catch (err) {
+      throw new CliError(`${file} is not a valid V8 CPU profile: ${err.message}`)
+    }
+  }
+  if (!['resources', 'frames', 'stacks', 'samples'].some((key) => key in data)) {
+    throw new CliError(
+      `${file} is neither a ProfilerTrace (resources, frames, stacks, samples) nor a V8 CPU profile (nodes, samples)`,
+    )
+  }
+  const problem = traceProblem(data)
+  if (problem) throw new CliError(`${file} is not a valid ProfilerTrace: ${problem}`)
+  return { trace: data, format: 'trace' }
+}
+
+module.exports = { readTrace, traceProblem }

@@ -1,0 +1,88 @@
+'use strict'
+// `jsprof <command> …`: dispatch, --help, --version, and the one rule for failures: one line on
+// stderr (`jsprof: …`) and exit status 2 for bad arguments or input files — never a stack trace
+// (set JSPROF_DEBUG=1 to see one for an internal error).
+
+const { CliError, usage } = require('./common')
+
+const COMMANDS = {
+  record: () => require('./record').record,
+  report: () => require('./report').report,
+  convert: () => require('./convert').convert,
+  flamegraph: () => require('./convert').flamegraph,
+}
+
+const HELP = `Usage: jsprof <command> [options]
+
+Sampling CPU profiles of Node.js processes, as WICG JS Self-Profiling traces.
+
+Commands:
+  record [-o trace.json] [--interval ms] -- node app.js …
+                        profile a whole Node process; the trace is written when it ends,
+                        including on Ctrl-C, SIGTERM and process.exit()
+  report <trace> [--by package|function|resource] [--top N] [--json]
+                        where the time went, as a table
+  convert <trace> --to cpuprofile|gecko|speedscope|pprof|collapsed [-o out]
+                        convert for DevTools, Firefox Profiler, speedscope, pprof, flamegraph.pl
+  flamegraph <trace> [-o flame.svg]
+                        an SVG flame graph
+
+<trace> is a ProfilerTrace (.trace.json) or a V8 CPU profile (.cpuprofile, e.g. from node --cpu-prof).
+
+Options:
+  -h, --help            show help ('jsprof <command> --help' for a command's)
+  -v, --version         print the version
+
+Exit status: the profiled command's for 'record'; 2 for bad arguments or unreadable input; 0 otherwise.`
+
+function version() {
+  return require('../../package.json').version
+}
+
+async function run(argv) {
+  const [first, ...rest] = argv
+  if (first === undefined) {
+    process.stderr.write(`${HELP}\n`)
+    return 2
+  }
+  if (first === '-h' || first === '--help') {
+    process.stdout.write(`${HELP}\n`)
+    return 0
+  }
+  if (first === '-v' || first === '--version') {
+    process.stdout.write(`${version()}\n`)
+    return 0
+  }
+  if (first === 'help') {
+    if (rest.length === 0) {
+      process.stdout.write(`${HELP}\n`)
+      return 0
+    }
+    return run([rest[0], '--help'])
+  }
+  if (first.startsWith('-')) throw usage(null, `unknown option '${first}'`)
+  if (!Object.hasOwn(COMMANDS, first)) throw usage(null, `unknown command '${first}'`)
+  return COMMANDS[first]()(rest)
+}
+
+/** Runs the CLI and sets the process exit status; never throws. */
+async function main(argv = process.argv.slice(2)) {
+  let code
+  try {
+    code = await run(argv)
+  } catch (err) {
+    if (err instanceof CliError) {
+      process.stderr.write(`jsprof: ${err.message}\n`)
+      code = err.code
+    } else {
+      const message = err && err.message ? String(err.message).split('\n')[0] : String(err)
+      process.stderr.write(`jsprof: internal error: ${message}\n`)
+      if (process.env.JSPROF_DEBUG && err && err.stack) process.stderr.write(`${err.stack}\n`)
+      code = 1
+    }
+  }
+  process.exitCode = code
+  return code
+}
+
+module.exports = { main, run, HELP }

@@ -1,0 +1,113 @@
+'use strict'
+// `jsprof report trace.json [--by package|function|resource] [--top N] [--json]`: where the time went,
+// as an aligned table (summarize() rows), or JSON for machines.
+
+const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('./common')
+const { readTrace } = require('./input')
+
+const BY = ['package', 'function', 'resource']
+const DEFAULT_TOP = 20
+
+const HELP = `Usage: jsprof report <trace.json|profile.cpuprofile> [options]
+
+Prints where the time went: one row per package (default), function or resource, sorted by self time.
+
+Options:
+      --by <what>    package, function or resource (default: package)
+      --top <n>      show the first n rows (default: ${DEFAULT_TOP})
+      --json         print JSON ({ file, by, samples, durationMs, intervalMs, rows }) instead of a table
+  -h, --help         show this help
+
+Columns: self % and total % are shares of all samples (idle included); self ms / total ms are the time
+those samples stand for; samples counts the self samples; kind is app, dependency, node or native (idle, gc or other for samples
+without a JS stack).`
+
+/** Median distance between consecutive samples, ms (0 with fewer than 2). */
+function medianInterval(samples) {
+  const deltas = []
+  for (let i = 1; i < samples.length; i++) deltas.push(samples[i].timestamp - samples[i - 1].timestamp)
+  if (deltas.length === 0) return 0
+  deltas.sort((a, b) => a - b)
+  return deltas[deltas.length >> 1]
+}
+
+function percent(part, whole) {
+  return whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : '-'
+}
+
+function ms(value) {
+  return typeof value === 'number' && Number.isFinite(value) ? value.toFixed(1) : '-'
+}
+
+function formatDuration(value) {
+  return value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(1)} ms`
+}
+
+/** Lays out rows of cells; `align[i]` is 'r' or 'l'; the last column is never padded. */
+function table(header, rows, align) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
+  const line = (cells) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : align[i] === 'r' ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd()
+  return [line(header), ...rows.map(line)]
+}
+
+/** `express (4.18.2)` for a package; `fn (file:…:1:2) (express 4.18.2)` for a function or resource. */
+function label(row) {
+  const name = String(row.name)
+  if (row.package) return `${name} (${row.version ? `${row.package} ${row.version}` : row.package})`
+  return row.version ? `${name} (${row.version})` : name
+}
+
+async function report(args) {
+  const { values, positionals } = parse(
+    'report',
+    args,
+    { by: { type: 'string' }, top: { type: 'string' }, json: { type: 'boolean' } },
+    { positionals: 1 },
+  )
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`)
+    return 0
+  }
+  const by = values.by === undefined ? 'package' : oneOf('report', 'by', values.by, BY)
+  const top = values.top === undefined ? DEFAULT_TOP : positiveInt('report', 'top', values.top)
+  if (positionals.length === 0) throw usage('report', 'missing the trace file')
+  const file = positionals[0]
+  const { trace } = readTrace(file)
+  const all = api('summarize')(trace, { by })
+  const rows = all.slice(0, top)
+  const total = trace.samples.length
+  const durationMs = total > 1 ? trace.samples[total - 1].timestamp - trace.samples[0].timestamp : 0
+  const intervalMs = medianInterval(trace.samples)
+
+  if (values.json) {
+    await writeStdout(`${JSON.stringify({ file, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`)
+    return 0
+  }
+  const shown = rows.length < all.length ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}` : ''
+  const summary =
+    `${file}: ${total} samples over ${formatDuration(durationMs)}` +
+    (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +
+    `, by ${by}${shown}`
+  const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']
+  const cells = rows.map((row) => [
+    percent(row.selfSamples, total),
+    ms(row.selfTime),
+    percent(row.totalSamples, total),
+    ms(row.totalTime),
+    String(row.selfSamples),
+    String(row.kind ?? ''),
+    label(row),
+  ])
+  const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'l', 'l'])
+  const color = process.stdout.isTTY && !('NO_COLOR' in process.env)
+  if (color) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
+  if (cells.length === 0) lines.push('(no samples)')
+  await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
+  return 0
+}
+
+module.exports = { report, HELP, table }

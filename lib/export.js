@@ -1,0 +1,93 @@
+'use strict'
+// Exporters: a ProfilerTrace written in the formats other tools read, built in Rust
+// (crates/jsprof-core/src/export). The trace crosses as JSON text and is validated there once;
+// malformed traces and options throw TypeError.
+
+const { binding, callNative } = require('./native')
+
+function traceJson(trace, fn) {
+  if (trace === null || typeof trace !== 'object' || Array.isArray(trace)) {
+    throw new TypeError(
+      `${fn}: expected a ProfilerTrace object ({ resources, frames, stacks, samples }), got ${describe(trace)}`,
+    )
+  }
+  try {
+    return JSON.stringify(trace)
+  } catch (cause) {
+    // Cycles and BigInts: not a plain trace.
+    throw new TypeError(`${fn}: the trace cannot be serialized: ${cause && cause.message}`, { cause })
+  }
+}
+
+function describe(value) {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return typeof value
+}
+
+/** Reads `options` (undefined, null or an object) and checks the named members' types. */
+function readOptions(options, fn, spec) {
+  const out = {}
+  if (options === undefined || options === null) return out
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`${fn}: options must be an object, got ${describe(options)}`)
+  }
+  for (const [key, type] of Object.entries(spec)) {
+    const value = options[key]
+    if (value === undefined) continue
+    if (type === 'string') {
+      if (typeof value !== 'string') throw new TypeError(`${fn}: options.${key} must be a string, got ${describe(value)}`)
+    } else if (type === 'finite') {
+      if (typeof value !== 'number' || !Number.isFinite(value)) {
+        throw new TypeError(`${fn}: options.${key} must be a finite number`)
+      }
+    } else if (type === 'width') {
+      if (!Number.isInteger(value) || value < 10 || value > 100000) {
+        throw new TypeError(`${fn}: options.${key} must be an integer number of px between 10 and 100000`)
+      }
+    }
+    out[key] = value
+  }
+  return out
+}
+
+/** V8's `.cpuprofile` object; `fromCpuProfile(result, { timeOrigin: 0 })` gives the trace back. */
+function toCpuProfile(trace) {
+  const text = traceJson(trace, 'toCpuProfile')
+  return JSON.parse(callNative(() => binding.exportCpuProfile(text)))
+}
+
+/** The Firefox Profiler's processed profile (version 58) object. */
+function toGeckoProfile(trace, options) {
+  const text = traceJson(trace, 'toGeckoProfile')
+  const o = readOptions(options, 'toGeckoProfile', { threadName: 'string', startTime: 'finite' })
+  return JSON.parse(callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime)))
+}
+
+/** A speedscope file object. */
+function toSpeedscope(trace, options) {
+  const text = traceJson(trace, 'toSpeedscope')
+  const o = readOptions(options, 'toSpeedscope', { name: 'string' })
+  return JSON.parse(callNative(() => binding.exportSpeedscope(text, o.name)))
+}
+
+/** Gzipped pprof `profile.proto` bytes, as a Buffer. */
+function toPprof(trace) {
+  const text = traceJson(trace, 'toPprof')
+  return callNative(() => binding.exportPprof(text))
+}
+
+/** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
+function toCollapsed(trace) {
+  const text = traceJson(trace, 'toCollapsed')
+  return callNative(() => binding.exportCollapsed(text))
+}
+
+/** An SVG flame graph (text), coloured by kind of code. */
+function toFlameGraph(trace, options) {
+  const text = traceJson(trace, 'toFlameGraph')
+  const o = readOptions(options, 'toFlameGraph', { title: 'string', subtitle: 'string', width: 'width' })
+  return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width))
+}
+
+module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph }

@@ -1,0 +1,76 @@
+//! napi exports of the analysis area: `attribute(resource)` and `summarize(trace, { by })`.
+//!
+//! One process-wide [`Attributor`] behind a mutex serves every call (from any thread or worker), so a
+//! `package.json` is read at most once per process however often its package is attributed.
+
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+use jsprof_core::attribution::Attributor;
+use jsprof_core::summary::{self, By};
+use jsprof_core::{Error as CoreError, ProfilerTrace};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::core_error;
+
+static ATTRIBUTOR: LazyLock<Mutex<Attributor>> = LazyLock::new(|| Mutex::new(Attributor::new()));
+
+fn attributor() -> MutexGuard<'static, Attributor> {
+    // A panic while attributing leaves only caches behind: still usable.
+    ATTRIBUTOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// `{ kind, package?, version?, root? }` of one resource.
+#[napi(object)]
+pub struct ResourceAttribution {
+    /// `app`, `dependency`, `node` or `native`.
+    pub kind: String,
+    pub package: Option<String>,
+    pub version: Option<String>,
+    pub root: Option<String>,
+}
+
+/// Which code a resource (URL or path) is, with its package, version and root folder.
+#[napi(catch_unwind)]
+pub fn attribute_resource(resource: String) -> ResourceAttribution {
+    let a = attributor().attribute(&resource);
+    ResourceAttribution {
+        kind: a.kind.as_str().to_owned(),
+        package: a.package,
+        version: a.version,
+        root: a.root,
+    }
+}
+
+/// A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows.
+#[napi(catch_unwind)]
+pub fn summarize_trace(trace_json: String, by: String, sample_interval: Option<f64>) -> Result<String> {
+    let Some(by) = By::parse(&by) else {
+        let expected = By::NAMES.map(|n| format!("'{n}'")).join(", ");
+        return Err(Error::new(
+            Status::InvalidArg,
+            format!("RangeError: by must be one of {expected}, got '{by}'"),
+        ));
+    };
+    if let Some(i) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
+        let message = format!("RangeError: sampleInterval must be a finite number of ms >= 0, got {i}");
+        return Err(Error::new(Status::InvalidArg, message));
+    }
+    let trace: ProfilerTrace = serde_json::from_str(&trace_json)
+        .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {e}"))))?;
+    let rows = summary::summarize(&trace, by, sample_interval, &mut attributor())
+        .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
+    serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))
+}
+
+/// Test hook: how many `package.json` files the process-wide attributor has asked the filesystem for.
+#[napi]
+pub fn attribution_reads() -> u32 {
+    attributor().reads() as u32
+}
+
+/// Forgets every `package.json` read so far (after packages were installed or upgraded in place).
+#[napi]
+pub fn clear_attribution_cache() {
+    attributor().clear();
+}

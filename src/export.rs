@@ -1,0 +1,78 @@
+//! napi exports of the exporters: each takes the trace as JSON text (the facade passes
+//! `JSON.stringify(trace)`), validates it once in the core and returns the format as text, or as bytes
+//! for pprof. Errors are `TypeError: …` for the facade to rethrow.
+
+use jsprof_core::export::{self, flamegraph::FlameGraphOptions, gecko::GeckoOptions};
+use jsprof_core::ProfilerTrace;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::core_error;
+
+fn trace(json: &str) -> Result<ProfilerTrace> {
+    export::parse_trace(json).map_err(core_error)
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| Error::from_reason(format!("jsprof-node: could not write JSON: {e}")))
+}
+
+/// `.cpuprofile` JSON text.
+#[napi(catch_unwind)]
+pub fn export_cpu_profile(trace_json: String) -> Result<String> {
+    to_json(&export::cpuprofile::to_cpu_profile(&trace(&trace_json)?))
+}
+
+/// Firefox Profiler processed-profile JSON text.
+#[napi(catch_unwind)]
+pub fn export_gecko_profile(
+    trace_json: String,
+    thread_name: Option<String>,
+    start_time: Option<f64>,
+) -> Result<String> {
+    let options = GeckoOptions {
+        thread_name,
+        start_time,
+    };
+    to_json(&export::gecko::to_gecko_profile(&trace(&trace_json)?, &options))
+}
+
+/// speedscope JSON text.
+#[napi(catch_unwind)]
+pub fn export_speedscope(trace_json: String, name: Option<String>) -> Result<String> {
+    to_json(&export::speedscope::to_speedscope(
+        &trace(&trace_json)?,
+        name.as_deref(),
+    ))
+}
+
+/// Gzipped `profile.proto` bytes.
+#[napi(catch_unwind)]
+pub fn export_pprof(trace_json: String) -> Result<Buffer> {
+    Ok(export::pprof::to_pprof(&trace(&trace_json)?)
+        .map_err(core_error)?
+        .into())
+}
+
+/// Folded stacks text.
+#[napi(catch_unwind)]
+pub fn export_collapsed(trace_json: String) -> Result<String> {
+    Ok(export::collapsed::to_collapsed(&trace(&trace_json)?))
+}
+
+/// SVG text.
+#[napi(catch_unwind)]
+pub fn export_flame_graph(
+    trace_json: String,
+    title: Option<String>,
+    subtitle: Option<String>,
+    width: Option<u32>,
+) -> Result<String> {
+    let options = FlameGraphOptions {
+        title,
+        subtitle,
+        width,
+    };
+    export::flamegraph::to_flame_graph(&trace(&trace_json)?, &options).map_err(core_error)
+}
