@@ -40,11 +40,19 @@ const LABELS = {
 }
 let MODES = arg('modes', Object.keys(LABELS).join(',')).split(',')
 
+function sentryCpuProfiler() {
+  try {
+    return require('@sentry/node-cpu-profiler')
+  } catch {
+    return require('@sentry-internal/node-cpu-profiler')
+  }
+}
+
 /** Whether a peer can load here at all (prebuilt binary for this Node); the reason when not. */
 function availability(mode) {
   try {
     if (mode === 'datadog') require('@datadog/pprof')
-    if (mode === 'sentry') require('@sentry-internal/node-cpu-profiler').CpuProfilerBindings.startProfiling
+    if (mode === 'sentry') sentryCpuProfiler().CpuProfilerBindings.startProfiling
     return null
   } catch (err) {
     return err.message.split('\n')[0]

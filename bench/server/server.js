@@ -36,6 +36,15 @@ function handler(req, res) {
   res.end(body)
 }
 
+/** The native profiler of @sentry/profiling-node (renamed from @sentry-internal/ in v10). */
+function sentryCpuProfiler() {
+  try {
+    return require('@sentry/node-cpu-profiler')
+  } catch {
+    return require('@sentry-internal/node-cpu-profiler')
+  }
+}
+
 // --- the profiling modes ------------------------------------------------------------------------
 const figures = { mode, profiles: 0, chunks: 0, encodeErrors: 0 }
 let listener = handler
@@ -76,7 +85,7 @@ if (mode === 'continuous') {
 } else if (mode === 'sentry') {
   // The native profiler @sentry/profiling-node drives (fixed at 99 Hz, ~10 ms), rotated into chunks
   // as its continuous profiler does, without the SDK's HTTP instrumentation (which is not profiling).
-  const { CpuProfilerBindings, ProfileFormat } = require('@sentry-internal/node-cpu-profiler')
+  const { CpuProfilerBindings, ProfileFormat } = sentryCpuProfiler()
   let id = 0
   CpuProfilerBindings.startProfiling(`chunk-${id}`)
   setInterval(() => {
