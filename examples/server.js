@@ -5,12 +5,12 @@
 //   node examples/server.js --serve    (keeps serving on http://127.0.0.1:3000: try curl)
 //
 // Every 2nd request is profiled: its trace holds only the samples taken while that request's own
-// code ran. For each profile this prints the request, its hottest functions and a package report
-// (which package the sampled code belongs to). Set PYROSCOPE_URL=http://host:4040 to also push
+// code ran. For each profile this prints the request, its hottest functions and the package report
+// (summarize(trace): which package the sampled code belongs to). Set PYROSCOPE_URL=http://host:4040 to also push
 // continuous profiles to a Pyroscope server.
 
 const http = require('node:http')
-const { profileRequests, startContinuous, pyroscopeExporter } = require('..')
+const { profileRequests, startContinuous, pyroscopeExporter, summarize } = require('..')
 
 // --- a tiny app with two kinds of CPU work ------------------------------------------------------
 function renderReport(rows) {
@@ -41,39 +41,19 @@ async function app(req, res) {
 }
 
 // --- reading a trace ----------------------------------------------------------------------------
-/** The package a resource URL belongs to: node:* is node, node_modules/<pkg> a dependency, else app. */
-function packageOf(url) {
-  if (url === undefined) return '(native/VM)'
-  if (url.startsWith('node:')) return 'node'
-  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)
-  return m ? m[1] : 'app'
-}
-
-function summarize(trace) {
-  const selfByFunction = new Map()
-  const byPackage = new Map()
-  let withStack = 0
-  for (const sample of trace.samples) {
-    if (sample.stackId === undefined) continue
-    withStack++
-    const frame = trace.frames[trace.stacks[sample.stackId].frameId]
-    const name = `${frame.name || '(anonymous)'} ${frame.resourceId === undefined ? '' : trace.resources[frame.resourceId].split('/').pop()}:${frame.line ?? '?'}`
-    selfByFunction.set(name, (selfByFunction.get(name) || 0) + 1)
-    const pkg = packageOf(frame.resourceId === undefined ? undefined : trace.resources[frame.resourceId])
-    byPackage.set(pkg, (byPackage.get(pkg) || 0) + 1)
-  }
-  const top = (map) => [...map].sort((a, b) => b[1] - a[1])
-  return { withStack, functions: top(selfByFunction).slice(0, 3), packages: top(byPackage) }
-}
-
 function printProfile(p) {
-  const { withStack, functions, packages } = summarize(p.trace)
+  const { trace } = p
+  const withStack = trace.samples.filter((s) => s.stackId !== undefined).length
   console.log(
     `\n${p.method} ${p.url} -> ${p.statusCode} in ${p.durationMs.toFixed(1)} ms: ` +
-      `${p.trace.samples.length} samples of its own code (${withStack} with a JS stack, every ${p.sampleInterval} ms)`,
+      `${trace.samples.length} samples of its own code (${withStack} with a JS stack, every ${p.sampleInterval} ms)`,
   )
-  for (const [name, n] of functions) console.log(`   ${String(n).padStart(4)}  ${name}`)
-  console.log(`   packages: ${packages.map(([pkg, n]) => `${pkg} ${((100 * n) / Math.max(1, withStack)).toFixed(0)}%`).join(', ')}`)
+  const hot = summarize(trace, { by: 'function', sampleInterval: p.sampleInterval }).filter((r) => r.selfSamples > 0)
+  for (const row of hot.slice(0, 3)) {
+    console.log(`   ${String(row.selfSamples).padStart(4)} self  ${row.name}`)
+  }
+  const packages = summarize(trace, { by: 'package', sampleInterval: p.sampleInterval })
+  console.log(`   package report: ${packages.filter((r) => r.selfSamples > 0).map((r) => `${r.name} (${r.kind}) ${r.selfSamples}`).join(', ') || 'no samples'}`)
 }
 
 // --- wiring -------------------------------------------------------------------------------------
