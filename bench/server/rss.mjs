@@ -1,6 +1,6 @@
 // RSS of continuous mode over a long run: continuous profiling at 10 ms (chunks of 10 s) of a light,
 // steady workload that keeps compiling fresh code; prints RSS after 1 minute and after 10 minutes
-// (--minutes N to change). Run alone: node bench/server/rss.mjs
+// (--minutes N to change; --no-profiler for the baseline). Run alone: node bench/server/rss.mjs
 import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const { startContinuous } = require('../../index.js')
@@ -9,7 +9,9 @@ const at = process.argv.indexOf('--minutes')
 const minutes = at > 0 ? Number(process.argv[at + 1]) : 10
 let samples = 0
 let chunks = 0
-const handle = startContinuous({
+// --no-profiler: the same workload alone, for comparison.
+const withProfiler = !process.argv.includes('--no-profiler')
+const handle = !withProfiler ? { stop: async () => {} } : startContinuous({
   sampleInterval: 10,
   chunkSeconds: 10,
   onChunk(chunk) {
