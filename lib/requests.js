@@ -55,6 +55,8 @@ class RequestProfiler {
   #collector = null
   #deliveryQueued = false
   #harvestAsked = false
+  #releaseTimer = null
+  #keepWarm
   stats = { seen: 0, sampled: 0, profiled: 0, skippedBusy: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
@@ -69,6 +71,7 @@ class RequestProfiler {
     this.#maxStopDelay = number(options, 'maxStopDelay', 0, 60_000)
     this.#maxInFlight = Math.floor(number(options, 'maxInFlight', 1, 1e6))
     const keepWarm = number(options, 'keepWarm', 0, 3_600_000)
+    this.#keepWarm = keepWarm
     this.#onProfile = options.onProfile
     this.#onError = options.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
     if (keepWarm > 0) getSampler().keepWarm(this, keepWarm)
@@ -189,12 +192,23 @@ class RequestProfiler {
     this.#pending.add(done)
   }
 
-  /** With no request in flight or waiting, the collector leaves and the sampler may stop. */
+  /**
+   * With no request in flight or waiting for `keepWarm` ms, the collector leaves and the sampler may
+   * stop or slow down (its interval stays put meanwhile: no V8 restart between two requests, also
+   * when a slower continuous profiler shares the sampler).
+   */
   #maybeRelease() {
-    if (this.#open.size === 0 && this.#collector) {
-      getSampler().remove(this.#collector)
-      this.#collector = null
+    if (this.#open.size > 0 || !this.#collector || this.#releaseTimer) return
+    const release = () => {
+      this.#releaseTimer = null
+      if (this.#open.size === 0 && this.#collector) {
+        getSampler().remove(this.#collector)
+        this.#collector = null
+      }
     }
+    if (this.#keepWarm === 0 || this.#closed) return release()
+    this.#releaseTimer = setTimeout(release, this.#keepWarm)
+    this.#releaseTimer.unref()
   }
 
   /** Starts profiling one request; `describe()` is called at the end for method/route/status. */
@@ -311,6 +325,9 @@ class RequestProfiler {
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
     }
+    clearTimeout(this.#releaseTimer)
+    this.#releaseTimer = null
+    this.#maybeRelease()
   }
 }
 
