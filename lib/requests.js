@@ -23,7 +23,7 @@ const SYNC_BUILD_MAX_SAMPLES = 256
 
 const DEFAULTS = {
   sampleRate: 0.1,
-  sampleInterval: 1,
+  sampleInterval: 10,
   maxBufferSize: 10_000,
   maxStopDelay: 100,
   keepWarm: 1000,

@@ -12,6 +12,7 @@
 // each process gets about one core; all modes share the same setup, so ratios compare like with like.
 //
 //   node bench/server/run.mjs [--duration 8] [--rounds 3] [--connections 10] [--modes none,continuous,…]
+//   REQ_INTERVAL=1 node bench/server/run.mjs …   (request modes at 1 ms instead of the default 10)
 
 import { spawn, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -33,12 +34,19 @@ const CONNECTIONS = Number(arg('connections', 10))
 const LABELS = {
   none: 'no profiler',
   continuous: 'jsprof-node continuous, 10 ms',
-  req10: 'jsprof-node every 10th request (1 ms)',
-  reqall: 'jsprof-node every request (1 ms)',
+  req10: `jsprof-node every 10th request (${process.env.REQ_INTERVAL || 10} ms)`,
+  reqall: `jsprof-node every request (${process.env.REQ_INTERVAL || 10} ms)`,
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
+  // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
+  sampler1: '(diagnostic) sampler alone at 1 ms',
+  sampler10: '(diagnostic) sampler alone at 10 ms',
+  als: '(diagnostic) AsyncLocalStorage.run alone',
+  track: '(diagnostic) request tracker on every request, no sampler',
+  hook: '(diagnostic) async hook + ALS alone',
 }
-let MODES = arg('modes', Object.keys(LABELS).join(',')).split(',')
+const DEFAULT_MODES = ['none', 'continuous', 'req10', 'reqall', 'datadog', 'sentry']
+let MODES = arg('modes', DEFAULT_MODES.join(',')).split(',')
 
 function sentryCpuProfiler() {
   try {

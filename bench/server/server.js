@@ -68,12 +68,40 @@ if (mode === 'continuous') {
   const { profileRequests } = require(root)
   const rp = profileRequests({
     sampleRate: mode === 'req10' ? 0.1 : 1,
+    ...(process.env.REQ_INTERVAL ? { sampleInterval: Number(process.env.REQ_INTERVAL) } : {}),
     onProfile() {
       figures.profiles++
     },
   })
   listener = rp.wrap(handler)
   figures.stats = rp.stats
+} else if (mode === 'sampler1' || mode === 'sampler10') {
+  // Diagnostic: only the sampler running (one long Profiler), no request tracking.
+  const { Profiler } = require(root)
+  figures.profiler = new Profiler({ sampleInterval: mode === 'sampler1' ? 1 : 10, maxBufferSize: 1e7 })
+} else if (mode === 'track') {
+  // Diagnostic: the request tracker (context, hook, intervals) on every request, no sampler.
+  const { openContext, closeContext, runIn, bindEmitter } = require(`${root}/lib/requests/context.js`)
+  listener = (req, res) => {
+    const ctx = openContext()
+    const unbind = bindEmitter(ctx, req)
+    res.once('finish', () => {
+      unbind()
+      closeContext(ctx, 0)
+    })
+    runIn(ctx, handler, null, [req, res])
+  }
+} else if (mode === 'als') {
+  // Diagnostic: only AsyncLocalStorage.run per request (its init hook propagates the store).
+  const { AsyncLocalStorage } = require('node:async_hooks')
+  const als = new AsyncLocalStorage()
+  listener = (req, res) => als.run({}, handler, req, res)
+} else if (mode === 'hook') {
+  // Diagnostic: only an async_hooks before/after hook like the request tracker's, always on.
+  const { AsyncLocalStorage, createHook } = require('node:async_hooks')
+  const als = new AsyncLocalStorage()
+  createHook({ before() { als.getStore() }, after() { als.getStore() } }).enable()
+  listener = (req, res) => als.run({}, handler, req, res)
 } else if (mode === 'datadog') {
   const pprof = require('@datadog/pprof')
   pprof.time.start({ intervalMicros: 10_000, durationMillis: CHUNK_SECONDS * 1000 })
