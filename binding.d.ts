@@ -11,6 +11,11 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 
 /** One harvest of the per-thread sampler, shared by every Recording that keeps samples from it. */
 export declare class Chunk {
+  /**
+   * How many of the chunk's samples lie inside the given `[begin, end]` µs intervals (flat: begin0,
+   * end0, …) — lets the request profiler skip every request that has no sample in a chunk.
+   */
+  countIn(flat: Float64Array): number
   /** A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at. */
   static fromInspector(columns: InspectorColumns, intervalUs: number): Chunk
   /** A chunk from a V8 profile as JSON text (the fallback when no columns can be packed). */
@@ -23,6 +28,18 @@ export declare class Chunk {
 
 /** What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks. */
 export declare class Recording {
+  /**
+   * Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
+   * times a request's own code ran. Drops samples already kept outside them.
+   */
+  keepIntervals(flat: Float64Array): void
+  /** A sample exactly at the start time belongs to the recording this one takes over from. */
+  setStartExclusive(exclusive: boolean): void
+  /**
+   * Builds the trace on the calling thread. For the few samples of one request this is cheaper than
+   * a thread-pool hop (`build`); the recording is empty afterwards.
+   */
+  buildSync(timeOriginUs: number): TraceParts
   /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
   constructor(startUs: number, intervalUs: number, maxSamples: number)
   addChunk(chunk: Chunk): Added

@@ -212,3 +212,147 @@ export interface FlameGraphOptions {
 
 /** An SVG flame graph (text) coloured by kind of code, with each frame's package in its tooltip. */
 export declare function toFlameGraph(trace: ProfilerTrace, options?: FlameGraphOptions): string
+
+// ---------------------------------------------------------------------------------------------
+// Production profiling: per-request profiles, continuous mode, Pyroscope push (docs/production.md)
+// ---------------------------------------------------------------------------------------------
+
+export interface RequestProfilerOptions {
+  /** Fraction of requests profiled, in [0, 1]; deterministic: floor(n × rate) of the first n. Default 0.1. */
+  sampleRate?: number
+  /** ms between samples (default 10; 1 gives short requests richer traces at a measured ~10% CPU). */
+  sampleInterval?: number
+  /** Most samples one request's trace holds (default 10000). */
+  maxBufferSize?: number
+  /** Longest wait (ms) between a response's finish and the harvest that completes its trace (default 100). */
+  maxStopDelay?: number
+  /** Keep V8 sampling this many ms after the last profiled request ended (default 1000; 0: stop at once). */
+  keepWarm?: number
+  /** Most profiled requests in flight at once; more are served unprofiled (default 100). */
+  maxInFlight?: number
+  /** Called with each request's profile (may return a promise). */
+  onProfile: (profile: RequestProfile) => unknown
+  /** Called when building or delivering a profile failed (default: a process warning). */
+  onError?: (error: unknown) => void
+}
+
+export interface RequestProfile {
+  method: string | undefined
+  /** The request URL (path and query). */
+  url: string | undefined
+  /** The route pattern, when the framework knows it (Express, Fastify). */
+  route: string | undefined
+  statusCode: number
+  /** True when the connection closed before the response finished. */
+  aborted: boolean
+  /** performance.now() at arrival (ms). */
+  startTime: number
+  /** Date.now() at arrival. */
+  startUnixMs: number
+  /** Arrival to the response's 'finish' (or 'close'). */
+  durationMs: number
+  sampleInterval: number
+  /** True when the trace hit maxBufferSize. */
+  truncated: boolean
+  /** Only the samples taken while this request's own code ran. */
+  trace: ProfilerTrace
+}
+
+export interface RequestProfilerStats {
+  seen: number
+  sampled: number
+  profiled: number
+  skippedBusy: number
+  truncated: number
+  errors: number
+}
+
+export declare class RequestProfiler {
+  readonly sampleInterval: number
+  readonly stats: RequestProfilerStats
+  /** Wraps a node:http request listener. */
+  wrap<L extends (req: any, res: any, ...rest: any[]) => any>(listener: L): L
+  /** An Express middleware; install it first. */
+  express(): (req: any, res: any, next: (err?: unknown) => void) => void
+  /** A Fastify plugin (encapsulation skipped): `fastify.register(profiler.fastify)`. */
+  fastify(instance: any, options: unknown, done: (err?: Error) => void): void
+  /** Stops profiling new requests; resolves once profiles of requests in flight were delivered. */
+  close(): Promise<void>
+}
+
+export declare function profileRequests(options: RequestProfilerOptions): RequestProfiler
+
+export interface ContinuousOptions {
+  /** ms between samples (default 10). */
+  sampleInterval?: number
+  /** Seconds per chunk (default 10). */
+  chunkSeconds?: number
+  /** Most samples per chunk (default: twice the expected count + 1000). */
+  maxBufferSize?: number
+  onChunk: (chunk: ContinuousChunk) => unknown
+  onError?: (error: unknown) => void
+}
+
+export interface ContinuousChunk {
+  /** 0, 1, 2, … */
+  index: number
+  /** performance.now() ms; chunk k+1's startTime is chunk k's endTime. Samples: startTime < t <= endTime. */
+  startTime: number
+  endTime: number
+  startUnixMs: number
+  endUnixMs: number
+  sampleInterval: number
+  truncated: boolean
+  trace: ProfilerTrace
+}
+
+export interface ContinuousProfiler {
+  readonly sampleInterval: number
+  readonly stats: { chunks: number; samples: number; truncated: number; errors: number }
+  /** Ends the last (partial) chunk; resolves once every chunk was delivered. */
+  stop(): Promise<void>
+}
+
+export declare function startContinuous(options: ContinuousOptions): ContinuousProfiler
+
+export interface PyroscopeExporterOptions {
+  /** The server, e.g. http://pyroscope:4040 (`/ingest` is appended unless the path ends with it). */
+  url: string
+  appName: string
+  labels?: Record<string, string | number>
+  /** Default 'nodespy'. */
+  spyName?: string
+  headers?: Record<string, string>
+  /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
+  maxQueue?: number
+  /** Bytes waiting at most (default 16 MiB). */
+  maxQueueBytes?: number
+  /** Retries of a failed push (network error, timeout, 429, 5xx; default 3). */
+  maxRetries?: number
+  /** First retry delay (ms, doubled each retry, with jitter; default 500). */
+  retryBaseMs?: number
+  /** Per-request timeout (ms, default 10000). */
+  timeoutMs?: number
+  /** Trace -> gzipped pprof (default: the package's toPprof). */
+  encode?: (trace: ProfilerTrace, chunk: ContinuousChunk) => Uint8Array
+}
+
+export interface PyroscopeExporter {
+  /** Pass as startContinuous's onChunk: queues the chunk, never throws or waits. */
+  push(chunk: ContinuousChunk): void
+  readonly stats: {
+    pushed: number
+    sent: number
+    retries: number
+    failed: number
+    dropped: number
+    queued: number
+    queuedBytes: number
+    encodeErrors: number
+  }
+  readonly lastError?: Error
+  flush(): Promise<void>
+  close(): Promise<void>
+}
+
+export declare function pyroscopeExporter(options: PyroscopeExporterOptions): PyroscopeExporter

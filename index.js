@@ -6,6 +6,9 @@ const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
 const { attribute, summarize } = require('./lib/analysis')
 const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = require('./lib/export')
+const { profileRequests } = require('./lib/requests')
+const { startContinuous } = require('./lib/continuous')
+const { pyroscopeExporter } = require('./lib/backend')
 
 module.exports = {
   Profiler,
@@ -18,4 +21,7 @@ module.exports = {
   toPprof,
   toCollapsed,
   toFlameGraph,
+  profileRequests,
+  startContinuous,
+  pyroscopeExporter,
 }

@@ -3,4 +3,5 @@ import jsprof from './index.js'
 
 export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
 export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = jsprof
+export const { profileRequests, startContinuous, pyroscopeExporter } = jsprof
 export default jsprof

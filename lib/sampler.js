@@ -109,7 +109,16 @@ class Sampler {
   /** Subscriptions whose stop() waits for the next harvest: sub -> [resolve, reject]. */
   #stopping = new Map()
   #timer = null
+  /** When the armed timer fires (µs); Infinity when none. */
+  #timerDueUs = Infinity
   #harvestQueued = false
+  /** Earliest time a batched stop (finish with a max wait) needs a harvest by; Infinity when none. */
+  #stopDueUs = Infinity
+  /** owner -> ms to keep V8 running after the last subscription left (see keepWarm). */
+  #warmOwners = new Map()
+  #graceUs = 0
+  /** Last time a subscription that still needs samples was seen. */
+  #lastActiveUs = 0
   #bridgeTitle = `jsprof-node-bridge-${process.pid}-${Math.random().toString(36).slice(2)}`
   #bridgeProfile = null
   /** null until known: true when console.profile() really is V8's and keeps the profiler alive. */
@@ -192,7 +201,26 @@ class Sampler {
     }
     sub.checkAtUs = sub.startUs + (sub.maxSamples + 1) * sub.intervalUs
     this.#live.add(sub)
-    this.#schedule()
+    this.#lastActiveUs = nowUs()
+    // Re-arming walks every live subscription: skip it when the armed timer comes first anyway
+    // (many short request subscriptions at once).
+    if (!this.#timer || sub.checkAtUs < this.#timerDueUs) this.#schedule()
+  }
+
+  /**
+   * Keeps V8 sampling for `ms` after the last subscription left (0 removes `owner`'s wish), so that a
+   * Profiler created soon after (the next sampled request) needs no full restart (3-15 ms of code
+   * logging) but only a bridged one. Samples nobody asked for are dropped at the next harvest.
+   */
+  keepWarm(owner, ms) {
+    if (ms > 0) this.#warmOwners.set(owner, ms * 1000)
+    else this.#warmOwners.delete(owner)
+    this.#graceUs = Math.max(0, ...this.#warmOwners.values())
+    if (this.#running) this.#schedule()
+  }
+
+  #warm(now) {
+    return this.#graceUs > 0 && now - this.#lastActiveUs < this.#graceUs
   }
 
   /** Forgets a subscription whose Profiler was garbage-collected without stop(). */
@@ -201,13 +229,37 @@ class Sampler {
     if (this.#live.size === 0) this.#queueHarvest()
   }
 
-  /** Resolves once the subscription's recording holds every sample up to its stop time. */
-  finish(sub) {
+  /**
+   * Resolves once the subscription's recording holds every sample up to its stop time. With
+   * `maxWaitMs` > 0 the stop is batched: it resolves at the next harvest, at most `maxWaitMs` later
+   * (plus the harvest itself), so that many stops share one V8 restart.
+   */
+  finish(sub, maxWaitMs = 0) {
     if (!this.#live.has(sub)) return Promise.resolve()
     return new Promise((resolve, reject) => {
       this.#stopping.set(sub, [resolve, reject])
-      this.#queueHarvest()
+      if (this.#timer) this.#timer.ref()
+      this.#lastActiveUs = nowUs()
+      if (maxWaitMs > 0 && this.#running) {
+        const due = this.#lastActiveUs + maxWaitMs * 1000
+        if (due < this.#stopDueUs) {
+          this.#stopDueUs = due
+          if (!this.#timer || due < this.#timerDueUs) this.#schedule()
+        }
+      } else {
+        this.#queueHarvest()
+      }
     })
+  }
+
+  /** Asks for a harvest at most `maxWaitMs` from now (batched with any other request for one). */
+  harvestWithin(maxWaitMs) {
+    if (!this.#running) return
+    const due = nowUs() + maxWaitMs * 1000
+    if (due < this.#stopDueUs) {
+      this.#stopDueUs = due
+      if (!this.#timer || due < this.#timerDueUs) this.#schedule()
+    }
   }
 
   #queueHarvest() {
@@ -222,20 +274,24 @@ class Sampler {
   #schedule() {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
+    this.#timerDueUs = Infinity
     if (!this.#running) return
     const period = Math.min(
       HARVEST_MAX_PERIOD_US,
       Math.max(HARVEST_MIN_PERIOD_US, HARVEST_EVERY_SAMPLES * this.#intervalUs),
     )
-    let due = this.#lastHarvestUs + period
+    let due = Math.min(this.#lastHarvestUs + period, this.#stopDueUs)
     for (const sub of this.#live) due = Math.min(due, sub.checkAtUs)
+    if (this.#live.size === 0 && this.#graceUs > 0) due = Math.min(due, this.#lastActiveUs + this.#graceUs)
     const delayMs = Math.max(1, Math.ceil((due - nowUs()) / 1000))
+    this.#timerDueUs = due
     this.#timer = setTimeout(() => {
       this.#timer = null
+      this.#timerDueUs = Infinity
       this.#harvest(Infinity)
     }, delayMs)
-    // A running profiler never keeps the process alive.
-    this.#timer.unref()
+    // A running profiler never keeps the process alive; a stop() someone awaits does, until it resolves.
+    if (this.#stopping.size === 0) this.#timer.unref()
   }
 
   /**
@@ -243,6 +299,7 @@ class Sampler {
    * interval (a new, faster Profiler); otherwise V8 keeps running if anyone still needs it.
    */
   #harvest(fasterUs) {
+    this.#stopDueUs = Infinity
     let chunks = []
     let failure = null
     if (this.#running) {
@@ -257,6 +314,8 @@ class Sampler {
       const full = []
       for (const sub of this.#live) {
         if (sub.recording.addChunk(chunk).becameFull) full.push(sub)
+        // A raw listener (the request profiler) sees every chunk while it is subscribed.
+        if (sub.onChunk) sub.onChunk(chunk)
       }
       // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
       for (const sub of full) {
@@ -270,7 +329,7 @@ class Sampler {
       else resolve()
     }
     this.#stopping.clear()
-    if (this.#running && this.#neededIntervalUs() === Infinity) {
+    if (this.#running && this.#neededIntervalUs() === Infinity && !this.#warm(nowUs())) {
       // Nobody is left: stop V8 (its last samples belong to no one).
       try {
         this.#stopAll()
@@ -288,9 +347,12 @@ class Sampler {
 
   #takeChunks(fasterUs) {
     const intervalUs = this.#intervalUs
-    const needed = Math.min(fasterUs, this.#neededIntervalUs())
+    let needed = Math.min(fasterUs, this.#neededIntervalUs())
     const chunks = []
     this.stats.harvests++
+    const now = nowUs()
+    if (needed !== Infinity) this.#lastActiveUs = now
+    else if (this.#warm(now)) needed = intervalUs
     if (needed === Infinity) return chunks.concat(this.#chunkOf(this.#stopAll(), intervalUs))
     const keepInterval = needed >= intervalUs && needed < intervalUs * SLOW_DOWN_RATIO
     if (keepInterval && this.#bridgeWorks !== false) {

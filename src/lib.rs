@@ -16,6 +16,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 mod export;
+mod prod;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {

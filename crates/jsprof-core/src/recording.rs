@@ -38,6 +38,10 @@ pub struct Recording {
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
     full: bool,
+    /// When true, a sample taken exactly at `start_us` belongs to the previous recording (hand-off).
+    start_exclusive: bool,
+    /// When set: sorted, disjoint `[begin, end]` intervals (µs); only samples inside one are kept.
+    intervals: Option<Vec<(f64, f64)>>,
 }
 
 impl Recording {
@@ -53,7 +57,50 @@ impl Recording {
             selected: Vec::new(),
             next_due_us: start_us,
             full: false,
+            start_exclusive: false,
+            intervals: None,
         }
+    }
+
+    /// Makes the window start strictly after `start_us`: a recording that takes over from one stopped
+    /// at `start_us` (continuous profiling) shares no sample with it and misses none.
+    pub fn set_start_exclusive(&mut self, exclusive: bool) {
+        self.start_exclusive = exclusive;
+    }
+
+    /// Keeps only samples taken inside one of the given `[begin, end]` intervals (µs, V8's clock), e.g.
+    /// the times a request's own code ran. `flat` is `[begin0, end0, begin1, end1, …]`; the intervals
+    /// may come in any order and may touch or overlap. Applies to samples already taken (they are
+    /// dropped from the recording) and to later chunks. An odd length or a NaN is an error.
+    pub fn keep_intervals(&mut self, flat: &[f64]) -> crate::Result<()> {
+        if !flat.len().is_multiple_of(2) {
+            return Err(crate::Error::invalid(
+                "intervals need an even number of values (begin, end pairs)",
+            ));
+        }
+        let mut pairs: Vec<(f64, f64)> = Vec::with_capacity(flat.len() / 2);
+        for pair in flat.chunks_exact(2) {
+            let (begin, end) = (pair[0], pair[1]);
+            if begin.is_nan() || end.is_nan() {
+                return Err(crate::Error::invalid("interval bounds must be numbers"));
+            }
+            if end >= begin {
+                pairs.push((begin, end));
+            }
+        }
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut merged: Vec<(f64, f64)> = Vec::with_capacity(pairs.len());
+        for (begin, end) in pairs {
+            match merged.last_mut() {
+                Some(last) if begin <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((begin, end)),
+            }
+        }
+        let chunks = &self.chunks;
+        self.selected
+            .retain(|&(c, i)| inside(&merged, chunks[c as usize].profile.samples[i as usize].time));
+        self.intervals = Some(merged);
+        Ok(())
     }
 
     /// Samples taken after `stop_us` are not kept (the spec: samples after `stop()` are excluded).
@@ -87,7 +134,12 @@ impl Recording {
         let slack = chunk.interval_us.min(self.interval_us) / 2.0;
         for (i, sample) in chunk.profile.samples.iter().enumerate() {
             let t = sample.time;
-            if t < self.start_us || self.stop_us.is_some_and(|stop| t > stop) || t < self.next_due_us {
+            if t < self.start_us
+                || (self.start_exclusive && t <= self.start_us)
+                || self.stop_us.is_some_and(|stop| t > stop)
+                || t < self.next_due_us
+                || self.intervals.as_ref().is_some_and(|iv| !inside(iv, t))
+            {
                 continue;
             }
             if self.selected.len() >= self.max_samples as usize {
@@ -120,6 +172,13 @@ impl Recording {
         }
         builder.finish()
     }
+}
+
+/// Whether `t` lies in one of the sorted, disjoint, closed intervals.
+fn inside(intervals: &[(f64, f64)], t: f64) -> bool {
+    // The first interval that ends at or after t is the only candidate.
+    let i = intervals.partition_point(|&(_, end)| end < t);
+    intervals.get(i).is_some_and(|&(begin, _)| begin <= t)
 }
 
 #[cfg(test)]
@@ -258,5 +317,42 @@ mod tests {
         assert_eq!(t.frames.len(), 1, "the same function in two chunks is one frame");
         assert_eq!(t.stacks.len(), 1);
         assert!(t.samples.iter().all(|s| s.stack_id == Some(0)));
+    }
+
+    #[test]
+    fn keeps_only_samples_inside_the_intervals() {
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.add_chunk(&chunk(&every(1_000.0, 5_000.0, 1_000.0), 1_000.0));
+        // Given unsorted and overlapping; 5_000..6_000 touches a later chunk's samples.
+        r.keep_intervals(&[4_500.0, 6_000.0, 900.0, 1_500.0, 1_000.0, 2_000.0, 9.0, 1.0])
+            .unwrap();
+        r.add_chunk(&chunk(&every(6_000.0, 9_000.0, 1_000.0), 1_000.0));
+        let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![1.0, 2.0, 5.0, 6.0]);
+        assert!(r.keep_intervals(&[1.0]).is_err());
+        assert!(r.keep_intervals(&[f64::NAN, 1.0]).is_err());
+    }
+
+    #[test]
+    fn empty_intervals_keep_nothing() {
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.keep_intervals(&[]).unwrap();
+        assert_eq!(
+            r.add_chunk(&chunk(&every(1_000.0, 5_000.0, 1_000.0), 1_000.0))
+                .accepted,
+            0
+        );
+    }
+
+    #[test]
+    fn an_exclusive_start_hands_off_exactly() {
+        let samples = chunk(&every(1_000.0, 10_000.0, 1_000.0), 1_000.0);
+        let mut first = Recording::new(0.0, 1_000.0, 100);
+        first.stop_at(5_000.0);
+        let mut second = Recording::new(5_000.0, 1_000.0, 100);
+        second.set_start_exclusive(true);
+        assert_eq!(first.add_chunk(&samples).accepted, 5);
+        assert_eq!(second.add_chunk(&samples).accepted, 5);
+        assert_eq!(second.build(0.0).samples[0].timestamp, 6.0);
     }
 }

@@ -1,0 +1,198 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import http from 'node:http'
+import express from 'express'
+import Fastify from 'fastify'
+import { profileRequests } from 'jsprof-node'
+import { burn, sampledFunctions } from './prod-helpers.mjs'
+
+// Sample counts are only asserted >= 1: V8's sampler thread gets few samples in when the machine is
+// loaded. The no-leak assertions are exact.
+// Distinct CPU-heavy functions, one per request kind: each trace must hold its own, never the other's.
+function alphaWork(ms) {
+  return burn(ms)
+}
+function betaWork(ms) {
+  return burn(ms)
+}
+/** Work in slices with awaits between, so two concurrent requests interleave on the one thread. */
+async function sliced(work) {
+  for (let i = 0; i < 4; i++) {
+    work(12)
+    await new Promise((resolve) => setTimeout(resolve, 3))
+  }
+}
+
+async function listen(server) {
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${server.address().port}`
+}
+
+function assertSeparated(profiles, byUrl) {
+  assert.equal(profiles.length, 2)
+  for (const [url, own, other] of byUrl) {
+    const profile = profiles.find((p) => p.url === url)
+    assert.ok(profile, `a profile for ${url}`)
+    const fns = sampledFunctions(profile.trace)
+    assert.ok((fns.get(own) || 0) >= 1, `${url}: ${own} in its own trace (${fns.get(own) || 0} samples)`)
+    assert.equal(fns.get(other) || 0, 0, `${url}: ${other} leaked from the concurrent request`)
+  }
+}
+
+test('node:http wrapper: two overlapping requests each get only their own samples', async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  const server = http.createServer(
+    rp.wrap(async (req, res) => {
+      await sliced(req.url === '/a' ? alphaWork : betaWork)
+      res.statusCode = req.url === '/a' ? 200 : 201
+      res.end('ok')
+    }),
+  )
+  const base = await listen(server)
+  const [a, b] = await Promise.all([fetch(`${base}/a`), fetch(`${base}/b`)])
+  assert.equal(a.status, 200)
+  assert.equal(b.status, 201)
+  await rp.close()
+  server.close()
+  assertSeparated(profiles, [
+    ['/a', 'alphaWork', 'betaWork'],
+    ['/b', 'betaWork', 'alphaWork'],
+  ])
+  const a1 = profiles.find((p) => p.url === '/a')
+  assert.equal(a1.method, 'GET')
+  assert.equal(a1.statusCode, 200)
+  assert.equal(profiles.find((p) => p.url === '/b').statusCode, 201)
+  assert.ok(a1.durationMs >= 48, `duration ${a1.durationMs} covers the handler's 4x12 ms of work`)
+  assert.equal(a1.sampleInterval, 1)
+  assert.equal(a1.aborted, false)
+  // Every sample lies inside the request's window.
+  for (const s of a1.trace.samples) {
+    assert.ok(s.timestamp >= a1.startTime && s.timestamp <= a1.startTime + a1.durationMs + 0.01)
+  }
+})
+
+test('the request body events count as the request (body parsing runs in its context)', async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  const server = http.createServer(
+    rp.wrap((req, res) => {
+      req.on('data', () => {})
+      req.on('end', () => {
+        alphaWork(60)
+        res.end('ok')
+      })
+    }),
+  )
+  const base = await listen(server)
+  await fetch(`${base}/upload`, { method: 'POST', body: 'x'.repeat(1000) })
+  await rp.close()
+  server.close()
+  assert.equal(profiles.length, 1)
+  assert.equal(profiles[0].method, 'POST')
+  // V8's sampler thread can be starved on a loaded machine: one sample is proof enough.
+  assert.ok((sampledFunctions(profiles[0].trace).get('alphaWork') || 0) >= 1)
+})
+
+test('Express middleware: overlapping requests separated, route and status recorded', async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  const app = express()
+  app.use(rp.express())
+  app.get('/work/:kind', async (req, res) => {
+    await sliced(req.params.kind === 'a' ? alphaWork : betaWork)
+    res.status(req.params.kind === 'a' ? 200 : 202).json({ ok: true })
+  })
+  const server = http.createServer(app)
+  const base = await listen(server)
+  await Promise.all([fetch(`${base}/work/a`), fetch(`${base}/work/b`)])
+  await rp.close()
+  server.close()
+  assertSeparated(profiles, [
+    ['/work/a', 'alphaWork', 'betaWork'],
+    ['/work/b', 'betaWork', 'alphaWork'],
+  ])
+  const a = profiles.find((p) => p.url === '/work/a')
+  assert.equal(a.route, '/work/:kind')
+  assert.equal(a.statusCode, 200)
+  assert.equal(profiles.find((p) => p.url === '/work/b').statusCode, 202)
+})
+
+test('Fastify plugin: overlapping requests separated (POST bodies too), route and status recorded', async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  const app = Fastify()
+  await app.register(rp.fastify)
+  app.post('/work/:kind', async (request, reply) => {
+    await sliced(request.params.kind === 'a' ? alphaWork : betaWork)
+    reply.code(request.body.code)
+    return { ok: true }
+  })
+  const base = await app.listen({ port: 0, host: '127.0.0.1' })
+  const post = (kind, code) =>
+    fetch(`${base}/work/${kind}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) })
+  const [ra, rb] = await Promise.all([post('a', 200), post('b', 203)])
+  assert.equal(ra.status, 200)
+  assert.equal(rb.status, 203)
+  await rp.close()
+  await app.close()
+  assertSeparated(profiles, [
+    ['/work/a', 'alphaWork', 'betaWork'],
+    ['/work/b', 'betaWork', 'alphaWork'],
+  ])
+  const b = profiles.find((p) => p.url === '/work/b')
+  assert.equal(b.route, '/work/:kind')
+  assert.equal(b.method, 'POST')
+  assert.equal(b.statusCode, 203)
+})
+
+test('sampleRate is respected exactly: 1 in 4 of 20 sequential requests', async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 0.25, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  const server = http.createServer(rp.wrap((req, res) => res.end(req.url)))
+  const base = await listen(server)
+  for (let i = 0; i < 20; i++) await (await fetch(`${base}/r${i}`)).text()
+  await rp.close()
+  server.close()
+  assert.equal(rp.stats.seen, 20)
+  assert.equal(rp.stats.sampled, 5)
+  assert.deepEqual(profiles.map((p) => p.url).sort(), ['/r11', '/r15', '/r19', '/r3', '/r7'])
+})
+
+test('sampleRate 0 profiles nothing; bad options throw the right errors', async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 0, onProfile: (p) => profiles.push(p) })
+  const server = http.createServer(rp.wrap((req, res) => res.end('x')))
+  const base = await listen(server)
+  for (let i = 0; i < 5; i++) await (await fetch(base)).text()
+  await rp.close()
+  server.close()
+  assert.equal(profiles.length, 0)
+  assert.equal(rp.stats.seen, 5)
+  assert.throws(() => profileRequests({ sampleRate: 1.5, onProfile() {} }), RangeError)
+  assert.throws(() => profileRequests({ sampleRate: Number.NaN, onProfile() {} }), RangeError)
+  assert.throws(() => profileRequests({ sampleInterval: -1, onProfile() {} }), RangeError)
+  assert.throws(() => profileRequests({ sampleRate: 1 }), TypeError)
+  assert.throws(() => profileRequests(null), TypeError)
+  assert.throws(() => profileRequests({ onProfile() {} }).wrap(42), TypeError)
+})
+
+test('an onProfile that throws is reported to onError, the server keeps serving', async () => {
+  const errors = []
+  const rp = profileRequests({
+    sampleRate: 1,
+    onProfile() {
+      throw new Error('boom')
+    },
+    onError: (err) => errors.push(err),
+  })
+  const server = http.createServer(rp.wrap((req, res) => res.end('fine')))
+  const base = await listen(server)
+  assert.equal(await (await fetch(base)).text(), 'fine')
+  assert.equal(await (await fetch(base)).text(), 'fine')
+  await rp.close()
+  server.close()
+  assert.equal(errors.length, 2)
+  assert.equal(errors[0].message, 'boom')
+  assert.equal(rp.stats.errors, 2)
+})

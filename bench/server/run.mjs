@@ -1,0 +1,147 @@
+// Server throughput benchmark: the same small JSON API (bench/server/server.js, ~0.5 ms of CPU per
+// request) under autocannon, once per profiling mode, modes alternated over rounds (A B C … A B C …),
+// printing median req/s and the ratio to "no profiler". Then the main-thread figures of the sampler.
+//
+// Besides req/s, the server reports the CPU time of its whole process (all threads: V8's sampler
+// thread, the thread pool) per request served: on a shared, noisy machine throughput swings with
+// other load, CPU per request much less, and for a CPU-bound server none/mode is the throughput ratio.
+//
+// Why two processes: the server runs in a child process and autocannon in this one, so the load
+// generator never shares the server's event loop (in one process, every profiler stall would also
+// stall the client, and the client's own work would be counted as the server's). On a 2-core machine
+// each process gets about one core; all modes share the same setup, so ratios compare like with like.
+//
+//   node bench/server/run.mjs [--duration 8] [--rounds 3] [--connections 10] [--modes none,continuous,…]
+//   REQ_INTERVAL=1 node bench/server/run.mjs …   (request modes at 1 ms instead of the default 10)
+
+import { spawn, fork } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const autocannon = require('autocannon')
+const here = path.dirname(fileURLToPath(import.meta.url))
+
+const args = process.argv.slice(2)
+const arg = (name, fallback) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? args[i + 1] : fallback
+}
+const DURATION = Number(arg('duration', 8))
+const ROUNDS = Number(arg('rounds', 3))
+const CONNECTIONS = Number(arg('connections', 10))
+const LABELS = {
+  none: 'no profiler',
+  continuous: 'jsprof-node continuous, 10 ms',
+  req10: `jsprof-node every 10th request (${process.env.REQ_INTERVAL || 10} ms)`,
+  reqall: `jsprof-node every request (${process.env.REQ_INTERVAL || 10} ms)`,
+  datadog: '@datadog/pprof continuous, 10 ms',
+  sentry: '@sentry/profiling-node continuous, ~10 ms',
+  // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
+  sampler1: '(diagnostic) sampler alone at 1 ms',
+  sampler10: '(diagnostic) sampler alone at 10 ms',
+  als: '(diagnostic) AsyncLocalStorage.run alone',
+  track: '(diagnostic) request tracker on every request, no sampler',
+  hook: '(diagnostic) async hook + ALS alone',
+}
+const DEFAULT_MODES = ['none', 'continuous', 'req10', 'reqall', 'datadog', 'sentry']
+let MODES = arg('modes', DEFAULT_MODES.join(',')).split(',')
+
+function sentryCpuProfiler() {
+  try {
+    return require('@sentry/node-cpu-profiler')
+  } catch {
+    return require('@sentry-internal/node-cpu-profiler')
+  }
+}
+
+/** Whether a peer can load here at all (prebuilt binary for this Node); the reason when not. */
+function availability(mode) {
+  try {
+    if (mode === 'datadog') require('@datadog/pprof')
+    if (mode === 'sentry') sentryCpuProfiler().CpuProfilerBindings.startProfiling
+    return null
+  } catch (err) {
+    return err.message.split('\n')[0]
+  }
+}
+const unavailable = {}
+for (const mode of MODES) {
+  const why = availability(mode)
+  if (why) unavailable[mode] = why
+}
+MODES = MODES.filter((m) => !unavailable[m])
+
+function startServer(mode) {
+  const child = fork(path.join(here, 'server.js'), [mode], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+  return new Promise((resolve, reject) => {
+    child.once('error', reject)
+    child.stdout.once('data', (data) => resolve({ child, port: JSON.parse(data).port }))
+  })
+}
+
+function load(port, seconds) {
+  return autocannon({
+    url: `http://127.0.0.1:${port}/api?q=7`,
+    connections: CONNECTIONS,
+    duration: seconds,
+  })
+}
+
+function ask(child, message) {
+  return new Promise((resolve) => {
+    child.once('message', resolve)
+    child.send(message)
+  })
+}
+
+async function measure(mode) {
+  const { child, port } = await startServer(mode)
+  await load(port, 1.5) // warm-up: JIT, first profiler start, first chunks
+  child.send('measure')
+  const result = await load(port, DURATION)
+  const report = await ask(child, 'report')
+  child.kill()
+  return { rps: result.requests.average, errors: result.errors + result.non2xx, report }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+
+console.log(`# server throughput: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each, ${CONNECTIONS} connections, loopback`)
+const results = Object.fromEntries(MODES.map((m) => [m, []]))
+const reports = Object.fromEntries(MODES.map((m) => [m, []]))
+for (let round = 0; round < ROUNDS; round++) {
+  // Rotate the order each round so no mode always runs first/last.
+  const order = MODES.map((_, i) => MODES[(i + round) % MODES.length])
+  for (const mode of order) {
+    const { rps, errors, report } = await measure(mode)
+    results[mode].push(rps)
+    reports[mode].push(report)
+    console.log(`  round ${round + 1} ${mode.padEnd(10)} ${rps.toFixed(0).padStart(6)} req/s${errors ? ` (${errors} errors)` : ''}`)
+  }
+}
+
+const base = median(results.none || [NaN])
+const cpu = (mode) => median(reports[mode].map((r) => r.cpuUsPerRequest))
+const baseCpu = reports.none ? cpu('none') : NaN
+console.log('\n| mode | median req/s | ratio to no profiler | CPU µs/request (all threads) | CPU ratio (none/mode) | max event-loop delay ms |')
+console.log('| --- | ---: | ---: | ---: | ---: | ---: |')
+for (const mode of MODES) {
+  const rps = median(results[mode])
+  const maxDelay = median(reports[mode].map((r) => r.maxEventLoopDelayMs))
+  console.log(
+    `| ${LABELS[mode]} | ${rps.toFixed(0)} | ${(rps / base).toFixed(3)}x | ${cpu(mode).toFixed(0)} | ${(baseCpu / cpu(mode)).toFixed(3)}x | ${maxDelay.toFixed(1)} |`,
+  )
+}
+for (const [mode, why] of Object.entries(unavailable)) console.log(`| ${LABELS[mode]} | unavailable | ${why} | |`)
+const ours = reports.continuous && reports.continuous[0]
+if (ours) console.log(`\ncontinuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`)
+if (reports.req10) console.log(`every 10th request: ${JSON.stringify(reports.req10.at(-1).stats)}`)
+
+// --- main-thread figures, each in a fresh process with no load -----------------------------------
+const micro = fork(path.join(here, 'micro.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+await new Promise((resolve) => micro.on('exit', resolve))

@@ -1,0 +1,157 @@
+'use strict'
+// The benchmark's server: a small JSON API with CPU work in its handler, run in its own process
+// (see run.mjs) with one profiling mode:
+//   none | continuous | req10 | reqall | datadog | sentry
+// It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
+
+const http = require('node:http')
+const { monitorEventLoopDelay } = require('node:perf_hooks')
+
+const mode = process.argv[2] || 'none'
+const CHUNK_SECONDS = Number(process.env.CHUNK_SECONDS || 4)
+const root = require('node:path').join(__dirname, '..', '..')
+
+// --- the application ---------------------------------------------------------------------------
+const catalog = Array.from({ length: 1000 }, (_, i) => ({ id: i, name: `item-${i}`, price: (i * 7919) % 1000, tags: ['a', 'b', 'c'].slice(0, (i % 3) + 1) }))
+
+function scoreItem(item, q) {
+  let h = q
+  for (let i = 0; i < item.name.length; i++) h = (h * 31 + item.name.charCodeAt(i)) | 0
+  return (h ^ item.price) & 0xffff
+}
+
+function search(q) {
+  const scored = []
+  for (const item of catalog) scored.push({ item, score: scoreItem(item, q) })
+  scored.sort((a, b) => b.score - a.score)
+  return scored.slice(0, 20).map(({ item, score }) => ({ ...item, score }))
+}
+
+let served = 0
+function handler(req, res) {
+  served++
+  const q = Number(new URL(req.url, 'http://x').searchParams.get('q') || 1)
+  const body = JSON.stringify({ q, results: search(q) })
+  res.setHeader('content-type', 'application/json')
+  res.end(body)
+}
+
+/** The native profiler of @sentry/profiling-node (renamed from @sentry-internal/ in v10). */
+function sentryCpuProfiler() {
+  try {
+    return require('@sentry/node-cpu-profiler')
+  } catch {
+    return require('@sentry-internal/node-cpu-profiler')
+  }
+}
+
+// --- the profiling modes ------------------------------------------------------------------------
+const figures = { mode, profiles: 0, chunks: 0, encodeErrors: 0 }
+let listener = handler
+let encodePprof = null
+try {
+  encodePprof = require(`${root}/lib/export.js`).toPprof
+} catch {}
+figures.ourChunksEncoded = typeof encodePprof === 'function'
+
+if (mode === 'continuous') {
+  const { startContinuous } = require(root)
+  startContinuous({
+    sampleInterval: 10,
+    chunkSeconds: CHUNK_SECONDS,
+    onChunk(chunk) {
+      figures.chunks++
+      if (encodePprof) encodePprof(chunk.trace)
+    },
+  })
+} else if (mode === 'req10' || mode === 'reqall') {
+  const { profileRequests } = require(root)
+  const rp = profileRequests({
+    sampleRate: mode === 'req10' ? 0.1 : 1,
+    ...(process.env.REQ_INTERVAL ? { sampleInterval: Number(process.env.REQ_INTERVAL) } : {}),
+    onProfile() {
+      figures.profiles++
+    },
+  })
+  listener = rp.wrap(handler)
+  figures.stats = rp.stats
+} else if (mode === 'sampler1' || mode === 'sampler10') {
+  // Diagnostic: only the sampler running (one long Profiler), no request tracking.
+  const { Profiler } = require(root)
+  figures.profiler = new Profiler({ sampleInterval: mode === 'sampler1' ? 1 : 10, maxBufferSize: 1e7 })
+} else if (mode === 'track') {
+  // Diagnostic: the request tracker (context, hook, intervals) on every request, no sampler.
+  const { openContext, closeContext, runIn, bindEmitter } = require(`${root}/lib/requests/context.js`)
+  listener = (req, res) => {
+    const ctx = openContext()
+    const unbind = bindEmitter(ctx, req)
+    res.once('finish', () => {
+      unbind()
+      closeContext(ctx, 0)
+    })
+    runIn(ctx, handler, null, [req, res])
+  }
+} else if (mode === 'als') {
+  // Diagnostic: only AsyncLocalStorage.run per request (its init hook propagates the store).
+  const { AsyncLocalStorage } = require('node:async_hooks')
+  const als = new AsyncLocalStorage()
+  listener = (req, res) => als.run({}, handler, req, res)
+} else if (mode === 'hook') {
+  // Diagnostic: only an async_hooks before/after hook like the request tracker's, always on.
+  const { AsyncLocalStorage, createHook } = require('node:async_hooks')
+  const als = new AsyncLocalStorage()
+  createHook({ before() { als.getStore() }, after() { als.getStore() } }).enable()
+  listener = (req, res) => als.run({}, handler, req, res)
+} else if (mode === 'datadog') {
+  const pprof = require('@datadog/pprof')
+  pprof.time.start({ intervalMicros: 10_000, durationMillis: CHUNK_SECONDS * 1000 })
+  setInterval(() => {
+    const profile = pprof.time.stop(true)
+    figures.chunks++
+    pprof.encode(profile).catch(() => figures.encodeErrors++)
+  }, CHUNK_SECONDS * 1000).unref()
+} else if (mode === 'sentry') {
+  // The native profiler @sentry/profiling-node drives (fixed at 99 Hz, ~10 ms), rotated into chunks
+  // as its continuous profiler does, without the SDK's HTTP instrumentation (which is not profiling).
+  const { CpuProfilerBindings, ProfileFormat } = sentryCpuProfiler()
+  let id = 0
+  CpuProfilerBindings.startProfiling(`chunk-${id}`)
+  setInterval(() => {
+    const done = `chunk-${id++}`
+    CpuProfilerBindings.startProfiling(`chunk-${id}`)
+    const chunk = CpuProfilerBindings.stopProfiling(done, ProfileFormat.CHUNK)
+    figures.chunks++
+    JSON.stringify(chunk)
+  }, CHUNK_SECONDS * 1000).unref()
+} else if (mode !== 'none') {
+  throw new Error(`unknown mode ${mode}`)
+}
+
+const delay = monitorEventLoopDelay({ resolution: 1 })
+const server = http.createServer({ keepAlive: true }, listener)
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n')
+})
+
+process.on('message', (message) => {
+  if (message === 'measure') {
+    delay.reset()
+    delay.enable()
+    figures.cpuStart = process.cpuUsage()
+    figures.servedStart = served
+  } else if (message === 'report') {
+    delay.disable()
+    const cpu = process.cpuUsage(figures.cpuStart)
+    const requests = served - figures.servedStart
+    const { getSampler } = require(`${root}/lib/sampler.js`)
+    process.send({
+      ...figures,
+      // All threads of the process (V8's sampler, the thread pool) per request served.
+      cpuUsPerRequest: (cpu.user + cpu.system) / requests,
+      maxEventLoopDelayMs: delay.max / 1e6,
+      p99EventLoopDelayMs: delay.percentile(99) / 1e6,
+      rssMB: process.memoryUsage().rss / 2 ** 20,
+      sampler: getSampler().stats,
+    })
+  }
+})

@@ -1,0 +1,145 @@
+'use strict'
+// Continuous profiling: `startContinuous({ sampleInterval, chunkSeconds, onChunk })` delivers one
+// complete ProfilerTrace every `chunkSeconds`, for as long as it runs.
+//
+// Each chunk is a subscription of the thread's shared sampler. At a chunk boundary T the running
+// recording is stopped at T (it keeps samples with t <= T) and the next one starts exclusively at T
+// (it keeps samples with t > T), before any harvest: the hand-off loses and duplicates nothing. The
+// sampler's bridged restarts keep V8 sampling across harvests, so there is no gap either.
+//
+// The main thread pays, per harvest (about every 1000 samples: 10 s at 10 ms, and once per chunk), a
+// bridged V8 restart (~0.05 ms) and the packing of V8's profile into Rust; the trace is built off the
+// main thread and only its sample objects are zipped on it (see lib/trace.js).
+
+const { binding, rethrowTyped } = require('./native')
+const { nowUs, timeOriginUs } = require('./clock')
+const { assembleTrace } = require('./trace')
+const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
+
+function option(options, name, fallback, min, max) {
+  const value = options[name] === undefined ? fallback : options[name]
+  if (typeof value !== 'number' || Number.isNaN(value) || value < min || value > max) {
+    throw new RangeError(`startContinuous: ${name} must be a number in [${min}, ${max}], got ${String(value)}`)
+  }
+  return value
+}
+
+class ContinuousProfiler {
+  #intervalUs
+  #chunkMs
+  #maxSamples
+  #onChunk
+  #onError
+  #current = null
+  #timer = null
+  #index = 0
+  #stopped = false
+  #deliveries = new Set()
+  stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
+
+  constructor(options) {
+    if (options === null || typeof options !== 'object') throw new TypeError('startContinuous: options must be an object')
+    if (typeof options.onChunk !== 'function') throw new TypeError('startContinuous: onChunk must be a function')
+    if (options.onError !== undefined && typeof options.onError !== 'function') {
+      throw new TypeError('startContinuous: onError must be a function')
+    }
+    this.#intervalUs = effectiveIntervalUs(option(options, 'sampleInterval', 10, 0, 2 ** 31 / 1000))
+    this.#chunkMs = option(options, 'chunkSeconds', 10, 0.01, 86_400) * 1000
+    // Room for twice the expected samples (timer lateness), never unbounded.
+    const expected = Math.ceil((this.#chunkMs * 1000) / this.#intervalUs)
+    this.#maxSamples = Math.min(2 ** 32 - 1, option(options, 'maxBufferSize', expected * 2 + 1000, 1, 2 ** 32 - 1))
+    this.#onChunk = options.onChunk
+    this.#onError =
+      options.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
+    this.#current = this.#subscribe(nowUs(), false)
+    this.#arm()
+  }
+
+  get sampleInterval() {
+    return this.#intervalUs / 1000
+  }
+
+  #subscribe(startUs, exclusive) {
+    const intervalUs = this.#intervalUs
+    const sub = {
+      recording: new binding.Recording(startUs, intervalUs, this.#maxSamples),
+      intervalUs,
+      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
+      maxSamples: this.#maxSamples,
+      startUs,
+      startTime: startUs / 1000 - timeOriginUs() / 1000,
+      startUnixMs: Date.now(),
+      checkAtUs: Infinity,
+      truncated: false,
+      onFull() {
+        sub.truncated = true
+      },
+    }
+    if (exclusive) sub.recording.setStartExclusive(true)
+    getSampler().add(sub)
+    return sub
+  }
+
+  #arm() {
+    this.#timer = setTimeout(() => this.#rotate(false), this.#chunkMs)
+    // A profiler never keeps the process alive.
+    this.#timer.unref()
+  }
+
+  /** Ends the current chunk now; starts the next one unless `last`. */
+  #rotate(last) {
+    const old = this.#current
+    const endUs = nowUs()
+    const endUnixMs = Date.now()
+    old.recording.stopAt(endUs)
+    // The next chunk subscribes before the old one's final harvest: that harvest feeds both.
+    this.#current = last ? null : this.#subscribe(endUs, true)
+    if (!last) this.#arm()
+    const index = this.#index++
+    const origin = timeOriginUs()
+    const done = getSampler()
+      .finish(old)
+      .then(() => old.recording.build(origin))
+      .then(assembleTrace, rethrowTyped)
+      .then((trace) => {
+        this.stats.chunks++
+        this.stats.samples += trace.samples.length
+        if (old.truncated) this.stats.truncated++
+        return this.#onChunk({
+          index,
+          startTime: old.startTime,
+          endTime: endUs / 1000 - origin / 1000,
+          startUnixMs: old.startUnixMs,
+          endUnixMs,
+          sampleInterval: this.#intervalUs / 1000,
+          truncated: old.truncated,
+          trace,
+        })
+      })
+      .catch((err) => {
+        this.stats.errors++
+        try {
+          this.#onError(err)
+        } catch {}
+      })
+      .finally(() => this.#deliveries.delete(done))
+    this.#deliveries.add(done)
+  }
+
+  /** Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled). */
+  async stop() {
+    if (!this.#stopped) {
+      this.#stopped = true
+      clearTimeout(this.#timer)
+      this.#rotate(true)
+    }
+    while (this.#deliveries.size > 0) await Promise.all([...this.#deliveries])
+  }
+}
+
+/** Starts continuous profiling of this thread; returns a handle with `stop()`. */
+function startContinuous(options) {
+  return new ContinuousProfiler(options)
+}
+
+module.exports = { startContinuous, ContinuousProfiler }

@@ -1,0 +1,342 @@
+'use strict'
+// Request profiling: `profileRequests(options)` samples a fraction of the requests of a node:http,
+// Express or Fastify server and gives each sampled request its own ProfilerTrace, holding only the
+// samples taken while that request's own code ran (see requests/context.js), from its arrival to its
+// response's 'finish' (or 'close').
+//
+// Each sampled request is a cheap subscription of the thread's shared sampler (no V8 restart while
+// the sampler runs), and its stop is batched into the sampler's next harvest: `onProfile` is called at
+// most `maxStopDelay` ms after the response finished (plus the harvest and the trace build).
+
+const { binding, rethrowTyped } = require('./native')
+const { timeOriginUs } = require('./clock')
+const { assembleTrace } = require('./trace')
+const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
+const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
+
+function emptyTrace() {
+  return { resources: [], frames: [], stacks: [], samples: [] }
+}
+
+/** Up to this many samples, a request's trace is built on the main thread (a few µs). */
+const SYNC_BUILD_MAX_SAMPLES = 256
+
+const DEFAULTS = {
+  sampleRate: 0.1,
+  sampleInterval: 10,
+  maxBufferSize: 10_000,
+  maxStopDelay: 100,
+  keepWarm: 1000,
+  maxInFlight: 100,
+}
+
+function number(options, name, min, max) {
+  const value = options[name] === undefined ? DEFAULTS[name] : options[name]
+  if (typeof value !== 'number' || Number.isNaN(value) || value < min || value > max) {
+    throw new RangeError(`profileRequests: ${name} must be a number in [${min}, ${max}], got ${String(value)}`)
+  }
+  return value
+}
+
+class RequestProfiler {
+  #sampleRate
+  #intervalUs
+  #maxBufferSize
+  #maxStopDelay
+  #maxInFlight
+  #onProfile
+  #onError
+  #seen = 0
+  #inFlight = 0
+  #closed = false
+  #pending = new Set()
+  /** Sampled requests in flight or waiting for their last harvest. */
+  #open = new Set()
+  #collector = null
+  #deliveryQueued = false
+  #harvestAsked = false
+  #releaseTimer = null
+  #keepWarm
+  stats = { seen: 0, sampled: 0, profiled: 0, skippedBusy: 0, truncated: 0, errors: 0 }
+
+  constructor(options) {
+    if (options === null || typeof options !== 'object') throw new TypeError('profileRequests: options must be an object')
+    if (typeof options.onProfile !== 'function') throw new TypeError('profileRequests: onProfile must be a function')
+    if (options.onError !== undefined && typeof options.onError !== 'function') {
+      throw new TypeError('profileRequests: onError must be a function')
+    }
+    this.#sampleRate = number(options, 'sampleRate', 0, 1)
+    this.#intervalUs = effectiveIntervalUs(number(options, 'sampleInterval', 0, 2 ** 31 / 1000))
+    this.#maxBufferSize = Math.floor(number(options, 'maxBufferSize', 0, 2 ** 32 - 1))
+    this.#maxStopDelay = number(options, 'maxStopDelay', 0, 60_000)
+    this.#maxInFlight = Math.floor(number(options, 'maxInFlight', 1, 1e6))
+    const keepWarm = number(options, 'keepWarm', 0, 3_600_000)
+    this.#keepWarm = keepWarm
+    this.#onProfile = options.onProfile
+    this.#onError = options.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
+    if (keepWarm > 0) getSampler().keepWarm(this, keepWarm)
+    this.wrap = this.wrap.bind(this)
+    this.express = this.express.bind(this)
+    this.fastify = this.fastify.bind(this)
+    this.fastify[Symbol.for('skip-override')] = true
+    this.fastify[Symbol.for('fastify.display-name')] = 'jsprof-node'
+  }
+
+  /** The interval (ms) request traces are sampled at. */
+  get sampleInterval() {
+    return this.#intervalUs / 1000
+  }
+
+  /** Deterministic: exactly floor(n * sampleRate) of the first n requests are sampled. */
+  #shouldSample() {
+    const n = this.#seen++
+    this.stats.seen++
+    if (this.#closed) return false
+    const rate = this.#sampleRate
+    if (Math.floor((n + 1) * rate) <= Math.floor(n * rate)) return false
+    if (this.#inFlight >= this.#maxInFlight) {
+      this.stats.skippedBusy++
+      return false
+    }
+    return true
+  }
+
+  /**
+   * The one subscription that keeps the sampler running for sampled requests and sees each harvested
+   * chunk. Requests themselves cost no native object until a chunk holds one of their samples.
+   */
+  #ensureCollector() {
+    if (this.#collector) return
+    const intervalUs = this.#intervalUs
+    const startUs = now()
+    const recording = new binding.Recording(startUs, intervalUs, 1)
+    // Keeps nothing (no interval), so it is never full and holds no chunk.
+    recording.keepIntervals(new Float64Array(0))
+    this.#collector = {
+      recording,
+      intervalUs,
+      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
+      maxSamples: 2 ** 32 - 1,
+      startUs,
+      checkAtUs: Infinity,
+      onFull() {},
+      onChunk: (chunk) => this.#onChunk(chunk),
+    }
+    getSampler().add(this.#collector)
+  }
+
+  /** Gives a harvested chunk to every request (in flight or finished) that has samples in it. */
+  #onChunk(chunk) {
+    this.#harvestAsked = false
+    // Every request that ended before this harvest has all its samples after it: deliver then.
+    if (!this.#deliveryQueued) {
+      this.#deliveryQueued = true
+      const harvestUs = now()
+      queueMicrotask(() => {
+        this.#deliveryQueued = false
+        this.#deliver(harvestUs)
+      })
+    }
+    const first = chunk.firstSampleTime
+    if (Number.isNaN(first)) return
+    const last = chunk.lastSampleTime
+    for (const rec of this.#open) {
+      if (rec.startUs > last || (rec.stopUs !== undefined && rec.stopUs < first)) continue
+      const times = rec.stopUs === undefined ? rec.ctx.snapshot() : rec.times
+      if (times.length === 0 || chunk.countIn(times) === 0) continue
+      if (rec.recording === null) {
+        rec.recording = new binding.Recording(rec.startUs, this.#intervalUs, this.#maxBufferSize)
+        if (rec.stopUs !== undefined) rec.recording.stopAt(rec.stopUs)
+      }
+      rec.recording.keepIntervals(times)
+      if (rec.recording.addChunk(chunk).becameFull) rec.truncated = true
+    }
+  }
+
+  /** Delivers the requests that ended by `uptoUs` (a harvest took every sample up to then). */
+  #deliver(uptoUs) {
+    for (const rec of this.#open) {
+      if (rec.stopUs === undefined || rec.stopUs > uptoUs) continue
+      this.#open.delete(rec)
+      let trace
+      try {
+        trace = rec.recording === null
+          ? emptyTrace()
+          : rec.recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES
+            ? assembleTrace(rec.recording.buildSync(timeOriginUs()))
+            : rec.recording.build(timeOriginUs()).then(assembleTrace)
+      } catch (err) {
+        trace = Promise.reject(err)
+      }
+      this.#hand(rec, trace)
+    }
+    this.#maybeRelease()
+  }
+
+  #hand(rec, trace) {
+    const stats = this.stats
+    const done = Promise.resolve(trace)
+      .catch(rethrowTyped)
+      .then((trace) => {
+        if (rec.truncated) stats.truncated++
+        stats.profiled++
+        return this.#onProfile({ ...rec.info, truncated: rec.truncated, trace })
+      })
+      .catch((err) => {
+        stats.errors++
+        try {
+          this.#onError(err)
+        } catch {}
+      })
+      .finally(() => this.#pending.delete(done))
+    this.#pending.add(done)
+  }
+
+  /**
+   * With no request in flight or waiting for `keepWarm` ms, the collector leaves and the sampler may
+   * stop or slow down (its interval stays put meanwhile: no V8 restart between two requests, also
+   * when a slower continuous profiler shares the sampler).
+   */
+  #maybeRelease() {
+    if (this.#open.size > 0 || !this.#collector || this.#releaseTimer) return
+    const release = () => {
+      this.#releaseTimer = null
+      if (this.#open.size === 0 && this.#collector) {
+        getSampler().remove(this.#collector)
+        this.#collector = null
+      }
+    }
+    if (this.#keepWarm === 0 || this.#closed) return release()
+    this.#releaseTimer = setTimeout(release, this.#keepWarm)
+    this.#releaseTimer.unref()
+  }
+
+  /** Starts profiling one request; `describe()` is called at the end for method/route/status. */
+  #begin(req, res, describe) {
+    this.stats.sampled++
+    this.#inFlight++
+    this.#ensureCollector()
+    const ctx = openContext()
+    const rec = {
+      ctx,
+      startUs: now(),
+      stopUs: undefined,
+      times: null,
+      recording: null,
+      truncated: false,
+      info: null,
+    }
+    const startTime = performance.now()
+    const startUnixMs = Date.now()
+    this.#open.add(rec)
+    const unbind = bindEmitter(ctx, req)
+    const end = () => {
+      if (rec.stopUs !== undefined) return
+      const stopUs = now()
+      const endTime = performance.now()
+      this.#inFlight--
+      unbind()
+      res.removeListener('finish', end)
+      res.removeListener('close', end)
+      rec.stopUs = stopUs
+      rec.times = closeContext(ctx, stopUs)
+      if (rec.recording !== null) {
+        rec.recording.stopAt(stopUs)
+        rec.recording.keepIntervals(rec.times)
+      }
+      rec.info = {
+        ...describe(),
+        aborted: !res.writableFinished,
+        startTime,
+        startUnixMs,
+        durationMs: endTime - startTime,
+        sampleInterval: this.#intervalUs / 1000,
+        truncated: false,
+      }
+      // Delivered after the next harvest (which takes every sample up to now), at most maxStopDelay
+      // from now; with no sampler running there is nothing to wait for.
+      const sampler = getSampler()
+      if (!sampler.running) queueMicrotask(() => this.#deliver(Infinity))
+      else if (!this.#harvestAsked) {
+        // One ask per harvest: the first stop after a harvest sets the deadline for the next.
+        this.#harvestAsked = true
+        sampler.harvestWithin(this.#maxStopDelay)
+      }
+    }
+    res.once('finish', end)
+    res.once('close', end)
+    return ctx
+  }
+
+  /** Wraps a node:http request listener: `http.createServer(profiler.wrap((req, res) => …))`. */
+  wrap(listener) {
+    if (typeof listener !== 'function') throw new TypeError('profileRequests().wrap: listener must be a function')
+    const self = this
+    return function profiledListener(req, res) {
+      if (!self.#shouldSample()) return listener.apply(this, arguments)
+      const ctx = self.#begin(req, res, () => ({
+        method: req.method,
+        url: req.url,
+        route: undefined,
+        statusCode: res.statusCode,
+      }))
+      return runIn(ctx, listener, this, arguments)
+    }
+  }
+
+  /** An Express middleware (install it first): `app.use(profiler.express())`. */
+  express() {
+    return (req, res, next) => {
+      if (!this.#shouldSample()) return next()
+      const url = req.originalUrl || req.url
+      const ctx = this.#begin(req, res, () => ({
+        method: req.method,
+        url,
+        route: req.route && typeof req.route.path === 'string' ? (req.baseUrl || '') + req.route.path : undefined,
+        statusCode: res.statusCode,
+      }))
+      return runIn(ctx, next, undefined, [])
+    }
+  }
+
+  /** A Fastify plugin (encapsulation skipped, so it sees every route): `fastify.register(profiler.fastify)`. */
+  fastify(instance, _options, done) {
+    instance.addHook('onRequest', (request, reply, next) => {
+      if (!this.#shouldSample()) return next()
+      const ctx = this.#begin(request.raw, reply.raw, () => ({
+        method: request.method,
+        url: request.url,
+        route: (request.routeOptions && request.routeOptions.url) || undefined,
+        statusCode: reply.raw.statusCode,
+      }))
+      return runIn(ctx, next, undefined, [])
+    })
+    done()
+  }
+
+  /** Stops sampling new requests; resolves when the profiles of requests in flight were delivered. */
+  async close() {
+    this.#closed = true
+    getSampler().keepWarm(this, 0)
+    while (this.#inFlight > 0 || this.#open.size > 0 || this.#pending.size > 0) {
+      if (this.#pending.size > 0) await Promise.all([...this.#pending])
+      else {
+        if (this.#open.size > this.#inFlight) getSampler().harvestWithin(0)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    clearTimeout(this.#releaseTimer)
+    this.#releaseTimer = null
+    this.#maybeRelease()
+  }
+}
+
+/**
+ * Profiles a fraction of the requests of a server. Returns a RequestProfiler with `wrap(listener)`
+ * (node:http), `express()` (middleware) and `fastify` (plugin).
+ */
+function profileRequests(options) {
+  return new RequestProfiler(options)
+}
+
+module.exports = { profileRequests, RequestProfiler }
