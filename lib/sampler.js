@@ -124,7 +124,7 @@ class Sampler {
   /** null until known: true when console.profile() really is V8's and keeps the profiler alive. */
   #bridgeWorks = null
   /** Figures for benchmarks and tests. */
-  stats = { harvests: 0, fullRestarts: 0, bridgedRestarts: 0, chunks: 0 }
+  stats = { harvests: 0, fullRestarts: 0, bridgedRestarts: 0, chunks: 0, harvestMsMax: 0, harvestMsTotal: 0 }
 
   get running() {
     return this.#running
@@ -299,6 +299,18 @@ class Sampler {
    * interval (a new, faster Profiler); otherwise V8 keeps running if anyone still needs it.
    */
   #harvest(fasterUs) {
+    const startedUs = nowUs()
+    try {
+      this.#harvestTimed(fasterUs)
+    } finally {
+      // The main-thread time of one harvest: V8 restart, packing, handing chunks out (benchmarks).
+      const ms = (nowUs() - startedUs) / 1000
+      this.stats.harvestMsTotal += ms
+      if (ms > this.stats.harvestMsMax) this.stats.harvestMsMax = ms
+    }
+  }
+
+  #harvestTimed(fasterUs) {
     this.#stopDueUs = Infinity
     let chunks = []
     let failure = null

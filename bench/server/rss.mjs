@@ -20,9 +20,12 @@ const handle = !withProfiler ? { stop: async () => {} } : startContinuous({
   },
 })
 
+// --no-fresh-code: the same work without compiling a new function each time.
+const freshCode = !process.argv.includes('--no-fresh-code')
+const fixed = (x) => x * 3 + 1
 function work(i) {
   // ~3 ms of work every 20 ms, part of it fresh code, so V8's profile tree keeps changing.
-  const f = new Function('x', `return x * ${i % 500} + ${i % 7}`)
+  const f = freshCode ? new Function('x', `return x * ${i % 500} + ${i % 7}`) : fixed
   let x = 0
   const end = performance.now() + 3
   while (performance.now() < end) x = f(x) % 1e9

@@ -139,7 +139,11 @@ for (const mode of MODES) {
 }
 for (const [mode, why] of Object.entries(unavailable)) console.log(`| ${LABELS[mode]} | unavailable | ${why} | |`)
 const ours = reports.continuous && reports.continuous[0]
-if (ours) console.log(`\ncontinuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`)
+if (ours) {
+  const worst = Math.max(...reports.continuous.map((r) => r.sampler.harvestMsMax))
+  console.log(`\ncontinuous under load: longest harvest (main thread) ${worst.toFixed(2)} ms, ${reports.continuous[0].sampler.harvests} harvests per run`)
+}
+if (ours) console.log(`continuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`)
 if (reports.req10) console.log(`every 10th request: ${JSON.stringify(reports.req10.at(-1).stats)}`)
 
 // --- main-thread figures, each in a fresh process with no load -----------------------------------
