@@ -80,7 +80,7 @@ test('go tool pprof -top: hand-made trace, exact counts and times', { skip: goMi
 
 test('go tool pprof -top: a real trace gives the trace\'s leaf counts', { skip: goMissing ?? false }, async () => {
   const { trace } = await realTrace()
-  const top = parseTop(pprof(trace, '-top', '-sample_index=samples', '-nodecount=100000'))
+  const top = parseTop(pprof(trace, '-top', '-sample_index=samples', '-nodecount=100000', '-nodefraction=0', '-edgefraction=0'))
   const expected = flatCounts(trace)
   for (const name of ['appFib', 'appSort', 'depChecksum', 'appMain']) {
     if (!expected.has(name)) continue
