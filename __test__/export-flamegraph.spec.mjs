@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 
 import { toFlameGraph, toCollapsed } from 'jsprof-node'
-import { realTrace, handTrace, require, attributionNamesPackages, SKIP_PACKAGES } from './export-helpers.mjs'
+import { realTrace, handTrace, require } from './export-helpers.mjs'
 
 const { XMLValidator, XMLParser } = require('fast-xml-parser')
 
@@ -66,7 +66,6 @@ test('hand-made trace: one frame per call-tree node, counts, title and fills by 
 })
 
 test('tooltips carry package names', (t) => {
-  if (!attributionNamesPackages()) return t.skip(SKIP_PACKAGES)
   const frames = parseSvg(toFlameGraph(handTrace()))
   assert.match(frameNamed(frames, 'chunk (')[0].title, /; kind: dependency, package: lodash\)$/)
   assert.match(frameNamed(frames, 'wrap (')[0].title, /; kind: dependency, package: @scope\/pkg\)$/)
@@ -90,7 +89,7 @@ test('a real trace: inferno draws the folded stacks; every function is there', a
     assert.ok([...leaves].some((l) => l.startsWith(name + ' ')), `${name} is a leaf in the folded stacks`)
     const drawn = frameNamed(frames, name + ' (')
     assert.ok(drawn.length > 0, `${name} drawn`)
-    for (const f of drawn) assert.match(f.title, name === 'depChecksum' ? /; kind: dependency(, package: fakedep)?\)$/ : /; kind: app\)$/)
+    for (const f of drawn) assert.match(f.title, name === 'depChecksum' ? /; kind: dependency, package: fakedep\)$/ : /; kind: app, package: export-workload\)$/)
   }
   const appFill = frameNamed(frames, 'appFib (')[0].fill
   const depFill = frameNamed(frames, 'depChecksum (')[0].fill

@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 
 import { toGeckoProfile } from 'jsprof-node'
-import { realTrace, handTrace, attributionNamesPackages, SKIP_PACKAGES } from './export-helpers.mjs'
+import { realTrace, handTrace } from './export-helpers.mjs'
 
 // The processed profile format, version 58, as firefox-devtools/profiler src/types/profile.ts and
 // docs-developer/CHANGELOG-formats.md describe it.
@@ -115,7 +115,6 @@ test('hand-made trace: tables, names, categories and GC markers', () => {
 })
 
 test('dependency frames get their package as subcategory', (t) => {
-  if (!attributionNamesPackages()) return t.skip(SKIP_PACKAGES)
   const p = toGeckoProfile(handTrace())
   const { t: thread, cats } = assertValidProfile(p)
   const dep = cats.findIndex((c) => c.name === 'Dependency')

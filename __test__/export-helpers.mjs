@@ -106,19 +106,6 @@ export function handTrace() {
   }
 }
 
-/** Whether the attribution module names packages (the real one does; its stub on this branch does not). */
-export function attributionNamesPackages() {
-  const probe = {
-    resources: ['file:///x/node_modules/lodash/a.js'],
-    frames: [{ name: 'f', resourceId: 0 }],
-    stacks: [{ frameId: 0 }],
-    samples: [{ timestamp: 1, stackId: 0, marker: 'script' }],
-  }
-  const dependency = toGeckoProfile(probe).meta.categories.find((c) => c.name === 'Dependency')
-  return dependency.subcategories.includes('lodash')
-}
-
-export const SKIP_PACKAGES = 'package names come from attribution.rs, a stub on this branch; this runs once it is merged'
 
 /** For each sample: [names outermost first] or the pseudo name, and its timestamp. */
 export function expand(trace) {

@@ -87,10 +87,13 @@ test('where the inspector is unavailable, the constructor throws a clear error s
   assert.match(error.message, /not available/)
 })
 
+// Node 20 and 22 call it --experimental-permission; Node 24+ only accepts --permission.
+const permissionFlag = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission'
+
 test('an addon load refused by the permission model says so', () => {
   const r = spawnSync(
     process.execPath,
-    ['--experimental-permission', `--allow-fs-read=*`, '-e', `try { require('.') } catch (e) { console.log(e.message) }`],
+    [permissionFlag, `--allow-fs-read=*`, '-e', `try { require('.') } catch (e) { console.log(e.message) }`],
     { cwd: root, encoding: 'utf8', timeout: 20000 },
   )
   assert.equal(r.status, 0, r.stderr)

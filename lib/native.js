@@ -9,11 +9,50 @@ function causeChain(err) {
   return chain
 }
 
+/** What to do when no binary loaded, for this platform (prebuilt packages: package.json `napi.targets`). */
+function noBinaryMessage() {
+  const node = `Node ${process.versions.node}`
+  const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH
+  const platform = platformName()
+  if (override) {
+    return (
+      `jsprof-node: NAPI_RS_NATIVE_LIBRARY_PATH=${override} did not load (${platform}, ${node}). ` +
+      'Point it at a jsprof-node .node file built for this platform, or unset it to use the prebuilt package.'
+    )
+  }
+  const fromSource =
+    'build it from source (Rust needed): `npm install` in a clone of the jsprof-node repository builds ' +
+    `jsprof-node.${platform}.node; set NAPI_RS_NATIVE_LIBRARY_PATH to its path.`
+  if (!PREBUILT.includes(platform)) {
+    return `jsprof-node: no prebuilt binary for ${platform} (${node}; prebuilt: ${PREBUILT.join(', ')}). To use it, ${fromSource}`
+  }
+  return (
+    `jsprof-node: the native binary for ${platform} (${node}) did not load. It comes in the optional ` +
+    `dependency jsprof-node-${platform}: reinstall without --omit=optional / --no-optional; if the lockfile ` +
+    'was made on another platform, delete node_modules and package-lock.json and run npm install again ' +
+    `(npm bug 4828). Or ${fromSource}`
+  )
+}
+
+// The napi-rs platform names of package.json's `napi.targets` (one npm package each).
+const PREBUILT = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
+
+/** The napi-rs name of this platform: linux-x64-gnu, linux-x64-musl, darwin-arm64, win32-x64-msvc… */
+function platformName() {
+  const base = `${process.platform}-${process.arch}`
+  if (process.platform === 'win32') return `${base}-msvc`
+  if (process.platform !== 'linux') return base
+  let glibc = true
+  try {
+    glibc = Boolean(process.report.getReport().header.glibcVersionRuntime)
+  } catch {}
+  return `${base}-${glibc ? 'gnu' : 'musl'}`
+}
+
 let binding
 try {
   binding = require('../binding.js')
 } catch (cause) {
-  const where = `${process.platform}-${process.arch}`
   if (causeChain(cause).some((e) => e && (e.code === 'ERR_DLOPEN_DISABLED' || /addons is disabled/.test(e.message)))) {
     throw new Error(
       'jsprof-node is a native addon and this process does not allow native addons (the permission ' +
@@ -22,13 +61,11 @@ try {
       { cause },
     )
   }
-  throw new Error(
-    `jsprof-node: no native binary for ${where} (Node ${process.versions.node}). ` +
-      'Install the matching optional package (e.g. npm install jsprof-node-linux-x64-gnu), ' +
-      'or build from source with Rust installed: npm run build. Cause: ' +
-      (cause && cause.message),
-    { cause },
-  )
+  // The loader chains one error per candidate under a generic one: show each candidate's first line.
+  const tried = causeChain(cause)
+    .slice(cause && cause.cause ? 1 : 0)
+    .map((e) => String(e && e.message).split('\n')[0])
+  throw new Error(`${noBinaryMessage()} Tried: ${tried.join('; ')}`, { cause })
 }
 
 const CONSTRUCTORS = { TypeError, SyntaxError, RangeError }

@@ -62,71 +62,18 @@ pub struct Row {
     pub total_time: f64,
 }
 
-/// Checks that every id in the trace points into its table, that no stack is its own ancestor and that
-/// timestamps are finite and in order.
+/// Checks the trace as every exporter does (ids in range, no parentId cycle, finite timestamps,
+/// see [`crate::export::validate`]) and, since sample weights are gaps to the next sample, that
+/// timestamps are in order.
 pub fn validate(trace: &ProfilerTrace) -> Result<()> {
-    let (nr, nf, ns) = (trace.resources.len(), trace.frames.len(), trace.stacks.len());
-    for (i, f) in trace.frames.iter().enumerate() {
-        if let Some(r) = f.resource_id.filter(|&r| r as usize >= nr) {
+    crate::export::validate(trace)?;
+    for (i, pair) in trace.samples.windows(2).enumerate() {
+        if pair[1].timestamp < pair[0].timestamp {
             return Err(Error::invalid(format!(
-                "frames[{i}].resourceId {r} is out of range ({nr} resources)"
+                "samples[{}].timestamp is earlier than the sample before it",
+                i + 1
             )));
         }
-    }
-    for (i, s) in trace.stacks.iter().enumerate() {
-        if s.frame_id as usize >= nf {
-            return Err(Error::invalid(format!(
-                "stacks[{i}].frameId {} is out of range ({nf} frames)",
-                s.frame_id
-            )));
-        }
-        if let Some(p) = s.parent_id.filter(|&p| p as usize >= ns) {
-            return Err(Error::invalid(format!(
-                "stacks[{i}].parentId {p} is out of range ({ns} stacks)"
-            )));
-        }
-    }
-    // 0 unvisited, 1 on the current walk, 2 known to reach a root.
-    let mut state = vec![0u8; ns];
-    let mut path = Vec::new();
-    for start in 0..ns {
-        let mut current = Some(start);
-        while let Some(c) = current {
-            match state[c] {
-                2 => break,
-                1 => {
-                    return Err(Error::invalid(format!(
-                        "stacks[{c}] is its own ancestor (a parentId cycle)"
-                    )))
-                }
-                _ => {}
-            }
-            state[c] = 1;
-            path.push(c);
-            current = trace.stacks[c].parent_id.map(|p| p as usize);
-        }
-        for c in path.drain(..) {
-            state[c] = 2;
-        }
-    }
-    let mut previous = f64::NEG_INFINITY;
-    for (i, s) in trace.samples.iter().enumerate() {
-        if let Some(id) = s.stack_id.filter(|&id| id as usize >= ns) {
-            return Err(Error::invalid(format!(
-                "samples[{i}].stackId {id} is out of range ({ns} stacks)"
-            )));
-        }
-        if !s.timestamp.is_finite() {
-            return Err(Error::invalid(format!(
-                "samples[{i}].timestamp is not a finite number"
-            )));
-        }
-        if s.timestamp < previous {
-            return Err(Error::invalid(format!(
-                "samples[{i}].timestamp is earlier than the sample before it"
-            )));
-        }
-        previous = s.timestamp;
     }
     Ok(())
 }

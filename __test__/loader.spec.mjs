@@ -1,0 +1,79 @@
+// The native loader: when no binary fits, the error names the platform and says what to do.
+// Loading is made to fail in a child process with NAPI_RS_NATIVE_LIBRARY_PATH pointing at a missing
+// file, or with process.platform/arch faked before the napi-rs loader reads them.
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'))
+
+function loadIn({ env = {}, platform, arch } = {}) {
+  const fake = [
+    platform && `Object.defineProperty(process, 'platform', { value: ${JSON.stringify(platform)} })`,
+    arch && `Object.defineProperty(process, 'arch', { value: ${JSON.stringify(arch)} })`,
+  ]
+    .filter(Boolean)
+    .join(';')
+  const source = `${fake};
+    try { require('.'); console.log(JSON.stringify({ loaded: true })) }
+    catch (e) { console.log(JSON.stringify({ name: e.name, message: e.message, hasCause: e.cause !== undefined })) }`
+  const r = spawnSync(process.execPath, ['-e', source], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 20000,
+    env: { ...process.env, ...env },
+  })
+  assert.equal(r.status, 0, r.stderr)
+  return JSON.parse(r.stdout.trim())
+}
+
+test('the binary built here loads (sanity for the failures below)', () => {
+  assert.deepEqual(loadIn(), { loaded: true })
+})
+
+test('NAPI_RS_NATIVE_LIBRARY_PATH at a missing file: the error names the variable, the path and the platform', () => {
+  const r = loadIn({ env: { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/jsprof.node' } })
+  assert.equal(r.name, 'Error')
+  assert.match(r.message, /^jsprof-node: NAPI_RS_NATIVE_LIBRARY_PATH=\/nonexistent\/jsprof\.node did not load \(linux-x64-(gnu|musl), Node \d+/)
+  assert.match(r.message, /unset it to use the prebuilt package/)
+  assert.match(r.message, /Tried: .*Cannot find module '\/nonexistent\/jsprof\.node'/)
+  assert.equal(r.hasCause, true, 'the loader errors stay available as cause')
+})
+
+test('a platform with a prebuilt package: the error names that package and the from-source road', () => {
+  const r = loadIn({ platform: 'darwin', arch: 'arm64' })
+  assert.match(r.message, /the native binary for darwin-arm64 \(Node [\d.]+\) did not load/)
+  assert.match(r.message, /optional dependency jsprof-node-darwin-arm64/)
+  assert.match(r.message, /--omit=optional/)
+  assert.match(r.message, /build it from source \(Rust needed\).*jsprof-node\.darwin-arm64\.node/)
+  const win = loadIn({ platform: 'win32', arch: 'x64' })
+  assert.match(win.message, /optional dependency jsprof-node-win32-x64-msvc/)
+})
+
+test('a platform without a prebuilt package: the error says so and lists the prebuilt ones', () => {
+  const r = loadIn({ platform: 'freebsd', arch: 'x64' })
+  assert.match(r.message, /^jsprof-node: no prebuilt binary for freebsd-x64 \(Node [\d.]+; prebuilt: linux-x64-gnu, /)
+  assert.match(r.message, /build it from source \(Rust needed\)/)
+  assert.match(r.message, /NAPI_RS_NATIVE_LIBRARY_PATH/)
+  const arm = loadIn({ platform: 'linux', arch: 's390x' })
+  assert.match(arm.message, /no prebuilt binary for linux-s390x-gnu/)
+})
+
+test("the loader's list of prebuilt platforms is package.json's napi.targets", () => {
+  const napiName = {
+    'x86_64-unknown-linux-gnu': 'linux-x64-gnu',
+    'x86_64-unknown-linux-musl': 'linux-x64-musl',
+    'aarch64-unknown-linux-gnu': 'linux-arm64-gnu',
+    'aarch64-unknown-linux-musl': 'linux-arm64-musl',
+    'x86_64-apple-darwin': 'darwin-x64',
+    'aarch64-apple-darwin': 'darwin-arm64',
+    'x86_64-pc-windows-msvc': 'win32-x64-msvc',
+    'aarch64-pc-windows-msvc': 'win32-arm64-msvc',
+  }
+  const r = loadIn({ platform: 'aix', arch: 'ppc64' })
+  const listed = /prebuilt: ([^)]*)\)/.exec(r.message)[1].split(', ')
+  assert.deepEqual(listed, pkg.napi.targets.map((t) => napiName[t]))
+})

@@ -1,0 +1,171 @@
+// Soak: does profiling for a long time, or very often, leak? Run with --expose-gc:
+//
+//   node --expose-gc scripts/soak.mjs                 # all three phases (~8 min on an idle machine)
+//   SOAK_CYCLES=2000 SOAK_CONCURRENT=500 SOAK_CONTINUOUS_S=60 node --expose-gc scripts/soak.mjs   # shorter
+//   node --expose-gc scripts/soak.mjs cycles concurrent continuous
+//   SOAK_CONTINUOUS_S=60 node --expose-gc scripts/soak.mjs continuous
+//
+// Phases (each measured after its own warm-up, with GC forced before every measurement):
+//   cycles      10,000 create/stop cycles (sampleInterval 1 ms), awaited one by one (~20 ms each:
+//               with no other Profiler live, each start is a full V8 profiler start, code re-logged)
+//   concurrent  1,000 Profilers live at once, all stopped in one tick; then 10 rounds of 100
+//   repeat      (on request) the 1,000-concurrent round 8 times, RSS after each round
+//   continuous  "an hour" of 1 ms profiling compressed: back-to-back Profilers of ~5 s each for
+//               SOAK_CONTINUOUS_S seconds (default 180) with a CPU workload in slices, like a server
+//               (the sampler also harvests periodically), keeping only each trace's sample count
+// Prints RSS / heap / external before and after each phase, the growth, and a verdict against the
+// target: RSS growth < 10 MB after warm-up. Exit code 1 when a phase misses it.
+import { Profiler } from 'jsprof-node'
+import { setImmediate as immediate } from 'node:timers/promises'
+
+if (typeof globalThis.gc !== 'function') {
+  console.error('soak: run with node --expose-gc scripts/soak.mjs')
+  process.exit(2)
+}
+const LIMIT_MB = Number(process.env.SOAK_LIMIT_MB || 10)
+const CONTINUOUS_S = Number(process.env.SOAK_CONTINUOUS_S || 180)
+const CYCLES = Number(process.env.SOAK_CYCLES || 10000)
+const CONCURRENT = Number(process.env.SOAK_CONCURRENT || 1000)
+const MB = 1024 * 1024
+
+async function settle() {
+  for (let i = 0; i < 4; i++) {
+    globalThis.gc()
+    await immediate()
+  }
+  await new Promise((r) => setTimeout(r, 50))
+  globalThis.gc()
+}
+
+async function measure() {
+  await settle()
+  const m = process.memoryUsage()
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external + m.arrayBuffers }
+}
+
+const fmt = (b) => `${(b / MB).toFixed(1)} MB`
+function line(label, before, after) {
+  const d = (k) => `${after[k] - before[k] >= 0 ? '+' : ''}${((after[k] - before[k]) / MB).toFixed(2)}`
+  return (
+    `${label.padEnd(11)} rss ${fmt(before.rss)} -> ${fmt(after.rss)} (${d('rss')} MB)  ` +
+    `heap ${fmt(before.heapUsed)} -> ${fmt(after.heapUsed)} (${d('heapUsed')} MB)  ` +
+    `external ${fmt(before.external)} -> ${fmt(after.external)} (${d('external')} MB)`
+  )
+}
+
+function burn(ms) {
+  const end = performance.now() + ms
+  let x = 0
+  const a = []
+  while (performance.now() < end) {
+    x += Math.sqrt(x + 1)
+    a.push({ x }) // some garbage, so GC samples appear too
+    if (a.length > 1000) a.length = 0
+  }
+  return x
+}
+
+async function cycles(n) {
+  const t0 = performance.now()
+  let samples = 0
+  for (let i = 0; i < n; i++) {
+    const p = new Profiler({ sampleInterval: 1, maxBufferSize: 1000 })
+    if (i % 10 === 0) burn(1)
+    const t = await p.stop()
+    samples += t.samples.length
+  }
+  return `${n} cycles (${((performance.now() - t0) / n).toFixed(1)} ms each), ${samples} samples in all`
+}
+
+async function concurrent(total, perRound = 100) {
+  let samples = 0
+  let live = 0
+  for (let round = 0; round < total / perRound; round++) {
+    const ps = []
+    for (let i = 0; i < perRound; i++) {
+      ps.push(new Profiler({ sampleInterval: 1 + (i % 10), maxBufferSize: 10000 }))
+      if (i % 10 === 0) burn(1)
+      if (i % 25 === 0) await immediate()
+    }
+    live = Math.max(live, ps.length)
+    burn(20)
+    const traces = await Promise.all(ps.map((p) => p.stop()))
+    for (const t of traces) samples += t.samples.length
+  }
+  return `${total} profilers (${perRound} live at once), ${samples} samples in all`
+}
+
+async function concurrentAll(total) {
+  // All `total` live at the same time, then all stopped in one tick.
+  const ps = []
+  for (let i = 0; i < total; i++) {
+    ps.push(new Profiler({ sampleInterval: 1 + (i % 10), maxBufferSize: 10000 }))
+    if (i % 50 === 0) {
+      burn(2)
+      await immediate()
+    }
+  }
+  burn(50)
+  const traces = await Promise.all(ps.map((p) => p.stop()))
+  return `${total} profilers live at once, ${traces.reduce((n, t) => n + t.samples.length, 0)} samples in all`
+}
+
+async function continuous(seconds, eachS = 5) {
+  const end = performance.now() + seconds * 1000
+  let profilers = 0
+  let samples = 0
+  while (performance.now() < end) {
+    const p = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+    const until = Math.min(end, performance.now() + eachS * 1000)
+    while (performance.now() < until) {
+      burn(8)
+      await new Promise((r) => setTimeout(r, 2))
+    }
+    const t = await p.stop()
+    profilers++
+    samples += t.samples.length
+  }
+  return `${seconds} s of 1 ms profiling: ${profilers} profilers, ${samples} samples (${(samples / seconds).toFixed(0)}/s)`
+}
+
+/** The same 1,000-concurrent round again and again, RSS after each: a leak grows every round. */
+async function repeat(rounds) {
+  const rss = []
+  for (let i = 0; i < rounds; i++) {
+    await concurrentAll(CONCURRENT)
+    rss.push(((await measure()).rss / MB).toFixed(1))
+  }
+  return `${rounds} rounds of ${CONCURRENT} concurrent profilers, RSS after each: ${rss.join(', ')} MB`
+}
+
+const PHASES = {
+  repeat: { warm: () => concurrentAll(CONCURRENT), run: () => repeat(Number(process.env.SOAK_ROUNDS || 8)) },
+  cycles: { warm: () => cycles(Math.min(500, CYCLES)), run: () => cycles(CYCLES) },
+  concurrent: { warm: () => concurrentAll(CONCURRENT), run: () => concurrentAll(CONCURRENT).then(async (a) => `${a}; ${await concurrent(CONCURRENT)}`) },
+  continuous: { warm: () => continuous(10), run: () => continuous(CONTINUOUS_S) },
+}
+
+const chosen = process.argv.slice(2).length ? process.argv.slice(2) : ['cycles', 'concurrent', 'continuous']
+let failed = 0
+console.log(`soak: node ${process.version}, limit ${LIMIT_MB} MB RSS growth after warm-up`)
+const start = await measure()
+console.log(`start      rss ${fmt(start.rss)} heap ${fmt(start.heapUsed)} external ${fmt(start.external)}`)
+for (const name of chosen) {
+  const phase = PHASES[name]
+  if (!phase) throw new Error(`unknown phase ${name}; phases: ${Object.keys(PHASES).join(' ')}`)
+  await phase.warm()
+  const before = await measure()
+  const t0 = performance.now()
+  const what = await phase.run()
+  const seconds = ((performance.now() - t0) / 1000).toFixed(1)
+  const after = await measure()
+  const grew = (after.rss - before.rss) / MB
+  const ok = grew < LIMIT_MB
+  if (!ok) failed++
+  console.log(`${name}: ${what} in ${seconds} s`)
+  console.log(`${line(name, before, after)}  ${ok ? 'OK' : `OVER ${LIMIT_MB} MB`}`)
+}
+const end = await measure()
+console.log(line('overall', start, end))
+console.log(`soak: ${chosen.length - failed} passed, ${failed} failed`)
+process.exitCode = failed ? 1 : 0
