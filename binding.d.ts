@@ -16,6 +16,11 @@ export declare class Chunk {
    * end0, …) — lets the request profiler skip every request that has no sample in a chunk.
    */
   countIn(flat: Float64Array): number
+  /**
+   * `countIn` for many requests in one call: `flat` holds every request's intervals back to back,
+   * `ends[i]` is where request i's values end in `flat`. Returns each request's count.
+   */
+  countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
   /** A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at. */
   static fromInspector(columns: InspectorColumns, intervalUs: number): Chunk
   /** A chunk from a V8 profile as JSON text (the fallback when no columns can be packed). */

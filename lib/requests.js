@@ -140,15 +140,36 @@ class RequestProfiler {
     const first = chunk.firstSampleTime
     if (Number.isNaN(first)) return
     const last = chunk.lastSampleTime
+    // The requests whose window overlaps the chunk, and their intervals (so far), in one native call.
+    const candidates = []
+    const parts = []
+    const ends = []
+    let length = 0
     for (const rec of this.#open) {
       if (rec.startUs > last || (rec.stopUs !== undefined && rec.stopUs < first)) continue
       const times = rec.stopUs === undefined ? rec.ctx.snapshot() : rec.times
-      if (times.length === 0 || chunk.countIn(times) === 0) continue
+      if (times.length === 0) continue
+      candidates.push(rec)
+      parts.push(times)
+      length += times.length
+      ends.push(length)
+    }
+    if (candidates.length === 0) return
+    const flat = new Float64Array(length)
+    let offset = 0
+    for (const times of parts) {
+      flat.set(times, offset)
+      offset += times.length
+    }
+    const counts = chunk.countInMany(flat, Uint32Array.from(ends))
+    for (let i = 0; i < candidates.length; i++) {
+      if (counts[i] === 0) continue
+      const rec = candidates[i]
       if (rec.recording === null) {
         rec.recording = new binding.Recording(rec.startUs, this.#intervalUs, this.#maxBufferSize)
         if (rec.stopUs !== undefined) rec.recording.stopAt(rec.stopUs)
       }
-      rec.recording.keepIntervals(times)
+      rec.recording.keepIntervals(parts[i])
       if (rec.recording.addChunk(chunk).becameFull) rec.truncated = true
     }
   }
@@ -175,20 +196,33 @@ class RequestProfiler {
 
   #hand(rec, trace) {
     const stats = this.stats
-    const done = Promise.resolve(trace)
-      .catch(rethrowTyped)
-      .then((trace) => {
-        if (rec.truncated) stats.truncated++
-        stats.profiled++
-        return this.#onProfile({ ...rec.info, truncated: rec.truncated, trace })
-      })
-      .catch((err) => {
-        stats.errors++
-        try {
-          this.#onError(err)
-        } catch {}
-      })
-      .finally(() => this.#pending.delete(done))
+    const fail = (err) => {
+      stats.errors++
+      try {
+        this.#onError(err)
+      } catch {}
+    }
+    const give = (trace) => {
+      if (rec.truncated) stats.truncated++
+      stats.profiled++
+      return this.#onProfile({ ...rec.info, truncated: rec.truncated, trace })
+    }
+    if (!(trace instanceof Promise)) {
+      // The common case: built here, handed over at once (no promise unless onProfile returns one).
+      try {
+        const result = give(trace)
+        if (result && typeof result.then === 'function') this.#track(Promise.resolve(result).catch(fail))
+      } catch (err) {
+        fail(err)
+      }
+      return
+    }
+    this.#track(trace.catch(rethrowTyped).then(give).catch(fail))
+  }
+
+  /** Keeps `promise` until it settles, for close(). */
+  #track(promise) {
+    const done = promise.finally(() => this.#pending.delete(done))
     this.#pending.add(done)
   }
 

@@ -44,25 +44,51 @@ impl Chunk {
                 "intervals need (begin, end) pairs",
             )));
         }
-        let mut pairs: Vec<(f64, f64)> = flat
-            .chunks_exact(2)
-            .map(|p| (p[0], p[1]))
-            .filter(|p| p.1 >= p.0)
-            .collect();
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let samples = &self.inner.profile.samples;
-        let mut count = 0u32;
-        // V8's samples are in time order but for rare small steps back (negative time deltas): search
-        // with a margin, then test each sample of the window.
-        const MARGIN_US: f64 = 1_000.0;
-        for (begin, end) in pairs {
-            let from = samples.partition_point(|s| s.time < begin - MARGIN_US);
-            count += samples[from..]
-                .iter()
-                .take_while(|s| s.time <= end + MARGIN_US)
-                .filter(|s| s.time >= begin && s.time <= end)
-                .count() as u32;
-        }
-        Ok(count)
+        Ok(count_in(&self.inner.profile.samples, &flat))
     }
+}
+
+#[napi]
+impl Chunk {
+    /// `countIn` for many requests in one call: `flat` holds every request's intervals back to back,
+    /// `ends[i]` is where request i's values end in `flat`. Returns each request's count.
+    #[napi(catch_unwind)]
+    pub fn count_in_many(&self, flat: Float64Array, ends: Uint32Array) -> Result<Uint32Array> {
+        let mut counts = Vec::with_capacity(ends.len());
+        let mut from = 0usize;
+        for &end in ends.iter() {
+            let end = end as usize;
+            if end < from || end > flat.len() || !(end - from).is_multiple_of(2) {
+                return Err(core_error(jsprof_core::Error::invalid(
+                    "ends must cut flat into (begin, end) pairs",
+                )));
+            }
+            counts.push(count_in(&self.inner.profile.samples, &flat[from..end]));
+            from = end;
+        }
+        Ok(Uint32Array::new(counts))
+    }
+}
+
+/// How many of `samples` lie inside the `[begin, end]` pairs of `flat` (even length).
+fn count_in(samples: &[jsprof_core::cpuprofile::Sample], flat: &[f64]) -> u32 {
+    let mut pairs: Vec<(f64, f64)> = flat
+        .chunks_exact(2)
+        .map(|p| (p[0], p[1]))
+        .filter(|p| p.1 >= p.0)
+        .collect();
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // V8's samples are in time order but for rare small steps back (negative time deltas): search
+    // with a margin, then test each sample of the window.
+    const MARGIN_US: f64 = 1_000.0;
+    let mut count = 0u32;
+    for (begin, end) in pairs {
+        let from = samples.partition_point(|s| s.time < begin - MARGIN_US);
+        count += samples[from..]
+            .iter()
+            .take_while(|s| s.time <= end + MARGIN_US)
+            .filter(|s| s.time >= begin && s.time <= end)
+            .count() as u32;
+    }
+    count
 }
