@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{display_name, frame_attributions, median_interval, Pseudo};
+use super::{display_name, frame_attributions, median_interval, time_order, Pseudo};
 use crate::attribution::Kind;
 use crate::trace::{Marker, ProfilerTrace};
 
@@ -251,13 +251,7 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
     stacks.length = stacks.frame.len();
 
     // Samples in time order, as the profiler expects.
-    let mut order: Vec<usize> = (0..trace.samples.len()).collect();
-    order.sort_by(|&a, &b| {
-        trace.samples[a]
-            .timestamp
-            .total_cmp(&trace.samples[b].timestamp)
-            .then(a.cmp(&b))
-    });
+    let order = time_order(&trace.samples);
     let sample_stack: Vec<u32> = order
         .iter()
         .map(|&i| {

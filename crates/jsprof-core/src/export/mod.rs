@@ -105,6 +105,19 @@ fn check_acyclic(trace: &ProfilerTrace) -> Result<()> {
     Ok(())
 }
 
+/// Sample indexes sorted by timestamp (ties keep V8's order): V8 may reorder samples, and the Firefox
+/// Profiler and speedscope want time order.
+pub fn time_order(samples: &[TraceSample]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by(|&a, &b| {
+        samples[a]
+            .timestamp
+            .total_cmp(&samples[b].timestamp)
+            .then(a.cmp(&b))
+    });
+    order
+}
+
 /// What a stackless sample stands for, named as V8 names its pseudo-nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Pseudo {

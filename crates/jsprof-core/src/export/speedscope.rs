@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::{display_name, sample_durations, stack_frames, Pseudo};
+use super::{display_name, sample_durations, stack_frames, time_order, Pseudo};
 use crate::trace::ProfilerTrace;
 
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -72,13 +72,7 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> File {
     }));
 
     let durations = sample_durations(&trace.samples);
-    let mut order: Vec<usize> = (0..trace.samples.len()).collect();
-    order.sort_by(|&a, &b| {
-        trace.samples[a]
-            .timestamp
-            .total_cmp(&trace.samples[b].timestamp)
-            .then(a.cmp(&b))
-    });
+    let order = time_order(&trace.samples);
     let mut by_stack: Vec<Option<Vec<u32>>> = vec![None; trace.stacks.len()];
     let mut samples = Vec::with_capacity(order.len());
     let mut weights = Vec::with_capacity(order.len());
