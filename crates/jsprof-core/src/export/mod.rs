@@ -194,13 +194,7 @@ pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
 /// Each sample's duration in ms: the gap to the next sample in time order; the last sample gets the
 /// median gap (0 when there is a single sample). Durations never go negative, whatever the order.
 pub fn sample_durations(samples: &[TraceSample]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..samples.len()).collect();
-    order.sort_by(|&a, &b| {
-        samples[a]
-            .timestamp
-            .total_cmp(&samples[b].timestamp)
-            .then(a.cmp(&b))
-    });
+    let order = time_order(samples);
     let mut durations = vec![0.0; samples.len()];
     for pair in order.windows(2) {
         durations[pair[0]] = samples[pair[1]].timestamp - samples[pair[0]].timestamp;
