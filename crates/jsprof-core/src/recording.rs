@@ -37,6 +37,10 @@ pub struct Recording {
     /// (index into `chunks`, index into that chunk's samples), in V8's order.
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
+    /// Time of the last kept sample. The sampler's harvests overlap (the bridge profile that keeps V8
+    /// sampling across a restart records the same ticks as the profiles on either side of it), so a
+    /// sample at or before it is one already kept.
+    last_kept_us: f64,
     full: bool,
     /// When true, a sample taken exactly at `start_us` belongs to the previous recording (hand-off).
     start_exclusive: bool,
@@ -56,6 +60,7 @@ impl Recording {
             chunks: Vec::new(),
             selected: Vec::new(),
             next_due_us: start_us,
+            last_kept_us: f64::NEG_INFINITY,
             full: false,
             start_exclusive: false,
             intervals: None,
@@ -129,15 +134,19 @@ impl Recording {
             return added;
         }
         let chunk_index = self.chunks.len() as u32;
-        // Half a sampler tick of slack, so a profiler whose interval equals the sampler's keeps every
-        // sample despite jitter, and one at 10x the sampler's interval keeps about every 10th.
-        let slack = chunk.interval_us.min(self.interval_us) / 2.0;
+        // A profiler at the sampler's own interval keeps every sample V8 took, bursts included (a
+        // loaded machine delays V8's sampler thread, which then samples twice in quick succession):
+        // that is the trace Chrome gives at that interval. A slower one keeps one sample per interval,
+        // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th.
+        let decimate = self.interval_us > chunk.interval_us;
+        let slack = chunk.interval_us / 2.0;
         for (i, sample) in chunk.profile.samples.iter().enumerate() {
             let t = sample.time;
             if t < self.start_us
                 || (self.start_exclusive && t <= self.start_us)
                 || self.stop_us.is_some_and(|stop| t > stop)
-                || t < self.next_due_us
+                || t <= self.last_kept_us
+                || (decimate && t < self.next_due_us)
                 || self.intervals.as_ref().is_some_and(|iv| !inside(iv, t))
             {
                 continue;
@@ -149,6 +158,7 @@ impl Recording {
             }
             self.selected.push((chunk_index, i as u32));
             self.next_due_us = t + self.interval_us - slack;
+            self.last_kept_us = t;
             added.accepted += 1;
         }
         if added.accepted > 0 {
@@ -235,6 +245,29 @@ mod tests {
         let times = [1_000.0, 1_900.0, 3_050.0, 3_980.0, 5_020.0];
         let mut r = Recording::new(0.0, 1_000.0, 100);
         assert_eq!(r.add_chunk(&chunk(&times, 1_000.0)).accepted, 5);
+    }
+
+    #[test]
+    fn overlapping_harvests_give_each_tick_once_in_order() {
+        // A harvest's profile, the bridge over the restart, and the next profile share ticks.
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.add_chunk(&chunk(&[1_000.0, 2_000.0, 3_000.0], 1_000.0));
+        r.add_chunk(&chunk(&[2_000.0, 3_000.0, 3_500.0, 4_000.0], 1_000.0));
+        r.add_chunk(&chunk(&[4_000.0, 5_000.0], 1_000.0));
+        let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![1.0, 2.0, 3.0, 3.5, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn same_interval_keeps_a_burst_after_a_stall() {
+        // V8's sampler thread starved for 5 ms, then two samples 0.1 ms apart: both are V8's samples.
+        let times = [1_000.0, 2_000.0, 7_000.0, 7_100.0, 8_000.0];
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        assert_eq!(r.add_chunk(&chunk(&times, 1_000.0)).accepted, 5);
+        // A slower profiler still thins the burst out.
+        let mut slow = Recording::new(0.0, 2_000.0, 100);
+        let kept = slow.add_chunk(&chunk(&times, 1_000.0)).accepted;
+        assert_eq!(kept, 2, "1000 and 7000; the others come before the next is due");
     }
 
     #[test]
