@@ -123,6 +123,17 @@ test('bad by and options are TypeError / RangeError', () => {
   assert.throws(() => summarize(handMade(), { sampleInterval: '1' }), TypeError)
 })
 
+test('samples out of time order (as V8 gives some, and node --cpu-prof files hold) are weighed in time order', () => {
+  const t = handMade()
+  const sorted = summarize(t, { by: 'function' })
+  const reordered = handMade()
+  const [a, b] = [reordered.samples[1], reordered.samples[2]]
+  reordered.samples[1] = b
+  reordered.samples[2] = a
+  assert.ok(reordered.samples[2].timestamp < reordered.samples[1].timestamp, 'the fixture really is out of order')
+  assert.deepEqual(summarize(reordered, { by: 'function' }), sorted)
+})
+
 test('malformed traces are a TypeError with a clear message', () => {
   const cases = [
     [(t) => (t.samples[0].stackId = 99), /samples\[0\]\.stackId 99 is out of range/],
@@ -130,7 +141,6 @@ test('malformed traces are a TypeError with a clear message', () => {
     [(t) => (t.stacks[3].parentId = 3), /parentId cycle/],
     [(t) => (t.stacks[1].frameId = 42), /stacks\[1\]\.frameId 42 is out of range/],
     [(t) => (t.frames[0].resourceId = 9), /frames\[0\]\.resourceId 9 is out of range/],
-    [(t) => (t.samples[3].timestamp = 1), /earlier than the sample before it/],
     [(t) => (t.samples[3].timestamp = 'x'), /invalid type/],
     [(t) => (t.samples[3].stackId = -1), /invalid value/],
     [(t) => (t.samples[3].marker = 'nap'), /unknown variant/],

@@ -62,39 +62,16 @@ pub struct Row {
     pub total_time: f64,
 }
 
-/// Checks the trace as every exporter does (ids in range, no parentId cycle, finite timestamps,
-/// see [`crate::export::validate`]) and, since sample weights are gaps to the next sample, that
-/// timestamps are in order.
+/// Checks the trace as every exporter does: ids in range, no parentId cycle, finite timestamps (see
+/// [`crate::export::validate`]). Samples out of time order are valid (V8 reorders some, and a trace
+/// keeps V8's order): a sample weighs the gap to the next sample *in time*.
 pub fn validate(trace: &ProfilerTrace) -> Result<()> {
-    crate::export::validate(trace)?;
-    for (i, pair) in trace.samples.windows(2).enumerate() {
-        if pair[1].timestamp < pair[0].timestamp {
-            return Err(Error::invalid(format!(
-                "samples[{}].timestamp is earlier than the sample before it",
-                i + 1
-            )));
-        }
-    }
-    Ok(())
+    crate::export::validate(trace)
 }
 
-/// The median gap between consecutive samples (0 with fewer than two samples).
+/// The median gap between consecutive samples in time order (0 with fewer than two samples).
 pub fn median_gap(trace: &ProfilerTrace) -> f64 {
-    let mut gaps: Vec<f64> = trace
-        .samples
-        .windows(2)
-        .map(|w| w[1].timestamp - w[0].timestamp)
-        .collect();
-    if gaps.is_empty() {
-        return 0.0;
-    }
-    gaps.sort_by(f64::total_cmp);
-    let mid = gaps.len() / 2;
-    if gaps.len() % 2 == 1 {
-        gaps[mid]
-    } else {
-        (gaps[mid - 1] + gaps[mid]) / 2.0
-    }
+    crate::export::median_interval(&trace.samples)
 }
 
 #[derive(Default)]
@@ -144,7 +121,7 @@ pub fn summarize(
             "sampleInterval must be a finite number >= 0, got {interval}"
         )));
     }
-    let last_weight = sample_interval.unwrap_or_else(|| median_gap(trace));
+    let weights = crate::export::sample_durations_with_last(&trace.samples, sample_interval);
 
     // Samples and time per stack, and per marker for samples without a stack.
     let mut per_stack = vec![(0u64, 0f64); trace.stacks.len()];
@@ -153,10 +130,7 @@ pub fn summarize(
         rows: Vec::new(),
     };
     for (i, sample) in trace.samples.iter().enumerate() {
-        let weight = trace
-            .samples
-            .get(i + 1)
-            .map_or(last_weight, |next| next.timestamp - sample.timestamp);
+        let weight = weights[i];
         match sample.stack_id {
             Some(id) => {
                 let slot = &mut per_stack[id as usize];
@@ -534,10 +508,6 @@ mod tests {
                 "frames[0].resourceId 7",
             ),
             (
-                Box::new(|t| t.samples[3].timestamp = 0.5),
-                "earlier than the sample before it",
-            ),
-            (
                 Box::new(|t| t.samples[3].timestamp = f64::NAN),
                 "not a finite number",
             ),
@@ -567,6 +537,20 @@ mod tests {
         let rows = summarize(&one, By::Package, None, &mut attributor()).unwrap();
         assert_eq!((rows[0].self_samples, rows[0].self_time), (1, 0.0));
         assert_eq!(median_gap(&fixture()), 1.0);
+    }
+
+    #[test]
+    fn samples_out_of_time_order_weigh_their_gap_in_time() {
+        // V8 reorders some samples (negative timeDeltas); a trace keeps V8's order. Swapping two
+        // samples' places in the list changes no row.
+        let sorted = summarize(&fixture(), By::Function, None, &mut attributor()).unwrap();
+        let mut shuffled = fixture();
+        shuffled.samples.swap(1, 3);
+        let rows = summarize(&shuffled, By::Function, None, &mut attributor()).unwrap();
+        assert_eq!(rows, sorted);
+        for row in &rows {
+            assert!(row.self_time >= 0.0 && row.total_time >= 0.0, "{row:?}");
+        }
     }
 
     #[test]

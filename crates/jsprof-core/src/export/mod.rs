@@ -194,18 +194,24 @@ pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
 /// Each sample's duration in ms: the gap to the next sample in time order; the last sample gets the
 /// median gap (0 when there is a single sample). Durations never go negative, whatever the order.
 pub fn sample_durations(samples: &[TraceSample]) -> Vec<f64> {
+    sample_durations_with_last(samples, None)
+}
+
+/// [`sample_durations`], the last sample (in time order) weighing `last` ms when given.
+pub fn sample_durations_with_last(samples: &[TraceSample], last: Option<f64>) -> Vec<f64> {
     let order = time_order(samples);
     let mut durations = vec![0.0; samples.len()];
     for pair in order.windows(2) {
         durations[pair[0]] = samples[pair[1]].timestamp - samples[pair[0]].timestamp;
     }
-    if let Some(&last) = order.last() {
-        durations[last] = median_interval(samples);
+    if let Some(&index) = order.last() {
+        durations[index] = last.unwrap_or_else(|| median_interval(samples));
     }
     durations
 }
 
-/// The median gap between consecutive samples in time order, in ms (0 with fewer than two samples).
+/// The median gap between consecutive samples in time order, in ms (the mean of the two middle gaps
+/// for an even count; 0 with fewer than two samples).
 pub fn median_interval(samples: &[TraceSample]) -> f64 {
     let mut times: Vec<f64> = samples.iter().map(|s| s.timestamp).collect();
     times.sort_by(f64::total_cmp);
@@ -214,7 +220,12 @@ pub fn median_interval(samples: &[TraceSample]) -> f64 {
         return 0.0;
     }
     gaps.sort_by(f64::total_cmp);
-    gaps[gaps.len() / 2]
+    let mid = gaps.len() / 2;
+    if gaps.len() % 2 == 1 {
+        gaps[mid]
+    } else {
+        (gaps[mid - 1] + gaps[mid]) / 2.0
+    }
 }
 
 /// The attribution of every frame (by its resource; frames without one are native code).
