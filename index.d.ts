@@ -224,7 +224,7 @@ export interface RequestProfilerOptions {
   sampleInterval?: number
   /** Most samples one request's trace holds (default 10000). */
   maxBufferSize?: number
-  /** Longest wait (ms) between a response's finish and the harvest that completes its trace (default 100). */
+  /** Longest wait (ms) between a response's finish and the harvest that completes its trace (default 1000: about one harvest a second). */
   maxStopDelay?: number
   /** Keep V8 sampling this many ms after the last profiled request ended (default 1000; 0: stop at once). */
   keepWarm?: number

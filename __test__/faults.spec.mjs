@@ -5,6 +5,9 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const TIMEOUT_MS = 30000
@@ -274,4 +277,42 @@ test('another inspector session running Profiler.start/stop concurrently, under 
   assert.equal(traces.length, 6)
   for (const t of traces) assert.ok(t.samples > 0, JSON.stringify(traces))
   for (const n of theirs) assert.ok(n > 0, `the other session's profiles have samples: ${theirs}`)
+})
+
+test('under node --cpu-prof: no inspector noise on stderr, and both profiles are complete', async () => {
+  // V8 reports console profiles to every session with the Profiler domain on: Node's --cpu-prof
+  // session would print "Cannot retrieve id from the response message" for each bridged restart.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-cpuprof-'))
+  try {
+    const r = await runChild(
+      `
+      ;(async () => {
+        const traces = []
+        for (let round = 0; round < 4; round++) {
+          const a = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+          const b = new Profiler({ sampleInterval: 2, maxBufferSize: 100000 })
+          burn(15)
+          traces.push(summary(await b.stop()))
+          burn(15)
+          traces.push(summary(await a.stop()))
+        }
+        const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler.js')
+        report({ traces, stats: getSampler().stats })
+      })()
+    `,
+      { args: ['--cpu-prof', `--cpu-prof-dir=${dir}`] },
+    )
+    assertNoCrash(r)
+    assert.equal(r.status, 0, r.stderr)
+    assert.equal(r.stderr, '', 'nothing on stderr')
+    const { traces, stats } = r.lines[0]
+    for (const t of traces) assert.ok(t.samples > 0, JSON.stringify(traces))
+    assert.equal(stats.bridgedRestarts, 0, JSON.stringify(stats))
+    const written = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
+    assert.equal(written.length, 1, 'node wrote its own profile')
+    const profile = JSON.parse(fs.readFileSync(path.join(dir, written[0]), 'utf8'))
+    assert.ok(profile.samples.length > 0)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })

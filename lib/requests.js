@@ -25,7 +25,7 @@ const DEFAULTS = {
   sampleRate: 0.1,
   sampleInterval: 10,
   maxBufferSize: 10_000,
-  maxStopDelay: 100,
+  maxStopDelay: 1000,
   keepWarm: 1000,
   maxInFlight: 100,
 }
@@ -205,7 +205,10 @@ class RequestProfiler {
     const give = (trace) => {
       if (rec.truncated) stats.truncated++
       stats.profiled++
-      return this.#onProfile({ ...rec.info, truncated: rec.truncated, trace })
+      const info = rec.info
+      info.truncated = rec.truncated
+      info.trace = trace
+      return this.#onProfile(info)
     }
     if (!(trace instanceof Promise)) {
       // The common case: built here, handed over at once (no promise unless onProfile returns one).
@@ -278,15 +281,16 @@ class RequestProfiler {
         rec.recording.stopAt(stopUs)
         rec.recording.keepIntervals(rec.times)
       }
-      rec.info = {
-        ...describe(),
-        aborted: !res.writableFinished,
-        startTime,
-        startUnixMs,
-        durationMs: endTime - startTime,
-        sampleInterval: this.#intervalUs / 1000,
-        truncated: false,
-      }
+      // describe() returns a fresh object: filled in place (no spread copies on the hot path).
+      const info = describe()
+      info.aborted = !res.writableFinished
+      info.startTime = startTime
+      info.startUnixMs = startUnixMs
+      info.durationMs = endTime - startTime
+      info.sampleInterval = this.#intervalUs / 1000
+      info.truncated = false
+      info.trace = null
+      rec.info = info
       // Delivered after the next harvest (which takes every sample up to now), at most maxStopDelay
       // from now; with no sampler running there is nothing to wait for.
       const sampler = getSampler()

@@ -32,6 +32,25 @@ const SLOW_DOWN_RATIO = 2
 const consoleProfile = console.profile
 const consoleProfileEnd = console.profileEnd
 
+/**
+ * V8 reports a console profile to every inspector session with the Profiler domain enabled, not only
+ * to ours: under `node --cpu-prof` Node's own session prints "Cannot retrieve id from the response
+ * message" for each bridge, and an attached DevTools lists each bridge as a recorded profile. When
+ * such a client is possible (--cpu-prof, or the inspector is open: --inspect, inspector.open()),
+ * restarts are full ones instead (a few ms each) and nothing of ours shows up elsewhere.
+ */
+const cpuProfFlag = [...process.execArgv, ...String(process.env.NODE_OPTIONS || '').split(/\s+/)].some(
+  (flag) => flag === '--cpu-prof' || flag.startsWith('--cpu-prof-') || flag.startsWith('--cpu-prof='),
+)
+function bridgeWouldBeSeen(inspector) {
+  if (cpuProfFlag) return true
+  try {
+    return inspector.url() !== undefined
+  } catch {
+    return false
+  }
+}
+
 class InspectorUnavailableError extends DOMException {
   constructor(cause) {
     super(
@@ -121,6 +140,7 @@ class Sampler {
   #lastActiveUs = 0
   #bridgeTitle = `jsprof-node-bridge-${process.pid}-${Math.random().toString(36).slice(2)}`
   #bridgeProfile = null
+  #inspector = null
   /** null until known: true when console.profile() really is V8's and keeps the profiler alive. */
   #bridgeWorks = null
   /** Figures for benchmarks and tests. */
@@ -146,6 +166,7 @@ class Sampler {
       const session = new inspector.Session()
       session.connect()
       this.#session = session
+      this.#inspector = inspector
     } catch (cause) {
       throw new InspectorUnavailableError(cause)
     }
@@ -367,7 +388,7 @@ class Sampler {
     else if (this.#warm(now)) needed = intervalUs
     if (needed === Infinity) return chunks.concat(this.#chunkOf(this.#stopAll(), intervalUs))
     const keepInterval = needed >= intervalUs && needed < intervalUs * SLOW_DOWN_RATIO
-    if (keepInterval && this.#bridgeWorks !== false) {
+    if (keepInterval && this.#bridgeWorks !== false && !bridgeWouldBeSeen(this.#inspector)) {
       this.#bridgeProfile = null
       consoleProfile.call(console, this.#bridgeTitle)
       const { profile } = this.#post('Profiler.stop')
