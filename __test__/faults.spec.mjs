@@ -24,9 +24,9 @@ const summary = (t) => ({ samples: t.samples.length, stacks: t.stacks.length, fr
  * Runs `source` in a child node. `onLine(line, child)` sees each stdout line (to send signals at the
  * right moment). Resolves with { status, signal, stdout, stderr, lines, timedOut }.
  */
-function runChild(source, { args = [], onLine = () => {}, timeout = TIMEOUT_MS } = {}) {
+function runChild(source, { args = [], env = process.env, onLine = () => {}, timeout = TIMEOUT_MS } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...args, '-e', PRELUDE + source], { cwd: root })
+    const child = spawn(process.execPath, [...args, '-e', PRELUDE + source], { cwd: root, env })
     let stdout = ''
     let stderr = ''
     let pending = ''
@@ -279,40 +279,44 @@ test('another inspector session running Profiler.start/stop concurrently, under 
   for (const n of theirs) assert.ok(n > 0, `the other session's profiles have samples: ${theirs}`)
 })
 
-test('under node --cpu-prof: no inspector noise on stderr, and both profiles are complete', async () => {
-  // V8 reports console profiles to every session with the Profiler domain on: Node's --cpu-prof
-  // session would print "Cannot retrieve id from the response message" for each bridged restart.
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-cpuprof-'))
-  try {
-    const r = await runChild(
-      `
-      ;(async () => {
-        const traces = []
-        for (let round = 0; round < 4; round++) {
-          const a = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
-          const b = new Profiler({ sampleInterval: 2, maxBufferSize: 100000 })
-          burn(15)
-          traces.push(summary(await b.stop()))
-          burn(15)
-          traces.push(summary(await a.stop()))
-        }
-        const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler.js')
-        report({ traces, stats: getSampler().stats })
-      })()
-    `,
-      { args: ['--cpu-prof', `--cpu-prof-dir=${dir}`] },
-    )
-    assertNoCrash(r)
-    assert.equal(r.status, 0, r.stderr)
-    assert.equal(r.stderr, '', 'nothing on stderr')
-    const { traces, stats } = r.lines[0]
-    for (const t of traces) assert.ok(t.samples > 0, JSON.stringify(traces))
-    assert.equal(stats.bridgedRestarts, 0, JSON.stringify(stats))
-    const written = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
-    assert.equal(written.length, 1, 'node wrote its own profile')
-    const profile = JSON.parse(fs.readFileSync(path.join(dir, written[0]), 'utf8'))
-    assert.ok(profile.samples.length > 0)
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true })
-  }
-})
+for (const [what, options, expectFile] of [
+  ['node --cpu-prof', (dir) => ({ args: ['--cpu-prof', `--cpu-prof-dir=${dir}`] }), /\.cpuprofile$/],
+  ['NODE_V8_COVERAGE (c8, --experimental-test-coverage)', (dir) => ({ env: { ...process.env, NODE_V8_COVERAGE: dir } }), /^coverage-.*\.json$/],
+]) {
+  test(`under ${what}: no inspector noise on stderr, and both Node's output and our traces are complete`, async () => {
+    // V8 reports console profiles to every session with the Profiler domain on: Node's own session
+    // would print "Cannot retrieve id from the response message" for each bridged restart.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-nodeprof-'))
+    try {
+      const r = await runChild(
+        `
+        ;(async () => {
+          const traces = []
+          for (let round = 0; round < 4; round++) {
+            const a = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+            const b = new Profiler({ sampleInterval: 2, maxBufferSize: 100000 })
+            burn(15)
+            traces.push(summary(await b.stop()))
+            burn(15)
+            traces.push(summary(await a.stop()))
+          }
+          const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler.js')
+          report({ traces, stats: getSampler().stats })
+        })()
+      `,
+        options(dir),
+      )
+      assertNoCrash(r)
+      assert.equal(r.status, 0, r.stderr)
+      assert.equal(r.stderr, '', 'nothing on stderr')
+      const { traces, stats } = r.lines[0]
+      for (const t of traces) assert.ok(t.samples > 0, JSON.stringify(traces))
+      assert.equal(stats.bridgedRestarts, 0, JSON.stringify(stats))
+      const written = fs.readdirSync(dir).filter((f) => expectFile.test(f))
+      assert.equal(written.length, 1, `node wrote its own output: ${fs.readdirSync(dir)}`)
+      assert.ok(fs.statSync(path.join(dir, written[0])).size > 0)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+}

@@ -35,15 +35,19 @@ const consoleProfileEnd = console.profileEnd
 /**
  * V8 reports a console profile to every inspector session with the Profiler domain enabled, not only
  * to ours: under `node --cpu-prof` Node's own session prints "Cannot retrieve id from the response
- * message" for each bridge, and an attached DevTools lists each bridge as a recorded profile. When
- * such a client is possible (--cpu-prof, or the inspector is open: --inspect, inspector.open()),
- * restarts are full ones instead (a few ms each) and nothing of ours shows up elsewhere.
+ * message" for each bridge (so does its coverage session under NODE_V8_COVERAGE: c8, `node --test
+ * --experimental-test-coverage`), and an attached DevTools lists each bridge as a recorded profile.
+ * When such a client is possible (--cpu-prof, NODE_V8_COVERAGE, or the inspector is open: --inspect,
+ * inspector.open()), restarts are full ones instead (a few ms each: V8 re-logs the compiled code)
+ * and nothing of ours shows up elsewhere.
  */
-const cpuProfFlag = [...process.execArgv, ...String(process.env.NODE_OPTIONS || '').split(/\s+/)].some(
-  (flag) => flag === '--cpu-prof' || flag.startsWith('--cpu-prof-') || flag.startsWith('--cpu-prof='),
-)
+const nodeProfilerSession =
+  Boolean(process.env.NODE_V8_COVERAGE) ||
+  [...process.execArgv, ...String(process.env.NODE_OPTIONS || '').split(/\s+/)].some(
+    (flag) => flag === '--cpu-prof' || flag.startsWith('--cpu-prof-') || flag.startsWith('--cpu-prof='),
+  )
 function bridgeWouldBeSeen(inspector) {
-  if (cpuProfFlag) return true
+  if (nodeProfilerSession) return true
   try {
     return inspector.url() !== undefined
   } catch {
