@@ -72,6 +72,61 @@ test('node:http wrapper: two overlapping requests each get only their own sample
   }
 })
 
+// Code that runs only in promise continuations and timers of the request (never in the listener's own
+// synchronous part): it must still be the request's, and never the concurrent one's. (On Node 24.21+
+// the tracker follows promises with V8's promise hooks, on 20/22 through async hooks: both paths.)
+function aAfterAwait(ms) {
+  return burn(ms)
+}
+function bAfterAwait(ms) {
+  return burn(ms)
+}
+function aInThen(ms) {
+  return burn(ms)
+}
+function bInThen(ms) {
+  return burn(ms)
+}
+function aAfterTimer(ms) {
+  return burn(ms)
+}
+function bAfterTimer(ms) {
+  return burn(ms)
+}
+const continuationWork = {
+  '/a': [aAfterAwait, aInThen, aAfterTimer],
+  '/b': [bAfterAwait, bInThen, bAfterTimer],
+}
+
+test("code in promise continuations, then-callbacks and timers is the request's own", async () => {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  const server = http.createServer(
+    rp.wrap(async (req, res) => {
+      const [afterAwait, inThen, afterTimer] = continuationWork[req.url]
+      await null
+      afterAwait(15)
+      await Promise.resolve().then(() => inThen(15))
+      await new Promise((resolve) => setTimeout(resolve, 2))
+      afterTimer(15)
+      res.end('ok')
+    }),
+  )
+  const base = await listen(server)
+  await Promise.all([fetch(`${base}/a`), fetch(`${base}/b`)])
+  await rp.close()
+  server.close()
+  assert.equal(profiles.length, 2)
+  for (const [url, other] of [
+    ['/a', '/b'],
+    ['/b', '/a'],
+  ]) {
+    const fns = sampledFunctions(profiles.find((p) => p.url === url).trace)
+    for (const fn of continuationWork[url]) assert.ok((fns.get(fn.name) || 0) >= 1, `${url}: ${fn.name} in its trace (${[...fns.keys()]})`)
+    for (const fn of continuationWork[other]) assert.equal(fns.get(fn.name) || 0, 0, `${url}: ${fn.name} leaked in`)
+  }
+})
+
 test('the request body events count as the request (body parsing runs in its context)', async () => {
   const profiles = []
   const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })

@@ -16,17 +16,25 @@
 // variable check per resource and callback while the hook is on, and nothing when it is off.
 
 const { createHook, executionAsyncResource } = require('node:async_hooks')
+const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
 const { timeOriginUs } = require('../clock')
 
-/** The slot on async resources holding the context of the request that created them. */
+/** The slot on async resources (and promises) holding the context of the request that created them. */
 const kContext = Symbol('jsprof-node request context')
 /** The context entered explicitly by runIn (listener call, request events); undefined outside. */
 let current
+/**
+ * The context of the promise reaction running now (promise-hooks path only: there Node's async hooks
+ * do not see promises, so executionAsyncResource() is not the promise), and the contexts it hides.
+ */
+let inPromise
+const promiseStack = []
 
-/** The context of the code running now: an explicit runIn, else the running async resource's. */
+/** The context of the code running now: an explicit runIn, a promise reaction's, else the running async resource's. */
 function runningContext() {
   if (current !== undefined) return current
+  if (inPromise !== undefined) return inPromise
   const resource = executionAsyncResource()
   return resource !== null && typeof resource === 'object' ? resource[kContext] : undefined
 }
@@ -80,13 +88,19 @@ class RequestContext {
 }
 
 let inFlight = 0
-// No stack of our own: `before` and `after` both read the context off the resource whose callback
-// runs (executionAsyncResource() is that resource in both), so an `after` skipped by an uncaught
-// exception cannot leave a wrong context behind (at worst its interval stays open to the request's end).
-const hook = createHook({
+
+function adopt(resource) {
+  const ctx = runningContext()
+  if (ctx !== undefined && !ctx.done) resource[kContext] = ctx
+}
+
+// No stack of our own for async resources: `before` and `after` both read the context off the
+// resource whose callback runs (executionAsyncResource() is that resource in both), so an `after`
+// skipped by an uncaught exception cannot leave a wrong context behind (at worst its interval stays
+// open to the request's end).
+const callbacks = {
   init(asyncId, type, triggerAsyncId, resource) {
-    const ctx = runningContext()
-    if (ctx !== undefined && !ctx.done) resource[kContext] = ctx
+    adopt(resource)
   },
   before() {
     const resource = executionAsyncResource()
@@ -98,7 +112,67 @@ const hook = createHook({
     const ctx = resource !== null && typeof resource === 'object' ? resource[kContext] : undefined
     if (ctx !== undefined) ctx.leave()
   },
-})
+}
+
+/**
+ * Promises are most of the async callbacks of an async handler (every `await`), and Node's async
+ * hooks track them through wrappers that allocate async ids and push Node's own context stack for
+ * each. Where Node lets a hook opt out of promises (`trackPromises: false`: Node 24.21 and 26 here,
+ * not 20 or 22), the tracker does so and follows promises with V8's promise hooks directly (cheaper per await,
+ * see bench/server/micro.js); elsewhere (Node 20, 22) the async hook sees promises as resources.
+ */
+function promiseAware() {
+  let sawPromise = false
+  const probe = createHook({
+    init(asyncId, type) {
+      if (type === 'PROMISE') sawPromise = true
+    },
+    trackPromises: false,
+  })
+  probe.enable()
+  Promise.resolve().then(() => {})
+  probe.disable()
+  return !sawPromise
+}
+
+let hook = null
+let stopPromiseHooks = null
+let usesPromiseHooks = false
+
+function enableHooks() {
+  if (hook === null) {
+    usesPromiseHooks = typeof promiseHooks?.createHook === 'function' && promiseAware()
+    hook = createHook(usesPromiseHooks ? { ...callbacks, trackPromises: false } : callbacks)
+  }
+  hook.enable()
+  if (usesPromiseHooks) {
+    stopPromiseHooks = promiseHooks.createHook({
+      init(promise) {
+        adopt(promise)
+      },
+      before(promise) {
+        promiseStack.push(inPromise)
+        inPromise = promise[kContext]
+        if (inPromise !== undefined) inPromise.enter()
+      },
+      after(promise) {
+        const ctx = promise[kContext]
+        if (ctx !== undefined) ctx.leave()
+        inPromise = promiseStack.pop()
+      },
+    })
+  }
+}
+
+function disableHooks() {
+  hook.disable()
+  if (stopPromiseHooks !== null) {
+    stopPromiseHooks()
+    stopPromiseHooks = null
+  }
+  inPromise = undefined
+  promiseStack.length = 0
+}
 
 /** A new context; the async hook runs while any context is open. */
 let hookEnabled = false
@@ -106,7 +180,7 @@ function openContext() {
   inFlight++
   if (!hookEnabled) {
     hookEnabled = true
-    hook.enable()
+    enableHooks()
   }
   return new RequestContext()
 }
@@ -122,7 +196,7 @@ function closeContext(ctx, endUs) {
       lingerTimer = null
       if (inFlight === 0 && hookEnabled) {
         hookEnabled = false
-        hook.disable()
+        disableHooks()
       }
     }, HOOK_LINGER_MS)
     lingerTimer.unref()
@@ -160,4 +234,13 @@ function bindEmitter(ctx, emitter) {
   }
 }
 
-module.exports = { openContext, closeContext, runIn, bindEmitter, now, inFlightCount: () => inFlight }
+module.exports = {
+  openContext,
+  closeContext,
+  runIn,
+  bindEmitter,
+  now,
+  inFlightCount: () => inFlight,
+  /** true when promises are followed with V8's promise hooks (Node with createHook trackPromises). */
+  usesPromiseHooks: () => usesPromiseHooks,
+}
