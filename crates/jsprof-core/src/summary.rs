@@ -62,18 +62,6 @@ pub struct Row {
     pub total_time: f64,
 }
 
-/// Checks the trace as every exporter does: ids in range, no parentId cycle, finite timestamps (see
-/// [`crate::export::validate`]). Samples out of time order are valid (V8 reorders some, and a trace
-/// keeps V8's order): a sample weighs the gap to the next sample *in time*.
-pub fn validate(trace: &ProfilerTrace) -> Result<()> {
-    crate::export::validate(trace)
-}
-
-/// The median gap between consecutive samples in time order (0 with fewer than two samples).
-pub fn median_gap(trace: &ProfilerTrace) -> f64 {
-    crate::export::median_interval(&trace.samples)
-}
-
 #[derive(Default)]
 struct Tally {
     self_samples: u64,
@@ -106,8 +94,10 @@ impl Rows {
     }
 }
 
-/// A summary of `trace` by `by`. The last sample weighs `sample_interval` ms (default: [`median_gap`]).
-/// Fails with a `Type` error when the trace is malformed (see [`validate`]) or `sample_interval` is not
+/// A summary of `trace` by `by`. Each sample weighs the gap to the next sample in time order (V8
+/// reorders some samples, and a trace keeps V8's order); the last one weighs `sample_interval` ms
+/// (default: [`crate::export::median_interval`]). Fails with a `Type` error when the trace is
+/// malformed (see [`crate::export::validate`]) or `sample_interval` is not
 /// a finite number >= 0.
 pub fn summarize(
     trace: &ProfilerTrace,
@@ -115,7 +105,7 @@ pub fn summarize(
     sample_interval: Option<f64>,
     attributor: &mut Attributor,
 ) -> Result<Vec<Row>> {
-    validate(trace)?;
+    crate::export::validate(trace)?;
     if let Some(interval) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
         return Err(Error::invalid(format!(
             "sampleInterval must be a finite number >= 0, got {interval}"
@@ -536,7 +526,7 @@ mod tests {
         one.samples.truncate(1);
         let rows = summarize(&one, By::Package, None, &mut attributor()).unwrap();
         assert_eq!((rows[0].self_samples, rows[0].self_time), (1, 0.0));
-        assert_eq!(median_gap(&fixture()), 1.0);
+        assert_eq!(crate::export::median_interval(&fixture().samples), 1.0);
     }
 
     #[test]
