@@ -10,6 +10,7 @@
 
 const http = require('node:http')
 const https = require('node:https')
+const { numberOption } = require('./options')
 
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_.]*$/
 const FORBIDDEN_IN_VALUE = /[{},=]/
@@ -38,13 +39,7 @@ function appNameWithLabels(appName, labels) {
   return parts.length ? `${appName}{${parts.join(',')}}` : appName
 }
 
-function positive(options, name, fallback, min, max) {
-  const value = options[name] === undefined ? fallback : options[name]
-  if (typeof value !== 'number' || Number.isNaN(value) || value < min || value > max) {
-    throw new RangeError(`pyroscopeExporter: ${name} must be a number in [${min}, ${max}], got ${String(value)}`)
-  }
-  return value
-}
+const option = (options, name, fallback, min, max) => numberOption('pyroscopeExporter', options, name, fallback, min, max)
 
 class PyroscopeExporter {
   #url
@@ -85,11 +80,11 @@ class PyroscopeExporter {
       throw new TypeError('pyroscopeExporter: encode must be a function')
     }
     this.#encode = options.encode || defaultEncode
-    this.#maxQueue = Math.floor(positive(options, 'maxQueue', 32, 1, 1e6))
-    this.#maxQueueBytes = positive(options, 'maxQueueBytes', 16 * 1024 * 1024, 1, 2 ** 40)
-    this.#maxRetries = Math.floor(positive(options, 'maxRetries', 3, 0, 100))
-    this.#retryBaseMs = positive(options, 'retryBaseMs', 500, 0, 3_600_000)
-    this.#timeoutMs = positive(options, 'timeoutMs', 10_000, 1, 3_600_000)
+    this.#maxQueue = Math.floor(option(options, 'maxQueue', 32, 1, 1e6))
+    this.#maxQueueBytes = option(options, 'maxQueueBytes', 16 * 1024 * 1024, 1, 2 ** 40)
+    this.#maxRetries = Math.floor(option(options, 'maxRetries', 3, 0, 100))
+    this.#retryBaseMs = option(options, 'retryBaseMs', 500, 0, 3_600_000)
+    this.#timeoutMs = option(options, 'timeoutMs', 10_000, 1, 3_600_000)
     this.push = this.push.bind(this)
   }
 

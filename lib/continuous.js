@@ -15,14 +15,9 @@ const { binding, rethrowTyped } = require('./native')
 const { nowUs, timeOriginUs } = require('./clock')
 const { assembleTrace } = require('./trace')
 const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
+const { numberOption } = require('./options')
 
-function option(options, name, fallback, min, max) {
-  const value = options[name] === undefined ? fallback : options[name]
-  if (typeof value !== 'number' || Number.isNaN(value) || value < min || value > max) {
-    throw new RangeError(`startContinuous: ${name} must be a number in [${min}, ${max}], got ${String(value)}`)
-  }
-  return value
-}
+const option = (options, name, fallback, min, max) => numberOption('startContinuous', options, name, fallback, min, max)
 
 class ContinuousProfiler {
   #intervalUs

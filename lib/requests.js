@@ -13,6 +13,7 @@ const { timeOriginUs } = require('./clock')
 const { assembleTrace } = require('./trace')
 const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
+const { numberOption } = require('./options')
 
 function emptyTrace() {
   return { resources: [], frames: [], stacks: [], samples: [] }
@@ -30,13 +31,7 @@ const DEFAULTS = {
   maxInFlight: 100,
 }
 
-function number(options, name, min, max) {
-  const value = options[name] === undefined ? DEFAULTS[name] : options[name]
-  if (typeof value !== 'number' || Number.isNaN(value) || value < min || value > max) {
-    throw new RangeError(`profileRequests: ${name} must be a number in [${min}, ${max}], got ${String(value)}`)
-  }
-  return value
-}
+const number = (options, name, min, max) => numberOption('profileRequests', options, name, DEFAULTS[name], min, max)
 
 class RequestProfiler {
   #sampleRate
