@@ -62,16 +62,17 @@ function heapLayout() {
     .join(' ')
 }
 
+/** Runs `warm` until V8's heap layout is unchanged by a round (at most 8 rounds). */
 async function warmUntilSteady(warm) {
   let last = null
-  for (let i = 1; i <= 8; i++) {
+  for (let rounds = 1; rounds <= 8; rounds++) {
     await warm()
     await settle()
     const layout = heapLayout()
-    if (i >= 2 && layout === last) return i
+    if (layout === last) return { rounds, steady: true }
     last = layout
   }
-  return 8
+  return { rounds: 8, steady: false }
 }
 
 const fmt = (b) => `${(b / MB).toFixed(1)} MB`
@@ -189,9 +190,9 @@ console.log(`start      rss ${fmt(start.rss)} heap ${fmt(start.heapUsed)} extern
 for (const name of chosen) {
   const phase = PHASES[name]
   if (!phase) throw new Error(`unknown phase ${name}; phases: ${Object.keys(PHASES).join(' ')}`)
-  const warmRounds = await warmUntilSteady(phase.warm)
+  const { rounds, steady } = await warmUntilSteady(phase.warm)
   const before = await measure()
-  console.log(`${name}: warmed up in ${warmRounds} rounds (V8's heap layout steady)`)
+  console.log(`${name}: warmed up in ${rounds} rounds (V8's heap layout ${steady ? 'steady' : 'still changing after 8'})`)
   const t0 = performance.now()
   const what = await phase.run()
   const seconds = ((performance.now() - t0) / 1000).toFixed(1)
