@@ -7,7 +7,7 @@
 //! - Timestamps: ms relative to a time origin on V8's clock, at microsecond precision.
 
 use crate::cpuprofile::{NodeKind, Profile, Sample};
-use crate::trace::{round_to_microseconds, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
+use crate::trace::{us_to_ms, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
 
 /// Converts samples of one profile into a [`TraceBuilder`], caching each node's frame and stack so a
 /// node is resolved once however many samples hit it. One converter per profile; many converters may
@@ -42,7 +42,17 @@ impl<'p> ProfileConverter<'p> {
 
     /// The stack id of `node`'s path from the outermost code frame down to `node`. Pseudo-nodes on the
     /// path are transparent (V8 puts them directly under `(root)`, but a hand-made profile may not).
+    #[inline]
     pub fn stack_of(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
+        match self.stacks[node as usize] {
+            Some(stack) => stack,
+            None => self.resolve(builder, node),
+        }
+    }
+
+    /// [`Self::stack_of`] for a node seen for the first time: resolves it and its unresolved ancestors.
+    #[cold]
+    fn resolve(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
         let mut chain = Vec::new();
         let mut cursor = Some(node);
         while let Some(n) = cursor {
@@ -74,7 +84,7 @@ impl<'p> ProfileConverter<'p> {
             NodeKind::Program | NodeKind::Root => (None, Some(Marker::Other)),
             NodeKind::Idle => (None, None),
         };
-        let timestamp = round_to_microseconds((sample.time - self.time_origin_us) / 1000.0);
+        let timestamp = us_to_ms(sample.time - self.time_origin_us);
         TraceSample {
             timestamp,
             stack_id,

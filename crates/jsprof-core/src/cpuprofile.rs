@@ -1,11 +1,15 @@
 //! The V8 CPU profile (`nodes` + `samples` + `timeDeltas`), as the inspector's `Profiler.stop`,
 //! `node --cpu-prof` and Chrome DevTools write it, parsed and validated into a compact [`Profile`].
 //!
-//! Two roads lead here and share one validator ([`ProfileBuilder`]): JSON text parsed with serde
-//! (`fromCpuProfile`), and the columns the sampler packs from an inspector reply it already holds.
+//! Two roads lead here and share one validator ([`ProfileBuilder`]): JSON text (`fromCpuProfile`), and
+//! the columns the sampler packs from an inspector reply it already holds. JSON text takes the fast
+//! scanner of [`fast_json`] when it has the common shape, and serde otherwise (which also words the
+//! errors); both fill the same [`RawProfile`].
 
+mod fast_json;
+
+use foldhash::HashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde::Deserialize;
 
@@ -79,6 +83,9 @@ impl Profile {
     /// Parses a V8 CPU profile from JSON text: a `.cpuprofile` file, or the inspector's
     /// `Profiler.stop` result (`{ "profile": { … } }`).
     pub fn from_json(text: &str) -> Result<Profile> {
+        if let Some(raw) = fast_json::parse(text) {
+            return raw.into_profile_unwrapped();
+        }
         let raw: RawProfile = serde_json::from_str(text).map_err(|e| {
             if e.is_data() {
                 Error::invalid(format!("invalid V8 CPU profile: {e}"))
@@ -86,10 +93,7 @@ impl Profile {
                 Error::syntax(format!("the CPU profile is not valid JSON: {e}"))
             }
         })?;
-        match raw.profile {
-            Some(inner) if raw.nodes.is_none() => inner.into_profile(),
-            _ => raw.into_profile(),
-        }
+        raw.into_profile_unwrapped()
     }
 }
 
@@ -142,6 +146,14 @@ fn unknown_position() -> i64 {
 }
 
 impl RawProfile<'_> {
+    /// The profile itself, or the one an inspector reply wraps.
+    fn into_profile_unwrapped(self) -> Result<Profile> {
+        match self.profile {
+            Some(inner) if self.nodes.is_none() => inner.into_profile(),
+            _ => self.into_profile(),
+        }
+    }
+
     fn into_profile(self) -> Result<Profile> {
         let nodes = self.nodes.ok_or_else(|| {
             Error::invalid("invalid V8 CPU profile: `nodes` is missing (a profile has nodes, startTime, samples and timeDeltas)")
@@ -192,9 +204,9 @@ impl ProfileBuilder {
         ProfileBuilder {
             nodes: Vec::with_capacity(nodes),
             ids: Vec::with_capacity(nodes),
-            index_of: HashMap::with_capacity(nodes),
+            index_of: HashMap::with_capacity_and_hasher(nodes, Default::default()),
             strings: Vec::new(),
-            string_index: HashMap::new(),
+            string_index: HashMap::default(),
         }
     }
 

@@ -2,7 +2,9 @@
 //! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
 //! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
 
-use std::collections::HashMap;
+// foldhash: several times SipHash's speed on these short keys, still seeded per process (profiles
+// can come from anyone, so keys must not be able to pick their own collisions).
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +133,18 @@ pub fn round_to_microseconds(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
 }
 
+/// `round_to_microseconds(us / 1000.0)`: a span in µs as ms at µs precision. A whole number of µs (what
+/// V8 records) takes a short road to the same result: for |us| < 2^50, `us / 1000 * 1000` lies within
+/// 0.25 of `us`, so the rounding gives `us` back. (It saves a libm call and a multiplication per
+/// sample, a third of a conversion's time.)
+#[inline]
+pub fn us_to_ms(us: f64) -> f64 {
+    if us.abs() < (1u64 << 50) as f64 && (us as i64) as f64 == us {
+        return us / 1000.0;
+    }
+    round_to_microseconds(us / 1000.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +214,45 @@ mod tests {
             r#"{"resources":[],"frames":[{"name":""}],"stacks":[{"frameId":0}],"samples":[{"timestamp":1.5,"stackId":0,"marker":"script"},{"timestamp":2.0}]}"#
         );
         assert_eq!(serde_json::from_str::<ProfilerTrace>(&json).unwrap(), t);
+    }
+
+    #[test]
+    fn whole_microseconds_take_the_short_road_to_the_same_ms() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let edges = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            1499.5,
+            2f64.powi(50) - 1.0,
+            2f64.powi(50),
+            1e300,
+            f64::NAN,
+        ];
+        let random = (0..100_000).map(|i| {
+            let bits = next();
+            match i % 3 {
+                0 => (bits >> 14) as f64 * if bits & 1 == 0 { 1.0 } else { -1.0 },
+                1 => (bits >> 40) as f64 + 0.5,
+                _ => f64::from_bits(bits),
+            }
+        });
+        for us in edges.into_iter().chain(random) {
+            let (short, long) = (us_to_ms(us), round_to_microseconds(us / 1000.0));
+            assert!(
+                short.to_bits() == long.to_bits() || (short.is_nan() && long.is_nan()),
+                "{us}: {short} vs {long}"
+            );
+        }
     }
 
     #[test]
