@@ -73,10 +73,12 @@ export declare function attributionReads(): number
 export declare function clearAttributionCache(): void
 
 /**
- * `fromCpuProfile` on JSON text: parse, validate and convert, timestamps relative to `timeOriginUs`
- * (default: the profile's `startTime`).
+ * `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
+ * strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
+ * timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
+ * as `Buffer#toString` would read it (U+FFFD for each bad sequence).
  */
-export declare function convertCpuProfile(text: string, timeOriginUs?: number | undefined | null): TraceParts
+export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null): TraceParts
 
 /** Folded stacks text. */
 export declare function exportCollapsed(traceJson: string): string

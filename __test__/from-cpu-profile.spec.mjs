@@ -68,6 +68,56 @@ test('accepts JSON text, bytes and the inspector reply wrapper alike', () => {
   assert.deepEqual(fromCpuProfile({ profile: profile() }), expected)
 })
 
+test('names outside ASCII survive every input form, and bad UTF-8 reads as Buffer#toString reads it', () => {
+  const named = (name, url) => {
+    const p = profile()
+    p.nodes[4].callFrame.functionName = name
+    p.nodes[4].callFrame.url = url
+    return p
+  }
+  // A one-byte (Latin-1) string, a two-byte string with an astral character, and escapes.
+  for (const [name, url] of [
+    ['café', 'file:///app/é.js'],
+    ['处理请求 🚀', 'file:///srv/应用/main.js'],
+    ['RegExp: ^\\s+"$', 'file:///app/a b.js'],
+  ]) {
+    const text = JSON.stringify(named(name, url))
+    for (const input of [text, Buffer.from(text), new TextEncoder().encode(text), named(name, url)]) {
+      const trace = fromCpuProfile(input)
+      assert.equal(trace.frames[0].name, name)
+      assert.equal(trace.resources[0], url)
+    }
+  }
+  const bytes = Buffer.from(JSON.stringify(named('badXY', 'file:///app/main.js')))
+  bytes[bytes.indexOf('XY')] = 0xff
+  const asNodeReadsIt = JSON.parse(bytes.toString('utf8')).nodes[4].callFrame.functionName
+  assert.equal(asNodeReadsIt, 'bad\ufffdY')
+  assert.equal(fromCpuProfile(bytes).frames[0].name, asNodeReadsIt)
+})
+
+test('a profile of megabytes converts like the small ones (its arrays are read on a second thread)', () => {
+  const big = profile()
+  big.samples = []
+  big.timeDeltas = []
+  for (let i = 0; i < 300_000; i++) {
+    big.samples.push([2, 7, 3, 4, 6, 8][i % 6])
+    big.timeDeltas.push(i % 101 === 0 ? -7 : 100 + (i % 13))
+  }
+  const text = JSON.stringify(big)
+  assert.ok(text.length > 1_000_000)
+  const trace = fromCpuProfile(text)
+  assert.equal(trace.samples.length, 300_000)
+  assert.deepEqual(trace.stacks, expected.stacks.slice(0, 4))
+  let time = 0
+  for (let i = 0; i < 300_000; i++) {
+    time += big.timeDeltas[i]
+    if (trace.samples[i].timestamp !== time / 1000) assert.fail(`sample ${i}: ${trace.samples[i].timestamp} ms, not ${time / 1000}`)
+  }
+  // Member order and whitespace do not matter.
+  const reordered = JSON.stringify({ timeDeltas: big.timeDeltas, samples: big.samples, startTime: 5000, nodes: big.nodes }, null, 1)
+  assert.deepEqual(fromCpuProfile(reordered), trace)
+})
+
 test('timeOrigin (µs, the profile clock) shifts timestamps', () => {
   const trace = fromCpuProfile(profile(), { timeOrigin: 4000 })
   assert.deepEqual(

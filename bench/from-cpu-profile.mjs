@@ -44,12 +44,13 @@ export function timeInterleaved(candidates, { reps, warmup, gc }) {
 
 /** The candidates: the whole calls, and ours split into its native and JS (assembly) parts. */
 export function candidates(text) {
-  let parts = binding.convertCpuProfile(text)
+  // The text is ASCII, so its bytes are a latin1 copy, as fromCpuProfile makes them.
+  let parts = binding.convertCpuProfile(Buffer.from(text, 'latin1'))
   return {
     ours: () => fromCpuProfile(text),
     baseline: () => baselineFromCpuProfile(text),
     oursNative: () => {
-      parts = binding.convertCpuProfile(text)
+      parts = binding.convertCpuProfile(Buffer.from(text, 'latin1'))
     },
     oursAssemble: () => assembleTrace(parts),
     jsonParse: () => JSON.parse(text),

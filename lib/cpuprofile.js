@@ -5,14 +5,21 @@
 const { binding, callNative } = require('./native')
 const { assembleTrace } = require('./trace')
 
-function profileText(profile) {
-  if (typeof profile === 'string') return profile
+/**
+ * The profile as UTF-8 bytes for the binding. Bytes pass as they are; an ASCII string (what V8 and
+ * DevTools write) becomes bytes by a plain copy (`latin1`), any other string by UTF-8 encoding; an
+ * object is serialized first.
+ */
+function profileBytes(profile) {
+  if (typeof profile === 'string') {
+    return Buffer.from(profile, Buffer.byteLength(profile, 'utf8') === profile.length ? 'latin1' : 'utf8')
+  }
   if (ArrayBuffer.isView(profile)) {
-    return Buffer.from(profile.buffer, profile.byteOffset, profile.byteLength).toString('utf8')
+    return new Uint8Array(profile.buffer, profile.byteOffset, profile.byteLength)
   }
   if (profile !== null && typeof profile === 'object') {
     // A JS object graph that is not plain JSON (cycles, BigInt) fails here with a TypeError.
-    return JSON.stringify(profile)
+    return profileBytes(JSON.stringify(profile))
   }
   throw new TypeError(
     `fromCpuProfile: expected a V8 CPU profile (an object, its JSON text or a Buffer), got ${profile === null ? 'null' : typeof profile}`,
@@ -20,7 +27,7 @@ function profileText(profile) {
 }
 
 function fromCpuProfile(profile, options) {
-  const text = profileText(profile)
+  const bytes = profileBytes(profile)
   let timeOrigin
   if (options !== undefined && options !== null) {
     if (typeof options !== 'object') throw new TypeError('fromCpuProfile: options must be an object')
@@ -31,7 +38,7 @@ function fromCpuProfile(profile, options) {
       }
     }
   }
-  return assembleTrace(callNative(() => binding.convertCpuProfile(text, timeOrigin)))
+  return assembleTrace(callNative(() => binding.convertCpuProfile(bytes, timeOrigin)))
 }
 
 module.exports = { fromCpuProfile }

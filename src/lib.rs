@@ -137,10 +137,17 @@ impl PlainParts {
     }
 }
 
-/// `fromCpuProfile` on JSON text: parse, validate and convert, timestamps relative to `timeOriginUs`
-/// (default: the profile's `startTime`).
+/// `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
+/// strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
+/// timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
+/// as `Buffer#toString` would read it (U+FFFD for each bad sequence).
 #[napi(catch_unwind)]
-pub fn convert_cpu_profile(text: String, time_origin_us: Option<f64>) -> Result<TraceParts> {
+pub fn convert_cpu_profile(json: &[u8], time_origin_us: Option<f64>) -> Result<TraceParts> {
+    // `from_utf8` checks ASCII a word at a time; the lossy reading is only for text that needs it.
+    let text = match std::str::from_utf8(json) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(json),
+    };
     let profile = core::Profile::from_json(&text).map_err(core_error)?;
     drop(text);
     let origin = time_origin_us.unwrap_or(profile.start_time);
