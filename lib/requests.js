@@ -115,18 +115,20 @@ class RequestProfiler {
       startUs,
       checkAtUs: Infinity,
       onFull() {},
-      onChunk: (chunk) => this.#onChunk(chunk),
+      onChunk: (chunk, harvestUs) => this.#onChunk(chunk, harvestUs),
     }
     getSampler().add(this.#collector)
   }
 
-  /** Gives a harvested chunk to every request (in flight or finished) that has samples in it. */
-  #onChunk(chunk) {
+  /**
+   * Gives a harvested chunk to every request (in flight or finished) that has samples in it.
+   * `harvestUs` is when V8's profile was taken (the chunk is converted a turn later).
+   */
+  #onChunk(chunk, harvestUs) {
     this.#harvestAsked = false
     // Every request that ended before this harvest has all its samples after it: deliver then.
     if (!this.#deliveryQueued) {
       this.#deliveryQueued = true
-      const harvestUs = now()
       queueMicrotask(() => {
         this.#deliveryQueued = false
         this.#deliver(harvestUs)

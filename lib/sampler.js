@@ -9,6 +9,8 @@
 // Harvests happen when a Profiler stops (batched: one harvest serves every stop() of a tick), when a
 // buffer is expected to be full, and periodically (about every 1000 samples, 0.1–10 s) so that each
 // harvest, and so each main-thread stall, stays small, and memory moves from V8 into compact chunks.
+// A harvest takes two event-loop turns: V8's stop and restart in one, the conversion into chunks (and
+// the stops it resolves) in the next, so that no turn costs the thread more than V8's own stop does.
 //
 // Restarting is cheap because of a bridge: V8's inspector disposes its CpuProfiler (and the log of
 // all compiled code, 3–15 ms to rebuild) when its last profile stops. A console.profile() started
@@ -131,6 +133,13 @@ class Sampler {
   #live = new Set()
   /** Subscriptions whose stop() waits for the next harvest: sub -> [resolve, reject]. */
   #stopping = new Map()
+  /**
+   * Harvests whose V8 profiles are not converted yet, oldest first: a harvest takes V8's profile in
+   * one event-loop turn and converts and hands it out in the next, so that no turn costs more than
+   * V8's own stop does. Entries: { profiles, intervalUs, harvestUs, receivers, stopping, failure }.
+   */
+  #unconverted = []
+  #convertQueued = false
   #timer = null
   /** When the armed timer fires (µs); Infinity when none. */
   #timerDueUs = Infinity
@@ -250,6 +259,7 @@ class Sampler {
 
   /** Forgets a subscription whose Profiler was garbage-collected without stop(). */
   remove(sub) {
+    sub.ended = true
     this.#live.delete(sub)
     if (this.#live.size === 0) this.#queueHarvest()
   }
@@ -324,56 +334,106 @@ class Sampler {
    * interval (a new, faster Profiler); otherwise V8 keeps running if anyone still needs it.
    */
   #harvest(fasterUs) {
+    this.#timed(() => this.#harvestTimed(fasterUs))
+  }
+
+  /** Runs one turn of harvesting, counting its main-thread time (benchmarks). */
+  #timed(work) {
     const startedUs = nowUs()
     try {
-      this.#harvestTimed(fasterUs)
+      work()
     } finally {
-      // The main-thread time of one harvest: V8 restart, packing, handing chunks out (benchmarks).
       const ms = (nowUs() - startedUs) / 1000
       this.stats.harvestMsTotal += ms
       if (ms > this.stats.harvestMsMax) this.stats.harvestMsMax = ms
     }
   }
 
+  /** The first turn of a harvest: V8's profile(s) taken, V8 restarted or stopped; conversion queued. */
   #harvestTimed(fasterUs) {
     this.#stopDueUs = Infinity
-    let chunks = []
-    let failure = null
+    const entry = {
+      profiles: [],
+      intervalUs: this.#intervalUs,
+      harvestUs: nowUs(),
+      // Who gets these samples: every subscription sampling now (including the stopping ones).
+      receivers: [...this.#live],
+      stopping: this.#stopping,
+      failure: null,
+    }
     if (this.#running) {
       try {
-        chunks = this.#takeChunks(fasterUs)
+        entry.profiles = this.#takeProfiles(fasterUs)
       } catch (err) {
-        failure = err
+        entry.failure = err
         this.#reset()
       }
     }
-    for (const chunk of chunks) {
-      const full = []
-      for (const sub of this.#live) {
-        if (sub.recording.addChunk(chunk).becameFull) full.push(sub)
-        // A raw listener (the request profiler) sees every chunk while it is subscribed.
-        if (sub.onChunk) sub.onChunk(chunk)
-      }
-      // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
-      for (const sub of full) {
-        this.#live.delete(sub)
-        sub.onFull()
-      }
-    }
-    for (const [sub, [resolve, reject]] of this.#stopping) {
-      this.#live.delete(sub)
-      if (failure) reject(failure)
-      else resolve()
-    }
-    this.#stopping.clear()
+    this.#stopping = new Map()
+    for (const sub of entry.stopping.keys()) this.#live.delete(sub)
+    this.#stopIfUnneeded()
+    this.#unconverted.push(entry)
+    this.#queueConversion()
+    this.#schedule()
+  }
+
+  /** Stops V8 when no subscription needs samples any more (its last samples belong to no one). */
+  #stopIfUnneeded() {
     if (this.#running && this.#neededIntervalUs() === Infinity && !this.#warm(nowUs())) {
-      // Nobody is left: stop V8 (its last samples belong to no one).
       try {
         this.#stopAll()
       } catch {
         this.#reset()
       }
     }
+  }
+
+  #queueConversion() {
+    if (this.#convertQueued) return
+    this.#convertQueued = true
+    setImmediate(() => {
+      this.#convertQueued = false
+      this.#timed(() => this.#convertOldest())
+      if (this.#unconverted.length > 0) this.#queueConversion()
+    })
+  }
+
+  /** The second turn of a harvest: its profiles become chunks, recordings get them, stops resolve. */
+  #convertOldest() {
+    const entry = this.#unconverted.shift()
+    if (!entry) return
+    let failure = entry.failure
+    let chunks = []
+    if (!failure) {
+      try {
+        chunks = entry.profiles.map((profile) => this.#chunkOf(profile, entry.intervalUs))
+      } catch (err) {
+        failure = err
+      }
+    }
+    for (const chunk of chunks) {
+      const full = []
+      for (const sub of entry.receivers) {
+        // Full since this harvest, or its Profiler was garbage-collected: it takes nothing more.
+        if (sub.ended) continue
+        if (sub.recording.addChunk(chunk).becameFull) full.push(sub)
+        // A raw listener (the request profiler) sees every chunk while it is subscribed.
+        if (sub.onChunk) sub.onChunk(chunk, entry.harvestUs)
+      }
+      // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
+      for (const sub of full) {
+        sub.ended = true
+        this.#live.delete(sub)
+        sub.onFull()
+      }
+    }
+    for (const [resolve, reject] of entry.stopping.values()) {
+      if (failure) reject(failure)
+      else resolve()
+    }
+    // The last subscriptions may have filled up. (Not while stops wait for a harvest: it needs V8's
+    // samples up to then, and it stops V8 itself if nobody is left.)
+    if (this.#stopping.size === 0) this.#stopIfUnneeded()
     const now = nowUs()
     for (const sub of this.#live) {
       const remaining = sub.maxSamples - sub.recording.sampleCount
@@ -382,15 +442,15 @@ class Sampler {
     this.#schedule()
   }
 
-  #takeChunks(fasterUs) {
+  #takeProfiles(fasterUs) {
     const intervalUs = this.#intervalUs
     let needed = Math.min(fasterUs, this.#neededIntervalUs())
-    const chunks = []
+    const profiles = []
     this.stats.harvests++
     const now = nowUs()
     if (needed !== Infinity) this.#lastActiveUs = now
     else if (this.#warm(now)) needed = intervalUs
-    if (needed === Infinity) return chunks.concat(this.#chunkOf(this.#stopAll(), intervalUs))
+    if (needed === Infinity) return [this.#stopAll()]
     const keepInterval = needed >= intervalUs && needed < intervalUs * SLOW_DOWN_RATIO
     if (keepInterval && this.#bridgeWorks !== false && !bridgeWouldBeSeen(this.#inspector)) {
       this.#bridgeProfile = null
@@ -402,15 +462,15 @@ class Sampler {
       this.#bridgeProfile = null
       this.#bridgeWorks = bridge !== null
       this.stats[this.#bridgeWorks ? 'bridgedRestarts' : 'fullRestarts']++
-      chunks.push(this.#chunkOf(profile, intervalUs))
-      if (bridge) chunks.push(this.#chunkOf(bridge, intervalUs))
+      profiles.push(profile)
+      if (bridge) profiles.push(bridge)
     } else {
-      chunks.push(this.#chunkOf(this.#stopAll(), intervalUs))
+      profiles.push(this.#stopAll())
       this.stats.fullRestarts++
       this.#start(Math.max(MIN_INTERVAL_US, needed))
     }
     this.#lastHarvestUs = nowUs()
-    return chunks
+    return profiles
   }
 
   #stopAll() {
