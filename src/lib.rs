@@ -58,9 +58,31 @@ pub struct TraceParts {
 /// [`TraceParts`] before the typed arrays exist: plain data that can be built off the main thread.
 pub struct PlainParts {
     tables: String,
+    samples: SampleColumns,
+}
+
+/// The samples as the columns of [`TraceParts`].
+struct SampleColumns {
     timestamps: Vec<f64>,
     stack_ids: Vec<i32>,
     markers: Vec<u8>,
+}
+
+impl SampleColumns {
+    fn collect(samples: impl ExactSizeIterator<Item = core::TraceSample>) -> SampleColumns {
+        let n = samples.len();
+        let mut columns = SampleColumns {
+            timestamps: Vec::with_capacity(n),
+            stack_ids: Vec::with_capacity(n),
+            markers: Vec::with_capacity(n),
+        };
+        for s in samples {
+            columns.timestamps.push(s.timestamp);
+            columns.stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
+            columns.markers.push(Marker::code(s.marker));
+        }
+        columns
+    }
 }
 
 impl PlainParts {
@@ -80,23 +102,9 @@ impl PlainParts {
     }
 
     pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
-        let tables = Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?;
-        let n = trace.samples.len();
-        let (mut timestamps, mut stack_ids, mut markers) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for s in &trace.samples {
-            timestamps.push(s.timestamp);
-            stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
-            markers.push(Marker::code(s.marker));
-        }
         Ok(PlainParts {
-            tables,
-            timestamps,
-            stack_ids,
-            markers,
+            tables: Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?,
+            samples: SampleColumns::collect(trace.samples.iter().copied()),
         })
     }
 
@@ -105,34 +113,25 @@ impl PlainParts {
     pub(crate) fn from_profile(profile: &core::Profile, time_origin_us: f64) -> Result<PlainParts> {
         let mut builder = core::TraceBuilder::new();
         let mut converter = core::convert::ProfileConverter::new(profile, time_origin_us);
-        let n = profile.samples.len();
-        let (mut timestamps, mut stack_ids, mut markers) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
+        let samples = SampleColumns::collect(
+            profile
+                .samples
+                .iter()
+                .map(|sample| converter.sample(&mut builder, sample)),
         );
-        for sample in &profile.samples {
-            let s = converter.sample(&mut builder, sample);
-            timestamps.push(s.timestamp);
-            stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
-            markers.push(Marker::code(s.marker));
-        }
         let trace = builder.finish();
-        let tables = Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?;
         Ok(PlainParts {
-            tables,
-            timestamps,
-            stack_ids,
-            markers,
+            tables: Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?,
+            samples,
         })
     }
 
     pub(crate) fn into_js(self) -> TraceParts {
         TraceParts {
             tables: self.tables,
-            timestamps: Float64Array::new(self.timestamps),
-            stack_ids: Int32Array::new(self.stack_ids),
-            markers: Uint8Array::new(self.markers),
+            timestamps: Float64Array::new(self.samples.timestamps),
+            stack_ids: Int32Array::new(self.samples.stack_ids),
+            markers: Uint8Array::new(self.samples.markers),
         }
     }
 }
