@@ -23,8 +23,6 @@ export declare class Chunk {
   countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
   /** A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at. */
   static fromInspector(columns: InspectorColumns, intervalUs: number): Chunk
-  /** A chunk from a V8 profile as JSON text (the fallback when no columns can be packed). */
-  static fromJson(text: string, intervalUs: number): Chunk
   get sampleCount(): number
   /** The time (µs, V8's clock) of the chunk's first and last samples in V8's order, or NaN. */
   get firstSampleTime(): number

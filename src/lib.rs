@@ -236,15 +236,6 @@ impl Chunk {
         })
     }
 
-    /// A chunk from a V8 profile as JSON text (the fallback when no columns can be packed).
-    #[napi(factory, catch_unwind)]
-    pub fn from_json(text: String, interval_us: f64) -> Result<Chunk> {
-        let profile = core::Profile::from_json(&text).map_err(core_error)?;
-        Ok(Chunk {
-            inner: Arc::new(core::Chunk { profile, interval_us }),
-        })
-    }
-
     #[napi(getter)]
     pub fn sample_count(&self) -> u32 {
         self.inner.profile.samples.len() as u32
