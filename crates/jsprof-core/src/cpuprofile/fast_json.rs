@@ -444,20 +444,25 @@ impl<'a> Scanner<'a> {
     }
 
     fn i64_array(&mut self, capacity: usize) -> Option<Vec<i64>> {
-        let mut out = Vec::with_capacity(capacity);
-        self.numbers(|s| {
-            s.plain_ints(|v| out.push(v));
-            out.push(s.i64()?);
-            Some(())
-        })?;
-        Some(out)
+        self.number_array(capacity, |v| v, Self::i64)
     }
 
     fn f64_array(&mut self, capacity: usize) -> Option<Vec<f64>> {
+        self.number_array(capacity, |v| v as f64, Self::f64)
+    }
+
+    /// A number array: runs of plain integers on the short road ([`Self::plain_ints`], converted by
+    /// `from_int`), any other element read by `item`.
+    fn number_array<T>(
+        &mut self,
+        capacity: usize,
+        from_int: impl Fn(i64) -> T,
+        item: impl Fn(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
         let mut out = Vec::with_capacity(capacity);
         self.numbers(|s| {
-            s.plain_ints(|v| out.push(v as f64));
-            out.push(s.f64()?);
+            s.plain_ints(|v| out.push(from_int(v)));
+            out.push(item(s)?);
             Some(())
         })?;
         Some(out)
