@@ -254,26 +254,14 @@ impl<'a> Scanner<'a> {
             "startTime" => set_once(&mut start_time, s.f64()?),
             "endTime" => set_once(&mut end_time, s.f64()?),
             "samples" => {
-                let at = s.pos;
-                let array = match s.ahead.as_mut().and_then(|ahead| ahead.samples(at)) {
-                    Some((array, end)) => {
-                        s.pos = end;
-                        array
-                    }
-                    None => s.i64_array(time_deltas.as_ref().map_or(0, Vec::len))?,
-                };
-                set_once(&mut samples, array)
+                let (at, hint) = (s.pos, time_deltas.as_ref().map_or(0, Vec::len));
+                let taken = s.ahead.as_mut().and_then(|ahead| ahead.samples(at));
+                set_once(&mut samples, s.taken_or_read(taken, |s| s.i64_array(hint))?)
             }
             "timeDeltas" => {
-                let at = s.pos;
-                let array = match s.ahead.as_mut().and_then(|ahead| ahead.deltas(at)) {
-                    Some((array, end)) => {
-                        s.pos = end;
-                        array
-                    }
-                    None => s.f64_array(samples.as_ref().map_or(0, Vec::len))?,
-                };
-                set_once(&mut time_deltas, array)
+                let (at, hint) = (s.pos, samples.as_ref().map_or(0, Vec::len));
+                let taken = s.ahead.as_mut().and_then(|ahead| ahead.deltas(at));
+                set_once(&mut time_deltas, s.taken_or_read(taken, |s| s.f64_array(hint))?)
             }
             "profile" if depth < MAX_DEPTH => set_once(&mut profile, Box::new(s.profile(depth + 1)?)),
             _ => s.skip(depth + 1),
@@ -286,6 +274,22 @@ impl<'a> Scanner<'a> {
             time_deltas,
             profile,
         })
+    }
+
+    /// The helper's array when it read the one that starts here (the scanner moves past it), else
+    /// the array as `read` reads it.
+    fn taken_or_read<T>(
+        &mut self,
+        taken: Option<(Vec<T>, usize)>,
+        read: impl FnOnce(&mut Self) -> Option<Vec<T>>,
+    ) -> Option<Vec<T>> {
+        match taken {
+            Some((array, end)) => {
+                self.pos = end;
+                Some(array)
+            }
+            None => read(self),
+        }
     }
 
     fn nodes(&mut self, depth: u32) -> Option<Vec<RawNode<'a>>> {
