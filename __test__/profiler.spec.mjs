@@ -76,15 +76,19 @@ test('stacks follow the call path: burnAlpha under spinFor under runAlpha', asyn
   const trace = await profile({ sampleInterval: 0.2, maxBufferSize: 100000 }, () => runSliced(100, workload.runAlpha))
   const withAlpha = trace.samples.filter((s) => s.stackId !== undefined && stackNames(trace, s.stackId)[0] === 'burnAlpha')
   assert.ok(withAlpha.length > 5, `${withAlpha.length} samples in burnAlpha`)
-  // V8 itself, rarely and under load, records a tick taken mid-call with the callee twice
-  // (burnAlpha, burnAlpha, spinFor, runAlpha: seen in a raw inspector profile on Node 26 too, so
-  // Chrome shows it as well). Such a stack still follows the call path once repeats are collapsed;
-  // and nearly every stack is exact.
+  // V8 itself, rarely and under load, records two kinds of tick taken at a call boundary, and Chrome
+  // shows them too (both seen in raw inspector profiles, without jsprof-node):
+  // - mid-call, the callee twice: burnAlpha < burnAlpha < spinFor < runAlpha (Node 26);
+  // - in the callee's prologue, before it has a frame of its own, the callee in place of its caller:
+  //   burnAlpha < runAlpha (Node 20, about 1 tick in 6,000; it failed this test in CI once).
+  // Such stacks still follow the call path once repeats are collapsed and the one skipped caller
+  // is allowed for; and nearly every stack is exact.
   let exact = 0
   for (const s of withAlpha) {
     const names = stackNames(trace, s.stackId)
     const collapsed = names.filter((name, i) => i === 0 || name !== names[i - 1])
-    assert.deepEqual(collapsed.slice(0, 3), ['burnAlpha', 'spinFor', 'runAlpha'], `stack ${names.join(' < ')}`)
+    const path = collapsed[1] === 'spinFor' ? collapsed.slice(0, 3) : ['burnAlpha', 'spinFor', ...collapsed.slice(1, 2)]
+    assert.deepEqual(path, ['burnAlpha', 'spinFor', 'runAlpha'], `stack ${names.join(' < ')}`)
     if (names[1] === 'spinFor' && names[2] === 'runAlpha') exact++
   }
   assert.ok(exact >= 0.95 * withAlpha.length, `${exact} of ${withAlpha.length} stacks exactly burnAlpha < spinFor < runAlpha`)
