@@ -53,12 +53,16 @@ test('a real trace is valid and its weights add up to the recorded span', async 
   assert.ok(Math.abs(p.startValue + sum - p.endValue) < 1e-6)
   const names = new Set(file.shared.frames.map((f) => f.name))
   for (const name of ['appMain', 'appFib', 'appSort', 'depChecksum']) assert.ok(names.has(name), name)
-  // Every sample's stack resolves to frames; appFib samples have appMain below them.
+  // Every sample's stack resolves to frames; appFib samples have appMain below them, but for the rare
+  // tick V8 takes in appFib's prologue when appMain calls it, which shows appFib in appMain's place
+  // (see the call-path test in profiler.spec.mjs).
   const fib = file.shared.frames.findIndex((f) => f.name === 'appFib')
   const main = file.shared.frames.findIndex((f) => f.name === 'appMain')
   const fibSamples = p.samples.filter((s) => s.at(-1) === fib)
   assert.ok(fibSamples.length > 0)
-  for (const s of fibSamples) assert.ok(s.includes(main))
+  for (const s of fibSamples) assert.ok(s.every((i) => i >= 0 && i < file.shared.frames.length))
+  const underMain = fibSamples.filter((s) => s.includes(main)).length
+  assert.ok(underMain >= 0.95 * fibSamples.length, `${underMain} of ${fibSamples.length} appFib samples under appMain`)
 })
 
 test('options are checked', () => {
