@@ -4,7 +4,7 @@ import { writeFileSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 import { toCpuProfile, fromCpuProfile } from 'jsprof-node'
-import { realTrace, handTrace, expand } from './export-helpers.mjs'
+import { realTrace, handTrace, expand, withStacksReversed } from './export-helpers.mjs'
 
 /** What DevTools and VS Code rely on: unique ids, children that exist, one root, samples on nodes. */
 function assertV8Shape(p) {
@@ -89,16 +89,7 @@ test('hand-made trace: 0-based positions, pseudo nodes by marker, µs times', ()
 
 test('stacks listed children-first still round-trip to the same samples', () => {
   const trace = handTrace()
-  // Reverse the stack table: ids change, parents now come after their children.
-  const n = trace.stacks.length
-  const reversed = {
-    ...trace,
-    stacks: trace.stacks
-      .slice()
-      .reverse()
-      .map((s) => (s.parentId === undefined ? { frameId: s.frameId } : { frameId: s.frameId, parentId: n - 1 - s.parentId })),
-    samples: trace.samples.map((s) => (s.stackId === undefined ? s : { ...s, stackId: n - 1 - s.stackId })),
-  }
+  const reversed = withStacksReversed(trace)
   assert.deepEqual(expand(reversed), expand(trace))
   assert.deepEqual(expand(fromCpuProfile(toCpuProfile(reversed), { timeOrigin: 0 })), expand(trace))
 })

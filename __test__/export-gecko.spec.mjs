@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 
 import { toGeckoProfile } from 'jsprof-node'
-import { realTrace, handTrace } from './export-helpers.mjs'
+import { realTrace, handTrace, withStacksReversed } from './export-helpers.mjs'
 
 // The processed profile format, version 58, as firefox-devtools/profiler src/types/profile.ts and
 // docs-developer/CHANGELOG-formats.md describe it.
@@ -139,15 +139,8 @@ test('a real trace is structurally valid; every gc sample lies in a GC marker', 
 
 test('samples out of order and stacks listed children-first come out ordered', () => {
   const h = handTrace()
-  const n = h.stacks.length
-  const shuffled = {
-    ...h,
-    stacks: h.stacks
-      .slice()
-      .reverse()
-      .map((s) => (s.parentId === undefined ? { frameId: s.frameId } : { frameId: s.frameId, parentId: n - 1 - s.parentId })),
-    samples: h.samples.map((s) => (s.stackId === undefined ? s : { ...s, stackId: n - 1 - s.stackId })).reverse(),
-  }
+  const reversed = withStacksReversed(h)
+  const shuffled = { ...reversed, samples: reversed.samples.slice().reverse() }
   const { t, stackNames } = assertValidProfile(toGeckoProfile(shuffled))
   assert.deepEqual(t.samples.time, h.samples.map((s) => s.timestamp))
   assert.deepEqual(stackNames(t.samples.stack[0]), ['main', 'work', 'chunk'])

@@ -106,6 +106,21 @@ export function handTrace() {
   }
 }
 
+/**
+ * The same trace with its stack table reversed: ids change and parents come after their children
+ * (the spec does not require parents first), samples renumbered to match.
+ */
+export function withStacksReversed(trace) {
+  const n = trace.stacks.length
+  return {
+    ...trace,
+    stacks: trace.stacks
+      .slice()
+      .reverse()
+      .map((s) => (s.parentId === undefined ? { frameId: s.frameId } : { frameId: s.frameId, parentId: n - 1 - s.parentId })),
+    samples: trace.samples.map((s) => (s.stackId === undefined ? s : { ...s, stackId: n - 1 - s.stackId })),
+  }
+}
 
 /** For each sample: [names outermost first] or the pseudo name, and its timestamp. */
 export function expand(trace) {
