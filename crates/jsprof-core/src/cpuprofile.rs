@@ -8,6 +8,7 @@
 
 mod fast_json;
 
+use crate::interner::Interner;
 use foldhash::HashMap;
 use std::borrow::Cow;
 
@@ -195,8 +196,7 @@ pub struct ProfileBuilder {
     nodes: Vec<Node>,
     ids: Vec<i64>,
     index_of: HashMap<i64, u32>,
-    strings: Vec<String>,
-    string_index: HashMap<String, u32>,
+    strings: Interner<String>,
 }
 
 impl ProfileBuilder {
@@ -205,19 +205,8 @@ impl ProfileBuilder {
             nodes: Vec::with_capacity(nodes),
             ids: Vec::with_capacity(nodes),
             index_of: HashMap::with_capacity_and_hasher(nodes, Default::default()),
-            strings: Vec::new(),
-            string_index: HashMap::default(),
+            strings: Interner::new(),
         }
-    }
-
-    fn intern(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.string_index.get(s) {
-            return i;
-        }
-        let i = self.strings.len() as u32;
-        self.strings.push(s.to_owned());
-        self.string_index.insert(s.to_owned(), i);
-        i
     }
 
     /// Adds a node; `line`/`column` are the inspector's 0-based values (negative = unknown).
@@ -232,8 +221,8 @@ impl ProfileBuilder {
             )));
         }
         let kind = NodeKind::classify(name, url);
-        let name = self.intern(name);
-        let url = self.intern(url);
+        let name = self.strings.id(name);
+        let url = self.strings.id(url);
         let clamp = |v: i64| {
             if v < 0 {
                 -1
@@ -399,7 +388,7 @@ impl ProfileBuilder {
         Ok(Profile {
             nodes: self.nodes,
             samples: out,
-            strings: self.strings,
+            strings: self.strings.into_values(),
             start_time,
             end_time,
         })

@@ -2,9 +2,7 @@
 //! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
 //! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
 
-// foldhash: several times SipHash's speed on these short keys, still seeded per process (profiles
-// can come from anyone, so keys must not be able to pick their own collisions).
-use foldhash::HashMap;
+use crate::interner::Interner;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +21,7 @@ pub struct Frame {
 }
 
 /// `ProfilerStack`: one node of the stack trie; `parentId` absent at the outermost frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Stack {
     pub frame_id: u32,
@@ -81,10 +79,10 @@ pub struct ProfilerTrace {
 /// The three dedup tables plus the samples; hand it frames and stacks, take the trace at the end.
 #[derive(Default)]
 pub struct TraceBuilder {
-    trace: ProfilerTrace,
-    resource_ids: HashMap<String, u32>,
-    frame_ids: HashMap<Frame, u32>,
-    stack_ids: HashMap<(u32, Option<u32>), u32>,
+    resources: Interner<String>,
+    frames: Interner<Frame>,
+    stacks: Interner<Stack>,
+    samples: Vec<TraceSample>,
 }
 
 impl TraceBuilder {
@@ -93,38 +91,28 @@ impl TraceBuilder {
     }
 
     pub fn resource_id(&mut self, url: &str) -> u32 {
-        if let Some(&id) = self.resource_ids.get(url) {
-            return id;
-        }
-        let id = self.trace.resources.len() as u32;
-        self.trace.resources.push(url.to_owned());
-        self.resource_ids.insert(url.to_owned(), id);
-        id
+        self.resources.id(url)
     }
 
     pub fn frame_id(&mut self, frame: Frame) -> u32 {
-        if let Some(&id) = self.frame_ids.get(&frame) {
-            return id;
-        }
-        let id = self.trace.frames.len() as u32;
-        self.trace.frames.push(frame.clone());
-        self.frame_ids.insert(frame, id);
-        id
+        self.frames.id_of_owned(frame)
     }
 
     pub fn stack_id(&mut self, frame_id: u32, parent_id: Option<u32>) -> u32 {
-        *self.stack_ids.entry((frame_id, parent_id)).or_insert_with(|| {
-            self.trace.stacks.push(Stack { frame_id, parent_id });
-            self.trace.stacks.len() as u32 - 1
-        })
+        self.stacks.id_of_owned(Stack { frame_id, parent_id })
     }
 
     pub fn push_sample(&mut self, sample: TraceSample) {
-        self.trace.samples.push(sample);
+        self.samples.push(sample);
     }
 
     pub fn finish(self) -> ProfilerTrace {
-        self.trace
+        ProfilerTrace {
+            resources: self.resources.into_values(),
+            frames: self.frames.into_values(),
+            stacks: self.stacks.into_values(),
+            samples: self.samples,
+        }
     }
 }
 

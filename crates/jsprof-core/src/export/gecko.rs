@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use super::{display_name, frame_attributions, median_interval, time_order, Pseudo};
 use crate::attribution::Kind;
+use crate::interner::Interner;
 use crate::trace::{Marker, ProfilerTrace};
 
 pub const PROCESSED_PROFILE_VERSION: u32 = 58;
@@ -39,24 +40,6 @@ pub struct GeckoOptions {
     pub thread_name: Option<String>,
     /// `meta.startTime`: ms since the Unix epoch of the trace's time origin (0 when unknown).
     pub start_time: Option<f64>,
-}
-
-#[derive(Default)]
-struct Strings {
-    array: Vec<String>,
-    index: HashMap<String, u32>,
-}
-
-impl Strings {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.array.len() as u32;
-        self.array.push(s.to_owned());
-        self.index.insert(s.to_owned(), i);
-        i
-    }
 }
 
 #[derive(Serialize, Default)]
@@ -130,7 +113,7 @@ fn categories(packages: &[String]) -> Value {
 }
 
 pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value {
-    let mut strings = Strings::default();
+    let mut strings = Interner::<String>::new();
     let attributions = frame_attributions(trace);
 
     // Packages -> dependency subcategories (1-based; 0 is "Other").
@@ -364,7 +347,7 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         },
         "libs": [],
         "shared": {
-            "stringArray": strings.array,
+            "stringArray": strings.values(),
             "sources": {
                 "length": source_count,
                 "uuid": vec![Value::Null; source_count],

@@ -18,6 +18,7 @@ use prost::Message;
 
 use super::{frame_attributions, kind_name, package_label, sample_durations, stack_frames, Pseudo};
 use crate::error::{Error, Result};
+use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
 
 #[derive(Clone, PartialEq, Message)]
@@ -144,27 +145,17 @@ pub struct Function {
     pub start_line: i64,
 }
 
-/// The string table: index 0 is "" as the format requires.
-#[derive(Default)]
-struct Strings {
-    table: Vec<String>,
-    index: HashMap<String, i64>,
-}
+/// The string table: index 0 is "" as the format requires; ids are the format's int64.
+struct Strings(Interner<String>);
 
 impl Strings {
     fn new() -> Self {
-        let mut s = Strings::default();
+        let mut s = Strings(Interner::new());
         s.id("");
         s
     }
     fn id(&mut self, s: &str) -> i64 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.table.len() as i64;
-        self.table.push(s.to_owned());
-        self.index.insert(s.to_owned(), i);
-        i
+        i64::from(self.0.id(s))
     }
 }
 
@@ -311,7 +302,7 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
         period,
         comment,
         default_sample_type: strings.id("cpu"),
-        string_table: strings.table,
+        string_table: strings.0.into_values(),
         ..Default::default()
     }
 }
