@@ -303,6 +303,26 @@ describe('jsprof report', () => {
     assert.deepEqual(JSON.parse(r.stdout).rows, JSON.parse(JSON.stringify(expected)))
     assert.ok(expected.some((row) => row.name.startsWith('burnAlpha (')))
   })
+
+  test('samples that go back in time are read: V8 records some out of order and traces keep its order', () => {
+    // The recorded trace with two neighbouring samples swapped, as V8 sometimes gives them (and as
+    // `jsprof record` then writes them: a trace that reported "goes back in time" once failed here).
+    const samples = trace.samples.slice()
+    const i = samples.findIndex((s, k) => k > 0 && s.timestamp > samples[k - 1].timestamp)
+    assert.ok(i > 0, 'the recorded trace has two samples to swap')
+    ;[samples[i - 1], samples[i]] = [samples[i], samples[i - 1]]
+    const swapped = { ...trace, samples }
+    assert.equal(traceProblem(swapped), null)
+    const file = path.join(tmp, 'out-of-order.trace.json')
+    fs.writeFileSync(file, JSON.stringify(swapped))
+    const r = jsprofSync(['report', file, '--by', 'function', '--json', '--top', '1000'])
+    assert.equal(r.code, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout).rows, JSON.parse(JSON.stringify(jsprof.summarize(swapped, { by: 'function' }))))
+    const out = path.join(tmp, 'out-of-order.svg')
+    const f = jsprofSync(['flamegraph', file, '-o', out])
+    assert.equal(f.code, 0, f.stderr)
+    assert.match(fs.readFileSync(out, 'utf8'), /<svg/)
+  })
 })
 
 describe('jsprof convert / flamegraph', () => {
