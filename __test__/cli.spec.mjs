@@ -317,7 +317,11 @@ describe('jsprof report', () => {
     fs.writeFileSync(file, JSON.stringify(swapped))
     const r = jsprofSync(['report', file, '--by', 'function', '--json', '--top', '1000'])
     assert.equal(r.code, 0, r.stderr)
-    assert.deepEqual(JSON.parse(r.stdout).rows, JSON.parse(JSON.stringify(jsprof.summarize(swapped, { by: 'function' }))))
+    const report = JSON.parse(r.stdout)
+    assert.deepEqual(report.rows, JSON.parse(JSON.stringify(jsprof.summarize(swapped, { by: 'function' }))))
+    // The span and the interval are the time-ordered ones: the same as the unswapped trace's.
+    const original = JSON.parse(jsprofSync(['report', tracePath, '--json']).stdout)
+    assert.deepEqual([report.durationMs, report.intervalMs], [original.durationMs, original.intervalMs])
     const out = path.join(tmp, 'out-of-order.svg')
     const f = jsprofSync(['flamegraph', file, '-o', out])
     assert.equal(f.code, 0, f.stderr)

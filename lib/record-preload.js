@@ -137,9 +137,15 @@ function start(config) {
       const tmp = `${output}.${pid}.tmp`
       fs.writeFileSync(tmp, stringify(trace))
       fs.renameSync(tmp, output)
-      const first = trace.samples.length ? trace.samples[0].timestamp : 0
-      const last = trace.samples.length ? trace.samples[trace.samples.length - 1].timestamp : 0
-      report({ path: output, pid, how, samples: trace.samples.length, durationMs: last - first, writeMs: Date.now() - startedAt })
+      // Earliest to latest: V8 records some samples out of time order, and the trace keeps its order.
+      let first = Infinity
+      let last = -Infinity
+      for (const s of trace.samples) {
+        first = Math.min(first, s.timestamp)
+        last = Math.max(last, s.timestamp)
+      }
+      const durationMs = trace.samples.length ? last - first : 0
+      report({ path: output, pid, how, samples: trace.samples.length, durationMs, writeMs: Date.now() - startedAt })
     } catch (err) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
       report({ error: err.message, pid, how })

@@ -22,10 +22,10 @@ Columns: self % and total % are shares of all samples (idle included); self ms /
 those samples stand for; samples counts the self samples; kind is app, dependency, node or native (idle, gc or other for samples
 without a JS stack).`
 
-/** Median distance between consecutive samples, ms (0 with fewer than 2). */
-function medianInterval(samples) {
+/** Median distance between consecutive sample times (sorted), ms (0 with fewer than 2). */
+function medianInterval(times) {
   const deltas = []
-  for (let i = 1; i < samples.length; i++) deltas.push(samples[i].timestamp - samples[i - 1].timestamp)
+  for (let i = 1; i < times.length; i++) deltas.push(times[i] - times[i - 1])
   if (deltas.length === 0) return 0
   deltas.sort((a, b) => a - b)
   return deltas[deltas.length >> 1]
@@ -80,8 +80,10 @@ async function report(args) {
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
   const total = trace.samples.length
-  const durationMs = total > 1 ? trace.samples[total - 1].timestamp - trace.samples[0].timestamp : 0
-  const intervalMs = medianInterval(trace.samples)
+  // In time order: a trace keeps V8's sample order, which now and then puts one out of time order.
+  const times = trace.samples.map((s) => s.timestamp).sort((a, b) => a - b)
+  const durationMs = total > 1 ? times[total - 1] - times[0] : 0
+  const intervalMs = medianInterval(times)
 
   if (values.json) {
     await writeStdout(`${JSON.stringify({ file, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`)
