@@ -70,6 +70,9 @@ export declare function attributionReads(): number
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 
+/** Forgets every map read so far. */
+export declare function clearSourceMapCache(): void
+
 /**
  * `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
  * strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
@@ -117,6 +120,16 @@ export interface InspectorColumns {
   endTime: number
 }
 
+/** The mapped tables (`{"resources","frames","stacks"}` JSON), `stackMap[old] = new`, and the stats JSON. */
+export interface MappedTables {
+  tables: string
+  stackMap: Uint32Array
+  stats: string
+}
+
+/** Maps a trace's tables (JSON text: resources, frames, stacks, `samples: []`) off the main thread. */
+export declare function resolveSourceMaps(tablesJson: string, optionsJson: string): Promise<unknown>
+
 /** `{ kind, package?, version?, root? }` of one resource. */
 export interface ResourceAttribution {
   /** `app`, `dependency`, `node` or `native`. */
@@ -125,6 +138,9 @@ export interface ResourceAttribution {
   version?: string
   root?: string
 }
+
+/** Test hook: how many files the process-wide source-map cache has read from disk. */
+export declare function sourceMapReads(): number
 
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
 export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string

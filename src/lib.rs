@@ -17,6 +17,7 @@ use napi_derive::napi;
 
 mod export;
 mod prod;
+mod sourcemap;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {
@@ -86,7 +87,11 @@ impl SampleColumns {
 }
 
 impl PlainParts {
-    fn tables_json(resources: &[String], frames: &[core::Frame], stacks: &[core::Stack]) -> Result<String> {
+    pub(crate) fn tables_json(
+        resources: &[String],
+        frames: &[core::Frame],
+        stacks: &[core::Stack],
+    ) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
             resources: &'a [String],

@@ -11,6 +11,7 @@ pub mod error;
 pub mod export;
 pub mod interner;
 pub mod recording;
+pub mod sourcemap;
 pub mod summary;
 pub mod trace;
 
