@@ -8,7 +8,7 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import {
@@ -328,6 +328,49 @@ test('a real capture of the bundle: self time of the bundled packages goes to th
   assert.ok(app && app.kind === 'app' && app.version === '4.5.6', 'the app is found by its package.json')
   const names = new Set(mappedTrace.frames.map((f) => f.name))
   for (const n of ['checksum', 'renderRows']) assert.ok(names.has(n), `${n} named again`)
+})
+
+test('jsprof report, convert and flamegraph map by default and take --no-source-maps', async () => {
+  const trace = syntheticTrace(builds.tsc, tscNeedles)
+  // Each sample on its own stack so every function has self time (a row of its own).
+  trace.samples = trace.stacks.map((_, i) => ({ timestamp: i, stackId: i }))
+  const file = path.join(dir, 'cli.trace.json')
+  fs.writeFileSync(file, JSON.stringify(trace))
+  const jsprof = (args) =>
+    spawnSync(process.execPath, [path.join(ROOT, 'bin', 'jsprof.js'), ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } })
+  const ts = tsPositions()
+  const tsUrl = pathToFileURL(tsFile).href
+  const mapped = jsprof(['report', file, '--by', 'function', '--json'])
+  assert.equal(mapped.status, 0, mapped.stderr)
+  assert.match(mapped.stderr, /mapped 3 of 4 frames through source maps/)
+  const names = JSON.parse(mapped.stdout).rows.map((r) => r.name)
+  for (const n of HOT) assert.ok(names.includes(`${n} (${tsUrl}:${ts[n].paren.line}:${ts[n].paren.column})`), `${n} in ${names}`)
+  const table = jsprof(['report', file, '--by', 'function'])
+  assert.match(table.stdout, new RegExp(`checksum \\(${tsUrl}:${ts.checksum.paren.line}:${ts.checksum.paren.column}\\)`))
+  const plain = jsprof(['report', file, '--by', 'function', '--json', '--no-source-maps'])
+  assert.equal(plain.status, 0, plain.stderr)
+  assert.equal(plain.stderr, '')
+  assert.ok(JSON.parse(plain.stdout).rows.every((r) => !r.name.includes('.ts:')))
+  const collapsed = jsprof(['convert', file, '--to', 'collapsed', '-o', '-'])
+  assert.equal(collapsed.status, 0, collapsed.stderr)
+  assert.ok(collapsed.stdout.includes(`renderRows (${tsFile}:${ts.renderRows.paren.line}:${ts.renderRows.paren.column})`), collapsed.stdout)
+  const svg = path.join(dir, 'cli.svg')
+  const flame = jsprof(['flamegraph', file, '-o', svg])
+  assert.equal(flame.status, 0, flame.stderr)
+  assert.match(fs.readFileSync(svg, 'utf8'), /server\.ts/)
+  const plainSvg = jsprof(['flamegraph', file, '-o', svg, '--no-source-maps'])
+  assert.equal(plainSvg.status, 0, plainSvg.stderr)
+  assert.doesNotMatch(fs.readFileSync(svg, 'utf8'), /server\.ts/)
+  // A map that is named but broken is a warning, never a failure.
+  const brokenDir = path.join(dir, 'cli-broken')
+  fs.mkdirSync(brokenDir)
+  fs.writeFileSync(path.join(brokenDir, 'server.js'), fs.readFileSync(builds.tsc, 'utf8'))
+  fs.writeFileSync(path.join(brokenDir, 'server.js.map'), 'not json')
+  const brokenFile = path.join(dir, 'cli-broken.trace.json')
+  fs.writeFileSync(brokenFile, JSON.stringify({ ...trace, resources: [pathToFileURL(path.join(brokenDir, 'server.js')).href] }))
+  const warned = jsprof(['report', brokenFile])
+  assert.equal(warned.status, 0, warned.stderr)
+  assert.match(warned.stderr, /warning: source map not used: .*server\.js\.map: not a valid source map/)
 })
 
 test('a broken map and a missing map leave frames as they are and say why', async () => {
