@@ -120,15 +120,18 @@ export interface InspectorColumns {
   endTime: number
 }
 
-/** The mapped tables (`{"resources","frames","stacks"}` JSON), `stackMap[old] = new`, and the stats JSON. */
+/**
+ * The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
+ * stats as JSON.
+ */
 export interface MappedTables {
-  tables: string
+  tables: TableColumns
   stackMap: Uint32Array
   stats: string
 }
 
-/** Maps a trace's tables (JSON text: resources, frames, stacks, `samples: []`) off the main thread. */
-export declare function resolveSourceMaps(tablesJson: string, optionsJson: string): Promise<unknown>
+/** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
+export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
 
 /** `{ kind, package?, version?, root? }` of one resource. */
 export interface ResourceAttribution {
@@ -144,6 +147,22 @@ export declare function sourceMapReads(): number
 
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
 export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string
+
+/**
+ * A trace's tables as columns, the cheapest shape to build and read on the main thread: strings as
+ * JSON arrays, numbers as `Float64Array`s with -1 where a member is absent.
+ */
+export interface TableColumns {
+  /** JSON array of the resources. */
+  resources: string
+  /** JSON array of the frames' names. */
+  names: string
+  frameResource: Float64Array
+  frameLine: Float64Array
+  frameColumn: Float64Array
+  stackFrame: Float64Array
+  stackParent: Float64Array
+}
 
 /**
  * A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text

@@ -5,7 +5,8 @@
 //  2. fromCpuProfile(jsonText) on a multi-MB profile vs a straightforward JS conversion.
 //
 // Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert.
+// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps.
+//  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
 
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
@@ -15,6 +16,7 @@ import { createRequire } from 'node:module'
 import { makeWorkload } from './workload.mjs'
 import { runBare, runOurs } from './stall.mjs'
 import { makeProfileText, assertSameTraces, timeInterleaved, candidates } from './from-cpu-profile.mjs'
+import { sourcemapBench } from './sourcemaps.mjs'
 
 const require = createRequire(import.meta.url)
 const { getSampler } = require('../lib/sampler.js')
@@ -149,6 +151,7 @@ function convertBench() {
 
 console.log(`# jsprof-node benchmarks\nmachine: ${machine()}`)
 const t0 = performance.now()
-if (ONLY !== 'convert') await stallBench()
-if (ONLY !== 'stall') convertBench()
+if (ONLY === '' || ONLY === 'stall') await stallBench()
+if (ONLY === '' || ONLY === 'convert') convertBench()
+if (ONLY === '' || ONLY === 'sourcemaps') await sourcemapBench()
 console.log(`\ntotal bench time: ${((performance.now() - t0) / 1000).toFixed(0)} s`)

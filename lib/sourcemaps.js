@@ -90,24 +90,98 @@ function checkTrace(trace) {
   }
 }
 
-/** The samples with their stack ids renumbered; a stack id that names no stack is a TypeError. */
-function renumberSamples(samples, stackMap) {
+/** An optional numeric member as a column value: -1 when absent; a non-number is a TypeError. */
+function numberOrAbsent(value, where) {
+  if (value === undefined) return -1
+  if (typeof value !== 'number') throw new TypeError(`resolveSourceMaps: malformed trace: ${where} must be a number, got ${describe(value)}`)
+  return value
+}
+
+function element(table, i, value) {
+  if (value === null || typeof value !== 'object') {
+    throw new TypeError(`resolveSourceMaps: malformed trace: ${table}[${i}] must be an object, got ${describe(value)}`)
+  }
+  return value
+}
+
+/**
+ * The tables as the binding takes them: strings as JSON arrays, numbers as Float64Array columns (-1:
+ * absent). Ranges, integers and cycles are checked in Rust (the same validation as every exporter).
+ */
+function toColumns({ resources, frames, stacks }) {
+  const n = frames.length
+  const names = new Array(n)
+  const frameResource = new Float64Array(n)
+  const frameLine = new Float64Array(n)
+  const frameColumn = new Float64Array(n)
+  for (let i = 0; i < n; i++) {
+    const f = element('frames', i, frames[i])
+    names[i] = f.name
+    frameResource[i] = numberOrAbsent(f.resourceId, `frames[${i}].resourceId`)
+    frameLine[i] = numberOrAbsent(f.line, `frames[${i}].line`)
+    frameColumn[i] = numberOrAbsent(f.column, `frames[${i}].column`)
+  }
+  const m = stacks.length
+  const stackFrame = new Float64Array(m)
+  const stackParent = new Float64Array(m)
+  for (let i = 0; i < m; i++) {
+    const s = element('stacks', i, stacks[i])
+    if (typeof s.frameId !== 'number') throw new TypeError(`resolveSourceMaps: malformed trace: stacks[${i}].frameId must be a number, got ${describe(s.frameId)}`)
+    stackFrame[i] = s.frameId
+    stackParent[i] = numberOrAbsent(s.parentId, `stacks[${i}].parentId`)
+  }
+  let text
+  try {
+    text = { resources: JSON.stringify(resources), names: JSON.stringify(names) }
+  } catch (cause) {
+    throw new TypeError(`resolveSourceMaps: the trace cannot be serialized: ${cause && cause.message}`, { cause })
+  }
+  return { ...text, frameResource, frameLine, frameColumn, stackFrame, stackParent }
+}
+
+/** The tables back from columns, each object with only the members it has (absent, never -1 or null). */
+function fromColumns(t) {
+  const resources = JSON.parse(t.resources)
+  const names = JSON.parse(t.names)
+  const frames = new Array(names.length)
+  for (let i = 0; i < names.length; i++) {
+    const frame = { name: names[i] }
+    if (t.frameResource[i] >= 0) frame.resourceId = t.frameResource[i]
+    if (t.frameLine[i] >= 0) frame.line = t.frameLine[i]
+    if (t.frameColumn[i] >= 0) frame.column = t.frameColumn[i]
+    frames[i] = frame
+  }
+  const stacks = new Array(t.stackFrame.length)
+  for (let i = 0; i < stacks.length; i++) {
+    const p = t.stackParent[i]
+    stacks[i] = p >= 0 ? { frameId: t.stackFrame[i], parentId: p } : { frameId: t.stackFrame[i] }
+  }
+  return { resources, frames, stacks }
+}
+
+// Samples renumbered per event-loop turn: ~1 ms each, so a long trace never stalls the loop.
+const SAMPLES_PER_TURN = 8192
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+/** Copies of the samples with their stack ids renumbered; a stack id that names no stack is a TypeError. */
+async function renumberSamples(samples, stackMap) {
   const n = samples.length
   const out = new Array(n)
-  for (let i = 0; i < n; i++) {
-    const s = samples[i]
-    if (s === null || typeof s !== 'object') {
-      throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}] must be an object, got ${describe(s)}`)
-    }
-    const copy = { ...s }
-    if (s.stackId !== undefined) {
-      const id = s.stackId
-      if (!Number.isInteger(id) || id < 0 || id >= stackMap.length) {
-        throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${id} names no stack (the trace has ${stackMap.length})`)
+  for (let start = 0; start < n; start += SAMPLES_PER_TURN) {
+    if (start > 0) await nextTurn()
+    const end = Math.min(n, start + SAMPLES_PER_TURN)
+    for (let i = start; i < end; i++) {
+      const s = element('samples', i, samples[i])
+      const copy = { ...s }
+      if (s.stackId !== undefined) {
+        const id = s.stackId
+        if (!Number.isInteger(id) || id < 0 || id >= stackMap.length) {
+          throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${id} names no stack (the trace has ${stackMap.length})`)
+        }
+        copy.stackId = stackMap[id]
       }
-      copy.stackId = stackMap[id]
+      out[i] = copy
     }
-    out[i] = copy
   }
   return out
 }
@@ -121,21 +195,17 @@ function renumberSamples(samples, stackMap) {
 async function resolveSourceMaps(trace, options) {
   checkTrace(trace)
   const opts = readOptions(options)
-  let tables
-  try {
-    tables = JSON.stringify({ resources: trace.resources, frames: trace.frames, stacks: trace.stacks, samples: [] })
-  } catch (cause) {
-    throw new TypeError(`resolveSourceMaps: the trace cannot be serialized: ${cause && cause.message}`, { cause })
-  }
+  const columns = toColumns(trace)
   let out
   try {
-    out = await binding.resolveSourceMaps(tables, JSON.stringify(opts))
+    out = await binding.resolveSourceMaps(columns, JSON.stringify(opts))
   } catch (err) {
     if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': resolveSourceMaps: malformed trace: ')
     rethrowTyped(err)
   }
-  const mapped = JSON.parse(out.tables)
-  mapped.samples = renumberSamples(trace.samples, out.stackMap)
+  const mapped = fromColumns(out.tables)
+  await nextTurn()
+  mapped.samples = await renumberSamples(trace.samples, out.stackMap)
   return { trace: mapped, stats: JSON.parse(out.stats) }
 }
 

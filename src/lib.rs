@@ -87,11 +87,7 @@ impl SampleColumns {
 }
 
 impl PlainParts {
-    pub(crate) fn tables_json(
-        resources: &[String],
-        frames: &[core::Frame],
-        stacks: &[core::Stack],
-    ) -> Result<String> {
+    fn tables_json(resources: &[String], frames: &[core::Frame], stacks: &[core::Stack]) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
             resources: &'a [String],

@@ -1,6 +1,7 @@
-//! napi export of source-map resolution: `resolveSourceMaps` hands the trace's tables (JSON text, no
+//! napi export of source-map resolution: `resolveSourceMaps` hands the trace's tables (as columns, no
 //! samples) and its options (JSON text) to [`jsprof_core::sourcemap::resolve`] on the libuv pool, where
-//! maps are read and parsed, and gives back the mapped tables, where each old stack went, and the stats.
+//! maps are read and parsed, and gives back the mapped tables (columns), where each old stack went, and
+//! the stats.
 //!
 //! One process-wide [`MapCache`] serves every call that does not opt out, so a map is read once per
 //! version of its file however often traces are mapped.
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use jsprof_core::sourcemap::{self, ExplicitMap, MapCache, MapOptions};
-use jsprof_core::{export, ProfilerTrace};
+use jsprof_core::{export, Frame, ProfilerTrace, Stack};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde::Deserialize;
@@ -37,26 +38,148 @@ enum Explicit {
     Text(String),
 }
 
-/// The mapped tables (`{"resources","frames","stacks"}` JSON), `stackMap[old] = new`, and the stats JSON.
+/// A trace's tables as columns, the cheapest shape to build and read on the main thread: strings as
+/// JSON arrays, numbers as `Float64Array`s with -1 where a member is absent.
+#[napi(object)]
+pub struct TableColumns {
+    /// JSON array of the resources.
+    pub resources: String,
+    /// JSON array of the frames' names.
+    pub names: String,
+    pub frame_resource: Float64Array,
+    pub frame_line: Float64Array,
+    pub frame_column: Float64Array,
+    pub stack_frame: Float64Array,
+    pub stack_parent: Float64Array,
+}
+
+/// The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
+/// stats as JSON.
 #[napi(object)]
 pub struct MappedTables {
-    pub tables: String,
+    pub tables: TableColumns,
     pub stack_map: Uint32Array,
     pub stats: String,
 }
 
+/// [`TableColumns`] as plain vectors (sendable to the libuv pool).
+struct Columns {
+    resources: String,
+    names: String,
+    frame_resource: Vec<f64>,
+    frame_line: Vec<f64>,
+    frame_column: Vec<f64>,
+    stack_frame: Vec<f64>,
+    stack_parent: Vec<f64>,
+}
+
+impl Columns {
+    fn from_js(t: &TableColumns) -> Columns {
+        Columns {
+            resources: t.resources.clone(),
+            names: t.names.clone(),
+            frame_resource: t.frame_resource.to_vec(),
+            frame_line: t.frame_line.to_vec(),
+            frame_column: t.frame_column.to_vec(),
+            stack_frame: t.stack_frame.to_vec(),
+            stack_parent: t.stack_parent.to_vec(),
+        }
+    }
+
+    fn into_js(self) -> TableColumns {
+        TableColumns {
+            resources: self.resources,
+            names: self.names,
+            frame_resource: self.frame_resource.into(),
+            frame_line: self.frame_line.into(),
+            frame_column: self.frame_column.into(),
+            stack_frame: self.stack_frame.into(),
+            stack_parent: self.stack_parent.into(),
+        }
+    }
+
+    /// The tables (no samples), every problem a `TypeError` naming the member.
+    fn to_trace(&self) -> Result<ProfilerTrace> {
+        let invalid = |m: String| core_error(jsprof_core::Error::invalid(m));
+        let resources: Vec<String> = serde_json::from_str(&self.resources)
+            .map_err(|e| invalid(format!("trace.resources must be strings: {e}")))?;
+        let names: Vec<String> = serde_json::from_str(&self.names)
+            .map_err(|e| invalid(format!("every frame's name must be a string: {e}")))?;
+        let n = names.len();
+        if [&self.frame_resource, &self.frame_line, &self.frame_column]
+            .iter()
+            .any(|c| c.len() != n)
+            || self.stack_frame.len() != self.stack_parent.len()
+        {
+            return Err(Error::from_reason(
+                "jsprof-node internal error: columns of different lengths",
+            ));
+        }
+        let id = |value: f64, what: &dyn Fn() -> String| -> Result<Option<u32>> {
+            if value == -1.0 {
+                return Ok(None);
+            }
+            if value.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&value) {
+                return Ok(Some(value as u32));
+            }
+            Err(invalid(format!(
+                "{} must be an integer >= 0, got {value}",
+                what()
+            )))
+        };
+        let mut frames = Vec::with_capacity(n);
+        for (i, name) in names.into_iter().enumerate() {
+            frames.push(Frame {
+                name,
+                resource_id: id(self.frame_resource[i], &|| format!("frames[{i}].resourceId"))?,
+                line: id(self.frame_line[i], &|| format!("frames[{i}].line"))?,
+                column: id(self.frame_column[i], &|| format!("frames[{i}].column"))?,
+            });
+        }
+        let mut stacks = Vec::with_capacity(self.stack_frame.len());
+        for i in 0..self.stack_frame.len() {
+            let frame_id = id(self.stack_frame[i], &|| format!("stacks[{i}].frameId"))?
+                .ok_or_else(|| invalid(format!("stacks[{i}].frameId must be an integer >= 0")))?;
+            let parent_id = id(self.stack_parent[i], &|| format!("stacks[{i}].parentId"))?;
+            stacks.push(Stack { frame_id, parent_id });
+        }
+        let trace = ProfilerTrace {
+            resources,
+            frames,
+            stacks,
+            samples: Vec::new(),
+        };
+        export::validate(&trace).map_err(core_error)?;
+        Ok(trace)
+    }
+
+    fn from_trace(trace: &ProfilerTrace) -> Result<Columns> {
+        let opt = |v: Option<u32>| v.map_or(-1.0, f64::from);
+        let names: Vec<&str> = trace.frames.iter().map(|f| f.name.as_str()).collect();
+        Ok(Columns {
+            resources: json(&trace.resources)?,
+            names: json(&names)?,
+            frame_resource: trace.frames.iter().map(|f| opt(f.resource_id)).collect(),
+            frame_line: trace.frames.iter().map(|f| opt(f.line)).collect(),
+            frame_column: trace.frames.iter().map(|f| opt(f.column)).collect(),
+            stack_frame: trace.stacks.iter().map(|s| f64::from(s.frame_id)).collect(),
+            stack_parent: trace.stacks.iter().map(|s| opt(s.parent_id)).collect(),
+        })
+    }
+}
+
 pub struct ResolveSourceMaps {
-    tables_json: String,
+    input: Columns,
     options_json: String,
 }
 
 pub struct Output {
-    tables: String,
+    tables: Columns,
     stack_map: Vec<u32>,
     stats: String,
 }
 
-fn json<T: serde::Serialize>(value: &T) -> Result<String> {
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::from_reason(e.to_string()))
 }
 
@@ -66,12 +189,7 @@ impl Task for ResolveSourceMaps {
 
     fn compute(&mut self) -> Result<Output> {
         guarded("resolving source maps", || {
-            let tables: ProfilerTrace = serde_json::from_str(&self.tables_json).map_err(|e| {
-                core_error(jsprof_core::Error::invalid(format!(
-                    "not a valid ProfilerTrace: {e}"
-                )))
-            })?;
-            export::validate(&tables).map_err(core_error)?;
+            let tables = self.input.to_trace()?;
             let options: Options = serde_json::from_str(&self.options_json)
                 .map_err(|e| Error::from_reason(format!("jsprof-node internal error: options: {e}")))?;
             let explicit: HashMap<String, ExplicitMap> = options
@@ -100,11 +218,7 @@ impl Task for ResolveSourceMaps {
             };
             let resolved = sourcemap::resolve(&tables, &map_options, cache);
             Ok(Output {
-                tables: crate::PlainParts::tables_json(
-                    &resolved.trace.resources,
-                    &resolved.trace.frames,
-                    &resolved.trace.stacks,
-                )?,
+                tables: Columns::from_trace(&resolved.trace)?,
                 stack_map: resolved.stack_map,
                 stats: json(&resolved.stats)?,
             })
@@ -113,18 +227,18 @@ impl Task for ResolveSourceMaps {
 
     fn resolve(&mut self, _env: Env, output: Output) -> Result<MappedTables> {
         Ok(MappedTables {
-            tables: output.tables,
+            tables: output.tables.into_js(),
             stack_map: output.stack_map.into(),
             stats: output.stats,
         })
     }
 }
 
-/// Maps a trace's tables (JSON text: resources, frames, stacks, `samples: []`) off the main thread.
+/// Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change).
 #[napi(catch_unwind)]
-pub fn resolve_source_maps(tables_json: String, options_json: String) -> AsyncTask<ResolveSourceMaps> {
+pub fn resolve_source_maps(tables: TableColumns, options_json: String) -> AsyncTask<ResolveSourceMaps> {
     AsyncTask::new(ResolveSourceMaps {
-        tables_json,
+        input: Columns::from_js(&tables),
         options_json,
     })
 }

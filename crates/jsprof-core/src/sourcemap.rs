@@ -203,8 +203,8 @@ type Loaded = std::result::Result<Arc<LoadedMap>, Failure>;
 enum ScriptRef {
     /// No `sourceMappingURL` comment.
     None,
-    /// A comment naming a URL (not yet resolved).
-    Url(String),
+    /// A comment naming a map file (resolved against the script's URL once), or why it names none.
+    Map(std::result::Result<PathBuf, Failure>),
     /// A `data:` URL comment, decoded.
     Inline(Loaded),
 }
@@ -486,7 +486,10 @@ fn find_comment(script: &[u8]) -> Option<String> {
     while let Some(at) = finder.rfind(&script[..end]) {
         end = at;
         let line_start = memchr::memrchr(b'\n', &script[..at]).map_or(0, |i| i + 1);
-        let before = std::str::from_utf8(&script[line_start..at]).ok()?.trim();
+        let Ok(before) = std::str::from_utf8(&script[line_start..at]) else {
+            continue;
+        };
+        let before = before.trim();
         let is_comment = ["//#", "//@"]
             .iter()
             .any(|p| before.strip_prefix(p).is_some_and(|rest| rest.is_empty()));
@@ -496,7 +499,10 @@ fn find_comment(script: &[u8]) -> Option<String> {
         let value_start = at + KEY.len();
         let line_end =
             memchr::memchr2(b'\n', b'\r', &script[value_start..]).map_or(script.len(), |i| value_start + i);
-        let value = std::str::from_utf8(&script[value_start..line_end]).ok()?.trim();
+        let Ok(value) = std::str::from_utf8(&script[value_start..line_end]) else {
+            continue;
+        };
+        let value = value.trim();
         if value.is_empty() || value.contains(char::is_whitespace) {
             continue;
         }
@@ -534,7 +540,7 @@ impl Loader<'_> {
         if self.options.comments {
             match self.script_ref(&script) {
                 Ok(ScriptRef::Inline(loaded)) => return loaded,
-                Ok(ScriptRef::Url(url)) => return self.referenced(&script, &url),
+                Ok(ScriptRef::Map(path)) => return path.and_then(|p| self.map_file(&p)),
                 Ok(ScriptRef::None) => {}
                 Err(failure) => script_problem = Some(failure),
             }
@@ -555,17 +561,13 @@ impl Loader<'_> {
         Err(Failure::new(Reason::NoMap, message))
     }
 
-    /// The map a comment's URL names, resolved against the script's URL.
-    fn referenced(&self, script: &Path, url: &str) -> Loaded {
+    /// The map file a comment's URL names, resolved against the script's URL.
+    fn referenced(script: &Path, url: &str) -> std::result::Result<PathBuf, Failure> {
         let resolved = file_url(script).and_then(|base| base.join(url).ok());
         match resolved {
-            Some(u) if u.scheme() == "file" => match u.to_file_path() {
-                Ok(path) => self.map_file(&path),
-                Err(()) => Err(Failure::new(
-                    Reason::MapUnreadable,
-                    format!("map {u} is not a local path"),
-                )),
-            },
+            Some(u) if u.scheme() == "file" => u
+                .to_file_path()
+                .map_err(|()| Failure::new(Reason::MapUnreadable, format!("map {u} is not a local path"))),
             Some(u) => Err(Failure::new(
                 Reason::MapUnreadable,
                 format!("map {u} is not a local file (only file: maps are read)"),
@@ -592,7 +594,7 @@ impl Loader<'_> {
             Some(url) if url.len() >= 5 && url[..5].eq_ignore_ascii_case("data:") => {
                 ScriptRef::Inline(decode_data_url(&url, file_url(script)))
             }
-            Some(url) => ScriptRef::Url(url),
+            Some(url) => ScriptRef::Map(Self::referenced(script, &url)),
         };
         let kept = match &value {
             ScriptRef::Inline(_) => bytes.len() as u64,
@@ -639,7 +641,7 @@ impl LoadedMap {
         line: u32,
         column: u32,
         generated_name: &str,
-        sources: &mut HashMap<String, String>,
+        sources: &mut foldhash::HashMap<String, String>,
     ) -> Option<Original> {
         let token = self.map.lookup_token(line, column)?;
         if token.get_dst_line() != line || !token.has_source() || token.get_src_line() == u32::MAX {
@@ -708,7 +710,8 @@ pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -
         })
         .collect();
     let mut maps: Vec<Option<Loaded>> = vec![None; tables.resources.len()];
-    let mut sources: Vec<HashMap<String, String>> = vec![HashMap::new(); tables.resources.len()];
+    let mut sources: Vec<foldhash::HashMap<String, String>> =
+        vec![foldhash::HashMap::default(); tables.resources.len()];
     let mut builder = TraceBuilder::new();
     let mut frame_map = Vec::with_capacity(tables.frames.len());
     let mut mapped = 0u32;
@@ -1265,5 +1268,9 @@ mod tests {
             Some("a.map".into())
         );
         assert_eq!(find_comment(b""), None);
+        assert_eq!(
+            find_comment(b"//# sourceMappingURL=a.map\n\xff\xfe //# sourceMappingURL=b.map"),
+            Some("a.map".into())
+        );
     }
 }
