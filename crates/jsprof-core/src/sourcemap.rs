@@ -624,7 +624,8 @@ impl Loader<'_> {
 
 /// Where a frame goes in the original source.
 struct Original {
-    resource: String,
+    /// Its resource's id in the new trace.
+    resource_id: u32,
     line: u32,
     column: u32,
     name: Option<String>,
@@ -636,24 +637,26 @@ fn utf16_len(s: &str) -> u32 {
 
 impl LoadedMap {
     /// The original position of a generated one (0-based), and the original name of `generated_name`.
+    /// `sources` remembers each source's resource id in `builder`.
     fn lookup(
         &self,
         line: u32,
         column: u32,
         generated_name: &str,
-        sources: &mut foldhash::HashMap<String, String>,
+        sources: &mut foldhash::HashMap<String, u32>,
+        builder: &mut TraceBuilder,
     ) -> Option<Original> {
         let token = self.map.lookup_token(line, column)?;
         if token.get_dst_line() != line || !token.has_source() || token.get_src_line() == u32::MAX {
             return None;
         }
         let source = token.get_source()?;
-        let resource = match sources.get(source) {
-            Some(r) => r.clone(),
+        let resource_id = match sources.get(source) {
+            Some(&id) => id,
             None => {
-                let r = self.source_url(source);
-                sources.insert(source.to_owned(), r.clone());
-                r
+                let id = builder.resource_id(&self.source_url(source));
+                sources.insert(source.to_owned(), id);
+                id
             }
         };
         let name_len = utf16_len(generated_name);
@@ -664,7 +667,7 @@ impl LoadedMap {
             .and_then(|t| t.get_name().map(str::to_owned))
             .filter(|n| !n.is_empty());
         Some(Original {
-            resource,
+            resource_id,
             line: token.get_src_line().saturating_add(1),
             column: token.get_src_col().saturating_add(1),
             name,
@@ -710,7 +713,7 @@ pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -
         })
         .collect();
     let mut maps: Vec<Option<Loaded>> = vec![None; tables.resources.len()];
-    let mut sources: Vec<foldhash::HashMap<String, String>> =
+    let mut sources: Vec<foldhash::HashMap<String, u32>> =
         vec![foldhash::HashMap::default(); tables.resources.len()];
     let mut builder = TraceBuilder::new();
     let mut frame_map = Vec::with_capacity(tables.frames.len());
@@ -724,7 +727,7 @@ pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -
                 match loaded {
                     Ok(map) => {
                         resources[r].map.get_or_insert_with(|| map.origin.clone());
-                        match map.lookup(line - 1, column - 1, &frame.name, &mut sources[r]) {
+                        match map.lookup(line - 1, column - 1, &frame.name, &mut sources[r], &mut builder) {
                             Some(original) => {
                                 resources[r].mapped += 1;
                                 Ok(original)
@@ -749,7 +752,7 @@ pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -
                 mapped += 1;
                 Frame {
                     name: original.name.unwrap_or_else(|| frame.name.clone()),
-                    resource_id: Some(builder.resource_id(&original.resource)),
+                    resource_id: Some(original.resource_id),
                     line: Some(original.line),
                     column: Some(original.column),
                 }
