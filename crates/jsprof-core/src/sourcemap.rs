@@ -221,14 +221,21 @@ struct CacheInner {
     maps: HashMap<PathBuf, Entry<Loaded>>,
     scripts: HashMap<PathBuf, Entry<ScriptRef>>,
     bytes: u64,
+    /// At most this many bytes are kept ([`CACHE_BUDGET`] unless made with [`MapCache::with_budget`]).
+    budget: u64,
     clock: u64,
     reads: u64,
 }
 
 /// Parsed maps and located comments, reused across calls while the files are unchanged.
-#[derive(Default)]
 pub struct MapCache {
     inner: Mutex<CacheInner>,
+}
+
+impl Default for MapCache {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl std::fmt::Debug for MapCache {
@@ -244,7 +251,17 @@ impl std::fmt::Debug for MapCache {
 
 impl MapCache {
     pub fn new() -> Self {
-        Self::default()
+        Self::with_budget(CACHE_BUDGET)
+    }
+
+    /// A cache that keeps at most `budget` bytes (counted in bytes of the files read).
+    pub fn with_budget(budget: u64) -> Self {
+        MapCache {
+            inner: Mutex::new(CacheInner {
+                budget,
+                ..CacheInner::default()
+            }),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
@@ -265,71 +282,54 @@ impl MapCache {
         inner.bytes = 0;
     }
 
-    fn get_map(&self, path: &Path, stamp: Stamp) -> Option<Loaded> {
+    /// The value kept for `path` in one of the cache's tables, if the file is still the same.
+    fn get<T: Clone>(&self, table: Table<T>, path: &Path, stamp: Stamp) -> Option<T> {
         let mut inner = self.lock();
         inner.clock += 1;
         let now = inner.clock;
-        let entry = inner.maps.get_mut(path).filter(|e| e.stamp == stamp)?;
+        let entry = table(&mut inner).get_mut(path).filter(|e| e.stamp == stamp)?;
         entry.used = now;
         Some(entry.value.clone())
     }
 
-    fn get_script(&self, path: &Path, stamp: Stamp) -> Option<ScriptRef> {
+    /// Keeps `value` for this version of `path`, counting `bytes` against the budget.
+    fn put<T>(&self, table: Table<T>, path: PathBuf, stamp: Stamp, value: T, bytes: u64) {
         let mut inner = self.lock();
         inner.clock += 1;
-        let now = inner.clock;
-        let entry = inner.scripts.get_mut(path).filter(|e| e.stamp == stamp)?;
-        entry.used = now;
-        Some(entry.value.clone())
+        let used = inner.clock;
+        let entry = Entry {
+            stamp,
+            value,
+            bytes,
+            used,
+        };
+        if let Some(old) = table(&mut inner).insert(path, entry) {
+            inner.bytes -= old.bytes;
+        }
+        inner.bytes += bytes;
+        inner.evict();
     }
 
     fn count_read(&self) {
         self.lock().reads += 1;
     }
+}
 
-    fn put_map(&self, path: PathBuf, stamp: Stamp, value: Loaded, bytes: u64) {
-        let mut inner = self.lock();
-        inner.clock += 1;
-        let used = inner.clock;
-        if let Some(old) = inner.maps.insert(
-            path,
-            Entry {
-                stamp,
-                value,
-                bytes,
-                used,
-            },
-        ) {
-            inner.bytes -= old.bytes;
-        }
-        inner.bytes += bytes;
-        inner.evict();
-    }
+/// One of [`CacheInner`]'s tables.
+type Table<T> = fn(&mut CacheInner) -> &mut HashMap<PathBuf, Entry<T>>;
 
-    fn put_script(&self, path: PathBuf, stamp: Stamp, value: ScriptRef, bytes: u64) {
-        let mut inner = self.lock();
-        inner.clock += 1;
-        let used = inner.clock;
-        if let Some(old) = inner.scripts.insert(
-            path,
-            Entry {
-                stamp,
-                value,
-                bytes,
-                used,
-            },
-        ) {
-            inner.bytes -= old.bytes;
-        }
-        inner.bytes += bytes;
-        inner.evict();
-    }
+fn maps_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<Loaded>> {
+    &mut inner.maps
+}
+
+fn scripts_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<ScriptRef>> {
+    &mut inner.scripts
 }
 
 impl CacheInner {
     /// Drops the least recently used entries until the cache is within its budget.
     fn evict(&mut self) {
-        while self.bytes > CACHE_BUDGET {
+        while self.bytes > self.budget {
             let oldest_map = self
                 .maps
                 .iter()
@@ -584,7 +584,7 @@ impl Loader<'_> {
         let max = self.options.max_bytes;
         let meta = regular_file(script, max, "script")?;
         let stamp = Stamp::of(&meta);
-        if let Some(known) = self.cache.get_script(script, stamp) {
+        if let Some(known) = self.cache.get(scripts_table, script, stamp) {
             return Ok(known);
         }
         let bytes = read_regular(script, max, "script")?;
@@ -600,8 +600,8 @@ impl Loader<'_> {
             ScriptRef::Inline(_) => bytes.len() as u64,
             _ => 64,
         };
-        self.cache
-            .put_script(script.to_path_buf(), stamp, value.clone(), kept);
+        let path = script.to_path_buf();
+        self.cache.put(scripts_table, path, stamp, value.clone(), kept);
         Ok(value)
     }
 
@@ -610,14 +610,15 @@ impl Loader<'_> {
         let max = self.options.max_bytes;
         let meta = regular_file(path, max, "map")?;
         let stamp = Stamp::of(&meta);
-        if let Some(known) = self.cache.get_map(path, stamp) {
+        if let Some(known) = self.cache.get(maps_table, path, stamp) {
             return known;
         }
         let bytes = read_regular(path, max, "map")?;
         self.cache.count_read();
         let loaded = decode(&bytes, file_url(path), path.display().to_string());
+        let bytes = bytes.len() as u64;
         self.cache
-            .put_map(path.to_path_buf(), stamp, loaded.clone(), bytes.len() as u64);
+            .put(maps_table, path.to_path_buf(), stamp, loaded.clone(), bytes);
         loaded
     }
 }
@@ -1256,6 +1257,38 @@ mod tests {
         cache.clear();
         resolve(&trace, &MapOptions::default(), &cache);
         assert_eq!(cache.reads(), 6);
+    }
+
+    #[test]
+    fn the_cache_keeps_the_most_recently_used_maps_within_its_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut traces = Vec::new();
+        let mut size = 0;
+        for name in ["a", "b"] {
+            let script = dir.path().join(format!("{name}.js"));
+            std::fs::write(&script, "f()").unwrap();
+            let json = map_json(&[(0, 0, 0, 0, "x.ts", None)], None);
+            size = json.len() as u64;
+            std::fs::write(dir.path().join(format!("{name}.js.map")), json).unwrap();
+            traces.push(chain(vec![url(&script)], vec![frame("f", 0, 1, 1)]));
+        }
+        // Room for one map (and the scripts' small entries), not two.
+        let cache = MapCache::with_budget(size + 200);
+        let options = MapOptions::default();
+        resolve(&traces[0], &options, &cache);
+        resolve(&traces[0], &options, &cache);
+        assert_eq!(cache.reads(), 2, "a.js and its map, read once");
+        resolve(&traces[1], &options, &cache);
+        assert_eq!(cache.reads(), 4);
+        resolve(&traces[1], &options, &cache);
+        assert_eq!(cache.reads(), 4, "b.js.map is kept");
+        let again = resolve(&traces[0], &options, &cache);
+        assert_eq!(
+            cache.reads(),
+            6,
+            "a's entries, least recently used, made room for b's"
+        );
+        assert_eq!(again.stats.mapped, 1);
     }
 
     #[test]
