@@ -172,13 +172,17 @@ async function renumberSamples(samples, stackMap) {
     const end = Math.min(n, start + SAMPLES_PER_TURN)
     for (let i = start; i < end; i++) {
       const s = element('samples', i, samples[i])
-      const copy = { ...s }
-      if (s.stackId !== undefined) {
-        const id = s.stackId
-        if (!Number.isInteger(id) || id < 0 || id >= stackMap.length) {
-          throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${id} names no stack (the trace has ${stackMap.length})`)
+      const { timestamp, stackId, marker } = s
+      // A literal of the members a sample has (absent, never undefined): V8 builds these fastest.
+      let copy
+      if (stackId === undefined) {
+        copy = marker === undefined ? { timestamp } : { timestamp, marker }
+      } else {
+        if (!Number.isInteger(stackId) || stackId < 0 || stackId >= stackMap.length) {
+          throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${stackId} names no stack (the trace has ${stackMap.length})`)
         }
-        copy.stackId = stackMap[id]
+        const id = stackMap[stackId]
+        copy = marker === undefined ? { timestamp, stackId: id } : { timestamp, stackId: id, marker }
       }
       out[i] = copy
     }
