@@ -252,7 +252,27 @@ test('esbuild minified bundle: mangled names come back, and packages inside are 
   assert.equal(mapped.resources[equalFrame.resourceId], deepEqualUrl)
 })
 
-/** Profiles a build in a child process until the trace has a sampled frame for every `names`. */
+test('webpack:// sources: packages are attributed by the path, with the version a pnpm path carries', async () => {
+  const map = JSON.parse(fs.readFileSync(`${builds.bundle}.map`, 'utf8'))
+  const rename = {
+    'fast-deep-equal': 'webpack://sm-shop/./node_modules/fast-deep-equal/index.js',
+    'escape-html': 'webpack://sm-shop/./node_modules/.pnpm/escape-html@9.8.7/node_modules/escape-html/index.js',
+    'server.ts': 'webpack://sm-shop/./src/server.ts',
+  }
+  map.sources = map.sources.map((source) => Object.entries(rename).find(([k]) => source.includes(k))[1])
+  const trace = syntheticTrace(builds.bundle, bundleNeedles())
+  const { trace: mapped, stats } = await resolveSourceMaps(trace, { maps: { [trace.resources[0]]: map } })
+  assert.equal(stats.resources[0].map, 'explicit')
+  for (const url of Object.values(rename)) assert.ok(mapped.resources.includes(url), `${url} in ${mapped.resources}`)
+  const rows = summarize(mapped, { by: 'package' })
+  const row = (name) => rows.find((r) => r.name === name)
+  assert.equal(row('fast-deep-equal')?.kind, 'dependency')
+  assert.equal(row('fast-deep-equal').version, undefined, 'a webpack:// path carries no version, and is never read')
+  assert.equal(row('escape-html')?.version, '9.8.7')
+  assert.ok(row('fast-deep-equal').selfSamples > 0 && row('escape-html').selfSamples > 0)
+})
+
+/** Profiles a build in a child process (retried, longer each time) until `mustSample(trace, sampledFrameIds)`. */
 function capture(file, mustSample, mapThenCheck) {
   let last
   for (let attempt = 0; attempt < 5; attempt++) {
@@ -261,7 +281,11 @@ function capture(file, mustSample, mapThenCheck) {
     fs.writeFileSync(driver, DRIVER)
     execFileSync(process.execPath, ['--no-turbo-inlining', driver, file, out, String(600 + attempt * 400)], { stdio: 'inherit' })
     last = JSON.parse(fs.readFileSync(out, 'utf8'))
-    const sampledFrames = new Set(last.samples.filter((s) => s.stackId !== undefined).map((s) => last.stacks[s.stackId].frameId))
+    // Every frame on a sampled stack (a caller such as sameRows is rarely the leaf itself).
+    const sampledFrames = new Set()
+    for (const s of last.samples) {
+      for (let id = s.stackId; id !== undefined; id = last.stacks[id].parentId) sampledFrames.add(last.stacks[id].frameId)
+    }
     if (mustSample(last, sampledFrames)) return last
   }
   return last
@@ -305,12 +329,8 @@ test('a real capture of the bundle: self time of the bundled packages goes to th
   let trace
   let rows
   let mappedTrace
-  const ok = (t) => {
-    trace = t
-    return true
-  }
   for (let attempt = 0; attempt < 4; attempt++) {
-    capture(builds.bundle, ok)
+    trace = capture(builds.bundle, () => true)
     mappedTrace = (await resolveSourceMaps(trace)).trace
     rows = summarize(mappedTrace, { by: 'package' })
     if (pkgs.every((p) => rows.some((r) => r.name === p && r.selfSamples > 0))) break
