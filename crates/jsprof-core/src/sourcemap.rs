@@ -434,12 +434,18 @@ fn read_regular(path: &Path, max_bytes: u64, what: &str) -> std::result::Result<
     Ok(bytes)
 }
 
+/// Decodes a map. A panic of the decoder on a hostile map makes that one map invalid, not the call.
 fn decode(bytes: &[u8], base: Option<Url>, origin: String) -> Loaded {
-    match sourcemap::decode_slice(bytes) {
-        Ok(map) => Ok(Arc::new(LoadedMap { map, base, origin })),
-        Err(e) => Err(Failure::new(
+    let decoded = std::panic::catch_unwind(|| sourcemap::decode_slice(bytes));
+    match decoded {
+        Ok(Ok(map)) => Ok(Arc::new(LoadedMap { map, base, origin })),
+        Ok(Err(e)) => Err(Failure::new(
             Reason::MapInvalid,
             format!("{origin}: not a valid source map: {e}"),
+        )),
+        Err(_) => Err(Failure::new(
+            Reason::MapInvalid,
+            format!("{origin}: not a valid source map (the decoder failed on it)"),
         )),
     }
 }
@@ -1289,6 +1295,56 @@ mod tests {
             "a's entries, least recently used, made room for b's"
         );
         assert_eq!(again.stats.mapped, 1);
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// VLQ-ish `mappings` (valid and not), with sections and names sometimes.
+        fn map_text() -> impl Strategy<Value = String> {
+            let mappings = "[A-Za-z0-9+/,;!]{0,80}";
+            let sources = prop::collection::vec("[a-z./:]{0,12}", 0..4);
+            let names = prop::collection::vec("[a-z]{0,4}", 0..4);
+            (mappings, sources, names, any::<bool>(), "[a-z/]{0,6}").prop_map(|(m, sources, names, index, root)| {
+                let map = serde_json::json!({
+                    "version": 3, "sources": sources, "names": names, "mappings": m, "sourceRoot": root
+                });
+                if index {
+                    serde_json::json!({"version": 3, "sections": [{"offset": {"line": 0, "column": 2}, "map": map}]}).to_string()
+                } else {
+                    map.to_string()
+                }
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn any_map_comment_or_position_maps_or_says_why_never_panics(
+                map in map_text(),
+                comment in "[ -~]{0,40}",
+                inline in any::<bool>(),
+                positions in prop::collection::vec((0u32..4, 0u32..30, "[a-z]{0,3}"), 1..6),
+            ) {
+                let dir = tempfile::tempdir().unwrap();
+                let script = dir.path().join("s.js");
+                let reference = if inline {
+                    format!("data:application/json;base64,{}", data_encoding::BASE64.encode(map.as_bytes()))
+                } else {
+                    std::fs::write(dir.path().join("s.js.map"), &map).unwrap();
+                    "s.js.map".to_string()
+                };
+                std::fs::write(&script, format!("x\n//# sourceMappingURL={comment}\n//# sourceMappingURL={reference}\n")).unwrap();
+                let frames = positions.iter().map(|(l, c, n)| frame(n, 0, l + 1, c + 1)).collect();
+                let out = resolve(&chain(vec![url(&script)], frames), &MapOptions::default(), &MapCache::new());
+                let unmapped: u32 = out.stats.unmapped.values().sum();
+                prop_assert_eq!(out.stats.mapped + unmapped, out.stats.frames);
+                prop_assert_eq!(out.stack_map.len(), positions.len());
+                crate::export::validate(&out.trace).unwrap();
+                prop_assert!(find_comment(comment.as_bytes()).is_none_or(|c| !c.contains(char::is_whitespace)));
+                let _ = data_url_bytes(&comment);
+            }
+        }
     }
 
     #[test]
