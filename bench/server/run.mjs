@@ -36,6 +36,8 @@ const LABELS = {
   continuous: 'jsprof-node continuous, 10 ms',
   req10: `jsprof-node every 10th request (${process.env.REQ_INTERVAL || 10} ms)`,
   reqall: `jsprof-node every request (${process.env.REQ_INTERVAL || 10} ms)`,
+  prof10: 'plain `new Profiler` around every 10th request (10 ms)',
+  profall: 'plain `new Profiler` around every request (10 ms)',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
