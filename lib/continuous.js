@@ -13,7 +13,6 @@
 
 const { rethrowTyped } = require('./native')
 const { nowUs, timeOriginUs } = require('./clock')
-const { buildTrace } = require('./trace')
 const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
 const { numberOption } = require('./options')
 
@@ -85,8 +84,7 @@ class ContinuousProfiler {
     const old = this.#current
     const endUs = nowUs()
     const endUnixMs = Date.now()
-    const recording = old.sub.recording
-    recording.stopAt(endUs)
+    old.sub.stopAt(endUs)
     // The next chunk subscribes before the old one's final harvest: that harvest feeds both.
     this.#current = last ? null : this.#subscribe(endUs, true)
     if (!last) this.#arm()
@@ -94,7 +92,7 @@ class ContinuousProfiler {
     const origin = timeOriginUs()
     const done = getSampler()
       .finish(old.sub)
-      .then(() => buildTrace(recording, origin))
+      .then(() => old.sub.trace(origin))
       .catch(rethrowTyped)
       .then((trace) => {
         this.stats.chunks++

@@ -100,7 +100,7 @@ class RequestProfiler {
       startUs: now(),
       intervalUs: this.#intervalUs,
       record: false,
-      onChunk: (chunk, harvestUs) => this.#onChunk(chunk, harvestUs),
+      onChunk: (harvested) => this.#onChunk(harvested),
     })
     getSampler().add(this.#collector)
   }
@@ -109,7 +109,7 @@ class RequestProfiler {
    * Gives a harvested chunk to every request (in flight or finished) that has samples in it.
    * `harvestUs` is when V8's profile was taken (the chunk is converted a turn later).
    */
-  #onChunk(chunk, harvestUs) {
+  #onChunk({ chunk, earliestUs: first, latestUs: last, harvestUs }) {
     this.#harvestAsked = false
     // Every request that ended before this harvest has all its samples after it: deliver then.
     if (!this.#deliveryQueued) {
@@ -119,9 +119,7 @@ class RequestProfiler {
         this.#deliver(harvestUs)
       })
     }
-    const first = chunk.firstSampleTime
     if (Number.isNaN(first)) return
-    const last = chunk.lastSampleTime
     // The requests whose window overlaps the chunk, and their intervals (so far), in one native call.
     const candidates = []
     const parts = []

@@ -272,15 +272,12 @@ impl Chunk {
         self.inner.profile.samples.len() as u32
     }
 
-    /// The time (µs, V8's clock) of the chunk's first and last samples in V8's order, or NaN.
-    #[napi(getter)]
-    pub fn first_sample_time(&self) -> f64 {
-        self.inner.profile.samples.first().map_or(f64::NAN, |s| s.time)
-    }
-
-    #[napi(getter)]
-    pub fn last_sample_time(&self) -> f64 {
-        self.inner.profile.samples.last().map_or(f64::NAN, |s| s.time)
+    /// The chunk's sample times (µs, V8's clock) in ascending order (V8 records a few samples out of
+    /// time order). The engine reads them once per chunk, so each subscription can tell in JS, by a
+    /// binary search, whether the chunk holds any of its samples.
+    #[napi(catch_unwind)]
+    pub fn sorted_sample_times(&self) -> Float64Array {
+        Float64Array::new(self.inner.sorted_sample_times())
     }
 }
 

@@ -159,8 +159,16 @@ class SamplerEngine {
   #queueHarvest() {
     if (this.#harvestQueued) return
     this.#harvestQueued = true
+    const queuedUs = this.#now()
     setImmediate(() => {
       this.#harvestQueued = false
+      if (this.#running && this.#lastHarvestUs >= queuedUs) {
+        // An overdue timer harvested first and took everything this one was for; stops that came
+        // since wait for their turn of the stop rate.
+        const now = this.#now()
+        if (this.#stopping.size > 0) this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, undefined, this.#options), now)
+        return
+      }
       this.#harvest(Infinity)
     })
   }
@@ -184,6 +192,9 @@ class SamplerEngine {
     this.#timer = setTimeout(() => {
       this.#timer = null
       this.#timerDueUs = Infinity
+      // Node times a timer from the event loop's cached clock, which is as old as the current turn:
+      // it can fire early. Harvesting then would break the stop rate's bound.
+      if (this.#now() < due) return this.#schedule()
       this.#harvest(Infinity)
     }, delayMs)
     // A running profiler never keeps the process alive; a stop() someone awaits does, until it resolves.
@@ -290,21 +301,25 @@ class SamplerEngine {
     const entry = this.#unconverted.shift()
     if (!entry) return
     let failure = entry.failure
-    let chunks = []
+    let harvested = []
     if (!failure && entry.taken) {
       try {
-        chunks = this.#session.toChunks(entry.taken, entry.intervalUs)
-        this.stats.chunks += chunks.length
+        harvested = this.#session.toChunks(entry.taken, entry.intervalUs).map((chunk) => {
+          const times = chunk.sortedSampleTimes()
+          const n = times.length
+          return { chunk, times, earliestUs: n ? times[0] : NaN, latestUs: n ? times[n - 1] : NaN, harvestUs: entry.harvestUs }
+        })
+        this.stats.chunks += harvested.length
       } catch (err) {
         failure = err
       }
     }
-    for (const chunk of chunks) {
+    for (const h of harvested) {
       const full = []
       for (const sub of entry.receivers) {
         // Full since this harvest, or its owner was garbage-collected: it takes nothing more.
         if (sub.state === 'ended') continue
-        if (sub.take(chunk, entry.harvestUs)) full.push(sub)
+        if (sub.take(h)) full.push(sub)
       }
       // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
       for (const sub of full) {

@@ -19,6 +19,15 @@ pub struct Chunk {
     pub interval_us: f64,
 }
 
+impl Chunk {
+    /// The sample times (µs) in ascending order.
+    pub fn sorted_sample_times(&self) -> Vec<f64> {
+        let mut times: Vec<f64> = self.profile.samples.iter().map(|s| s.time).collect();
+        times.sort_by(f64::total_cmp);
+        times
+    }
+}
+
 /// The result of offering a chunk to a recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Added {
