@@ -34,7 +34,7 @@ function assembleTrace(parts) {
  * else off the main thread (a promise). The recording is empty afterwards.
  */
 function buildTrace(recording, originUs) {
-  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES) return assembleTrace(recording.buildSync(originUs))
+  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES) return JSON.parse(recording.buildJson(originUs))
   return recording.build(originUs).then(assembleTrace)
 }
 
