@@ -274,3 +274,15 @@ test('inspector session: with another profiler client possible, restarts are ful
   assert.ok(!stub.state.calls.includes('console.profile'))
   assert.deepEqual(session.stats, { fullRestarts: 1, bridgedRestarts: 0 })
 })
+
+test('another profiler client is --cpu-prof, NODE_V8_COVERAGE or an open inspector, not --cpu-prof-interval', () => {
+  const { otherProfilerClientPossible } = require('../lib/sampler/inspector-session.js')
+  const closed = { url: () => undefined }
+  assert.equal(otherProfilerClientPossible(closed, {}, ['--cpu-prof']), true)
+  assert.equal(otherProfilerClientPossible(closed, { NODE_OPTIONS: '--max-old-space-size=100 --cpu-prof' }, []), true)
+  assert.equal(otherProfilerClientPossible(closed, { NODE_V8_COVERAGE: '/tmp/cov' }, []), true)
+  assert.equal(otherProfilerClientPossible({ url: () => 'ws://127.0.0.1:9229/x' }, {}, []), true)
+  // Options of --cpu-prof alone profile nothing; Node 24+'s test runner passes them to every child.
+  assert.equal(otherProfilerClientPossible(closed, {}, ['--cpu-prof-interval=1000', '--cpu-prof-dir=/tmp']), false)
+  assert.equal(otherProfilerClientPossible(closed, {}, []), false)
+})

@@ -24,10 +24,10 @@ const { binding } = require('../native')
  * and nothing of ours shows up elsewhere.
  */
 function otherProfilerClientPossible(inspector, env = process.env, execArgv = process.execArgv) {
+  // Only --cpu-prof itself profiles: --cpu-prof-interval/-dir/-name only configure it (and Node 24+'s
+  // test runner passes --cpu-prof-interval=1000 to every test process).
   const flags = [...execArgv, ...String(env.NODE_OPTIONS || '').split(/\s+/)]
-  if (env.NODE_V8_COVERAGE || flags.some((flag) => flag === '--cpu-prof' || flag.startsWith('--cpu-prof-') || flag.startsWith('--cpu-prof='))) {
-    return true
-  }
+  if (env.NODE_V8_COVERAGE || flags.includes('--cpu-prof')) return true
   try {
     return inspector.url() !== undefined
   } catch {
