@@ -47,7 +47,7 @@ const LABELS = {
   track: '(diagnostic) request tracker on every request, no sampler',
   hook: '(diagnostic) async hook + ALS alone',
 }
-const DEFAULT_MODES = ['none', 'continuous', 'req10', 'reqall', 'datadog', 'sentry']
+const DEFAULT_MODES = ['none', 'continuous', 'prof10', 'profall', 'req10', 'reqall', 'datadog', 'sentry']
 let MODES = arg('modes', DEFAULT_MODES.join(',')).split(',')
 
 function sentryCpuProfiler() {
