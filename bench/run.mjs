@@ -3,16 +3,19 @@
 //  1. Event-loop stalls: jsprof-node's Profiler vs a bare node:inspector session, same workload
 //     (300 generated functions in a real module file), 1 ms sampling, modes alternated A B A B.
 //  2. fromCpuProfile(jsonText) on a multi-MB profile vs a straightforward JS conversion.
+//  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
 //
 // Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps.
-//  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
+// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|loop|server,
+// BENCH_SERVER_ROUNDS (default 3).
 
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import { createRequire } from 'node:module'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { makeWorkload } from './workload.mjs'
 import { runBare, runOurs } from './stall.mjs'
 import { makeProfileText, assertSameTraces, timeInterleaved, candidates } from './from-cpu-profile.mjs'
@@ -151,7 +154,21 @@ function convertBench() {
 
 console.log(`# jsprof-node benchmarks\nmachine: ${machine()}`)
 const t0 = performance.now()
-if (ONLY === '' || ONLY === 'stall') await stallBench()
-if (ONLY === '' || ONLY === 'convert') convertBench()
-if (ONLY === '' || ONLY === 'sourcemaps') await sourcemapBench()
+if (!ONLY || ONLY === 'stall') await stallBench()
+if (!ONLY || ONLY === 'convert') convertBench()
+if (!ONLY || ONLY === 'sourcemaps') await sourcemapBench()
+
+// The plain Profiler per request (issue 9's targets) and the request modes, each in processes of their
+// own: the per-unit-of-work loop, then the server under load (none / a Profiler every 10th request /
+// every request / profileRequests), interleaved rounds.
+function child(script, args) {
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url)), ...args], { stdio: 'inherit' })
+    c.on('exit', resolve)
+  })
+}
+if (!ONLY || ONLY === 'loop') await child('./per-request-loop.mjs', [])
+if (!ONLY || ONLY === 'server') {
+  await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '3', '--duration', '6'])
+}
 console.log(`\ntotal bench time: ${((performance.now() - t0) / 1000).toFixed(0)} s`)
