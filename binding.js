@@ -849,5 +849,6 @@ module.exports.exportGeckoProfile = nativeBinding.exportGeckoProfile
 module.exports.exportPprof = nativeBinding.exportPprof
 module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
 module.exports.resolveSourceMaps = nativeBinding.resolveSourceMaps
+module.exports.setOwnCode = nativeBinding.setOwnCode
 module.exports.sourceMapReads = nativeBinding.sourceMapReads
 module.exports.summarizeTrace = nativeBinding.summarizeTrace

@@ -185,6 +185,11 @@ test('tsc with sourceMap: each function maps to exactly the .ts line and column 
   assert.deepEqual(mapped.frames[3], { name: 'now' })
   assert.deepEqual(mapped.resources, [tsUrl])
   assert.deepEqual(mapped.samples, trace.samples, 'samples keep order, timestamps and markers; stack ids still right')
+  // The members in WebIDL's (lexicographic) order, as every trace of jsprof-node has them.
+  assert.match(JSON.stringify(mapped), /^\{"frames":\[.*\],"resources":\[.*\],"samples":\[.*\],"stacks":\[.*\]\}$/)
+  assert.deepEqual(Object.keys(mapped.frames[0]), ['column', 'line', 'name', 'resourceId'])
+  assert.deepEqual(Object.keys(mapped.stacks[1]), ['frameId', 'parentId'])
+  assert.deepEqual(Object.keys(mapped.samples[1]), ['marker', 'stackId', 'timestamp'])
   assert.equal(stats.frames, 4)
   assert.equal(stats.mapped, 3)
   assert.equal(stats.unmapped.noPosition, 1)

@@ -139,16 +139,21 @@ function toColumns({ resources, frames, stacks }) {
   return { ...text, frameResource, frameLine, frameColumn, stackFrame, stackParent }
 }
 
-/** The tables back from columns, each object with only the members it has (absent, never -1 or null). */
+/**
+ * The tables back from columns, each object with only the members it has (absent, never -1 or null),
+ * in lexicographic order as WebIDL dictionaries (and lib/trace.js's traces) have them: frame {column,
+ * line, name, resourceId}, stack {frameId, parentId}.
+ */
 function fromColumns(t) {
   const resources = JSON.parse(t.resources)
   const names = JSON.parse(t.names)
   const frames = new Array(names.length)
   for (let i = 0; i < names.length; i++) {
-    const frame = { name: names[i] }
-    if (t.frameResource[i] >= 0) frame.resourceId = t.frameResource[i]
-    if (t.frameLine[i] >= 0) frame.line = t.frameLine[i]
+    const frame = {}
     if (t.frameColumn[i] >= 0) frame.column = t.frameColumn[i]
+    if (t.frameLine[i] >= 0) frame.line = t.frameLine[i]
+    frame.name = names[i]
+    if (t.frameResource[i] >= 0) frame.resourceId = t.frameResource[i]
     frames[i] = frame
   }
   const stacks = new Array(t.stackFrame.length)
@@ -156,7 +161,7 @@ function fromColumns(t) {
     const p = t.stackParent[i]
     stacks[i] = p >= 0 ? { frameId: t.stackFrame[i], parentId: p } : { frameId: t.stackFrame[i] }
   }
-  return { resources, frames, stacks }
+  return { frames, resources, stacks }
 }
 
 // Samples renumbered per event-loop turn: ~1 ms each, so a long trace never stalls the loop.
@@ -173,16 +178,17 @@ async function renumberSamples(samples, stackMap) {
     for (let i = start; i < end; i++) {
       const s = element('samples', i, samples[i])
       const { timestamp, stackId, marker } = s
-      // A literal of the members a sample has (absent, never undefined): V8 builds these fastest.
+      // A literal of the members a sample has (absent, never undefined), in WebIDL's lexicographic
+      // order {marker, stackId, timestamp}: V8 builds these fastest.
       let copy
       if (stackId === undefined) {
-        copy = marker === undefined ? { timestamp } : { timestamp, marker }
+        copy = marker === undefined ? { timestamp } : { marker, timestamp }
       } else {
         if (!Number.isInteger(stackId) || stackId < 0 || stackId >= stackMap.length) {
           throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${stackId} names no stack (the trace has ${stackMap.length})`)
         }
         const id = stackMap[stackId]
-        copy = marker === undefined ? { timestamp, stackId: id } : { timestamp, stackId: id, marker }
+        copy = marker === undefined ? { stackId: id, timestamp } : { marker, stackId: id, timestamp }
       }
       out[i] = copy
     }
@@ -207,10 +213,10 @@ async function resolveSourceMaps(trace, options) {
     if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': resolveSourceMaps: malformed trace: ')
     rethrowTyped(err)
   }
-  const mapped = fromColumns(out.tables)
+  const { frames, resources, stacks } = fromColumns(out.tables)
   await nextTurn()
-  mapped.samples = await renumberSamples(trace.samples, out.stackMap)
-  return { trace: mapped, stats: JSON.parse(out.stats) }
+  const samples = await renumberSamples(trace.samples, out.stackMap)
+  return { trace: { frames, resources, samples, stacks }, stats: JSON.parse(out.stats) }
 }
 
 module.exports = { resolveSourceMaps, DEFAULT_MAX_MAP_SIZE }
