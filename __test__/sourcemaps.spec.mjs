@@ -231,7 +231,7 @@ function bundleNeedles() {
   // esbuild writes `function <mangled>(` for declarations and `<mangled>=(` for the arrow.
   const out = []
   for (const m of js.matchAll(/function ([A-Za-z_$][\w$]*)\(/g)) out.push([m[1], m[0]])
-  for (const m of js.matchAll(/[,;{]([A-Za-z_$][\w$]*)=\(/g)) out.push([m[1], m[0].slice(1)])
+  for (const m of js.matchAll(/[\s,;{]([A-Za-z_$][\w$]*)=\(/g)) out.push([m[1], m[0]])
   return out
 }
 
@@ -250,6 +250,10 @@ test('esbuild minified bundle: mangled names come back, and packages inside are 
     // esbuild maps a declaration's name (where the mangled name starts); tsc maps its `(`.
     assert.ok([ts[name].paren.column, ts[name].at.column + 'function '.length].includes(f.column), `${name} column ${f.column}`)
   }
+  // sameRows is an arrow assigned to a name (`<mangled>=(`): its name comes back through the bundle's text.
+  const arrow = mapped.frames.find((x) => x.name === 'sameRows')
+  assert.ok(arrow, 'the arrow function is named again')
+  assert.equal(arrow.line, ts.sameRows.at.line)
   const equalFrame = mapped.frames.find((x) => x.name === 'equal')
   const escapeFrame = mapped.frames.find((x) => x.name === 'escapeHtml')
   assert.ok(equalFrame && escapeFrame, 'the packages\' own function names came back')

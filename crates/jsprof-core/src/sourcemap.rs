@@ -20,9 +20,10 @@
 //! (V8 gives the function's `(`, which tsc maps exactly): `line`/`column` become the original's (1-based),
 //! the resource the original source (`sources[i]`, after `sourceRoot`, resolved against the map's URL: a
 //! local file becomes a `file:///…` URL, `webpack://…` and the like stay as written). The name becomes the
-//! map's `names` entry of the generated name when a mapping starts exactly at that name and the name ends
-//! at the frame's position (`function a(`, `a(){`: what minifiers emit for named functions); otherwise the
-//! generated name stays. Frames that become equal are merged and the stacks rebuilt (still a trie, ids in
+//! map's `names` entry of the mapping that starts exactly where the generated name is written: right
+//! before the frame's position (`function a(`, `a(){`), or, in the generated text (kept for files whose
+//! comment names a map; ASCII lines only), where the function is assigned to that name (`a=function(`,
+//! `a=(`, `a=async b=>`, `{a:(`); otherwise the generated name stays. Frames that become equal are merged and the stacks rebuilt (still a trie, ids in
 //! first-use order); `Resolved::stack_map` says where each old stack went, so samples keep their order.
 //!
 //! [`MapCache`] keeps parsed maps and located comments across calls, keyed by path and the file's size,
@@ -198,6 +199,102 @@ struct LoadedMap {
 
 type Loaded = std::result::Result<Arc<LoadedMap>, Failure>;
 
+/// A generated file's text, kept (with its map) to find the names of assigned functions.
+struct GeneratedText {
+    bytes: Vec<u8>,
+    /// Where each line starts, and whether it is all ASCII (the only lines names are looked for in:
+    /// there a UTF-16 column is a byte offset; minifiers write ASCII).
+    line_starts: Vec<usize>,
+    ascii: Vec<bool>,
+}
+
+impl GeneratedText {
+    fn new(bytes: Vec<u8>) -> GeneratedText {
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1))
+            .collect();
+        let ascii = (0..line_starts.len())
+            .map(|l| {
+                let end = line_starts.get(l + 1).map_or(bytes.len(), |e| e - 1);
+                bytes[line_starts[l]..end].is_ascii()
+            })
+            .collect();
+        GeneratedText {
+            bytes,
+            line_starts,
+            ascii,
+        }
+    }
+
+    /// Line `line` (0-based) without its line break, if it is all ASCII.
+    fn ascii_line(&self, line: u32) -> Option<&[u8]> {
+        let l = line as usize;
+        if !*self.ascii.get(l)? {
+            return None;
+        }
+        let end = self.line_starts.get(l + 1).map_or(self.bytes.len(), |e| e - 1);
+        let text = &self.bytes[self.line_starts[l]..end];
+        Some(text.strip_suffix(b"\r").unwrap_or(text))
+    }
+}
+
+fn is_identifier_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
+}
+
+/// Where the name a function is assigned to starts, when that name is `name`: the function (or an
+/// arrow's parameters) at byte `at` of `line` follows `name =` or `name:`, with `function`, `function*`
+/// and `async` allowed between (`a=function(`, `a=async(`, `a:(`, `a=b=>`).
+fn assigned_name_start(line: &[u8], at: usize, name: &str) -> Option<usize> {
+    let mut i = at.min(line.len());
+    let skip_space = |i: &mut usize| {
+        while *i > 0 && line[*i - 1].is_ascii_whitespace() {
+            *i -= 1;
+        }
+    };
+    let keyword = |i: usize, word: &[u8]| -> Option<usize> {
+        let start = i.checked_sub(word.len())?;
+        let whole = &line[start..i] == word && (start == 0 || !is_identifier_byte(line[start - 1]));
+        whole.then_some(start)
+    };
+    skip_space(&mut i);
+    if i > 0 && line[i - 1] == b'*' {
+        i -= 1;
+        skip_space(&mut i);
+    }
+    if let Some(start) = keyword(i, b"function") {
+        i = start;
+        skip_space(&mut i);
+    }
+    if let Some(start) = keyword(i, b"async") {
+        i = start;
+        skip_space(&mut i);
+    }
+    let op = *line.get(i.checked_sub(1)?)?;
+    if op != b'=' && op != b':' {
+        return None;
+    }
+    i -= 1;
+    // `a==(`, `a+=(`, `a?b:(`…: not an assignment of a name.
+    if op == b'=' && i > 0 && !(is_identifier_byte(line[i - 1]) || line[i - 1].is_ascii_whitespace()) {
+        return None;
+    }
+    skip_space(&mut i);
+    let end = i;
+    while i > 0 && is_identifier_byte(line[i - 1]) {
+        i -= 1;
+    }
+    let starts_clean = i == 0 || !(line[i - 1] == b'.' || line[i - 1] == b'?');
+    (i < end && &line[i..end] == name.as_bytes() && starts_clean).then_some(i)
+}
+
+/// What the cache keeps of a generated file: its comment, and its text when it has a map.
+#[derive(Clone)]
+struct ScriptInfo {
+    reference: ScriptRef,
+    text: Option<Arc<GeneratedText>>,
+}
+
 /// What a generated file says about its map.
 #[derive(Clone)]
 enum ScriptRef {
@@ -219,7 +316,7 @@ struct Entry<T> {
 #[derive(Default)]
 struct CacheInner {
     maps: HashMap<PathBuf, Entry<Loaded>>,
-    scripts: HashMap<PathBuf, Entry<ScriptRef>>,
+    scripts: HashMap<PathBuf, Entry<ScriptInfo>>,
     bytes: u64,
     /// At most this many bytes are kept ([`CACHE_BUDGET`] unless made with [`MapCache::with_budget`]).
     budget: u64,
@@ -322,7 +419,7 @@ fn maps_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<Loaded>> {
     &mut inner.maps
 }
 
-fn scripts_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<ScriptRef>> {
+fn scripts_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<ScriptInfo>> {
     &mut inner.scripts
 }
 
@@ -524,8 +621,14 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    /// The map of a resource, or why there is none.
-    fn map_of(&self, resource: &str) -> Loaded {
+    /// The map of a resource, or why there is none, and the resource's text when it was read.
+    fn map_of(&self, resource: &str) -> (Loaded, Option<Arc<GeneratedText>>) {
+        let mut text = None;
+        let loaded = self.find_map(resource, &mut text);
+        (loaded, text)
+    }
+
+    fn find_map(&self, resource: &str, text: &mut Option<Arc<GeneratedText>>) -> Loaded {
         if let Some(explicit) = self.options.explicit.get(resource) {
             let base = local_path(resource).as_deref().and_then(file_url);
             return match explicit {
@@ -544,10 +647,15 @@ impl Loader<'_> {
         };
         let mut script_problem = None;
         if self.options.comments {
-            match self.script_ref(&script) {
-                Ok(ScriptRef::Inline(loaded)) => return loaded,
-                Ok(ScriptRef::Map(path)) => return path.and_then(|p| self.map_file(&p)),
-                Ok(ScriptRef::None) => {}
+            match self.script_info(&script) {
+                Ok(info) => {
+                    *text = info.text;
+                    match info.reference {
+                        ScriptRef::Inline(loaded) => return loaded,
+                        ScriptRef::Map(path) => return path.and_then(|p| self.map_file(&p)),
+                        ScriptRef::None => {}
+                    }
+                }
                 Err(failure) => script_problem = Some(failure),
             }
         }
@@ -585,8 +693,9 @@ impl Loader<'_> {
         }
     }
 
-    /// What a script's comment says, read once per version of the file.
-    fn script_ref(&self, script: &Path) -> std::result::Result<ScriptRef, Failure> {
+    /// What a script's comment says (and its text, when it names a map), read once per version of
+    /// the file.
+    fn script_info(&self, script: &Path) -> std::result::Result<ScriptInfo, Failure> {
         let max = self.options.max_bytes;
         let meta = regular_file(script, max, "script")?;
         let stamp = Stamp::of(&meta);
@@ -595,20 +704,24 @@ impl Loader<'_> {
         }
         let bytes = read_regular(script, max, "script")?;
         self.cache.count_read();
-        let value = match find_comment(&bytes) {
+        let reference = match find_comment(&bytes) {
             None => ScriptRef::None,
             Some(url) if url.len() >= 5 && url[..5].eq_ignore_ascii_case("data:") => {
                 ScriptRef::Inline(decode_data_url(&url, file_url(script)))
             }
             Some(url) => ScriptRef::Map(Self::referenced(script, &url)),
         };
-        let kept = match &value {
-            ScriptRef::Inline(_) => bytes.len() as u64,
-            _ => 64,
+        let (text, kept) = match reference {
+            ScriptRef::None => (None, 64),
+            _ => {
+                let kept = bytes.len() as u64 * 2;
+                (Some(Arc::new(GeneratedText::new(bytes))), kept)
+            }
         };
+        let info = ScriptInfo { reference, text };
         let path = script.to_path_buf();
-        self.cache.put(scripts_table, path, stamp, value.clone(), kept);
-        Ok(value)
+        self.cache.put(scripts_table, path, stamp, info.clone(), kept);
+        Ok(info)
     }
 
     /// A map file, read and decoded once per version of the file.
@@ -652,6 +765,7 @@ impl LoadedMap {
         generated_name: &str,
         sources: &mut foldhash::HashMap<String, u32>,
         builder: &mut TraceBuilder,
+        text: Option<&GeneratedText>,
     ) -> Option<Original> {
         let token = self.map.lookup_token(line, column)?;
         if token.get_dst_line() != line || !token.has_source() || token.get_src_line() == u32::MAX {
@@ -666,19 +780,43 @@ impl LoadedMap {
                 id
             }
         };
-        let name_len = utf16_len(generated_name);
-        let name = (name_len > 0 && name_len <= column)
-            .then(|| self.map.lookup_token(line, column - name_len))
-            .flatten()
-            .filter(|t| t.get_dst() == (line, column - name_len))
-            .and_then(|t| t.get_name().map(str::to_owned))
-            .filter(|n| !n.is_empty());
+        let name = self.original_name(line, column, generated_name, text);
         Some(Original {
             resource_id,
             line: token.get_src_line().saturating_add(1),
             column: token.get_src_col().saturating_add(1),
             name,
         })
+    }
+
+    /// The map's name for `generated_name`, from the mapping that starts exactly where that name is
+    /// written: right before the function's `(` (`function a(`, `a(){`), else, with the generated text,
+    /// where the function is assigned to it (`a=function(`, `a=(`, `a:(`).
+    fn original_name(
+        &self,
+        line: u32,
+        column: u32,
+        generated_name: &str,
+        text: Option<&GeneratedText>,
+    ) -> Option<String> {
+        let name_at = |start: u32| {
+            self.map
+                .lookup_token(line, start)
+                .filter(|t| t.get_dst() == (line, start))
+                .and_then(|t| t.get_name())
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
+        };
+        let name_len = utf16_len(generated_name);
+        if name_len == 0 {
+            return None;
+        }
+        if let Some(name) = column.checked_sub(name_len).and_then(name_at) {
+            return Some(name);
+        }
+        let source_line = text?.ascii_line(line)?;
+        let start = assigned_name_start(source_line, column as usize, generated_name)?;
+        name_at(start as u32)
     }
 
     /// A `sources` entry (with `sourceRoot` already prefixed by the crate) as a resource string.
@@ -719,7 +857,7 @@ pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -
             error: None,
         })
         .collect();
-    let mut maps: Vec<Option<Loaded>> = vec![None; tables.resources.len()];
+    let mut maps: Vec<Option<(Loaded, Option<Arc<GeneratedText>>)>> = vec![None; tables.resources.len()];
     let mut sources: Vec<foldhash::HashMap<String, u32>> =
         vec![foldhash::HashMap::default(); tables.resources.len()];
     let mut builder = TraceBuilder::new();
@@ -730,11 +868,18 @@ pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -
             (Some(r), Some(line), Some(column)) if line > 0 && column > 0 => {
                 let r = r as usize;
                 resources[r].frames += 1;
-                let loaded = maps[r].get_or_insert_with(|| loader.map_of(&tables.resources[r]));
+                let (loaded, text) = maps[r].get_or_insert_with(|| loader.map_of(&tables.resources[r]));
                 match loaded {
                     Ok(map) => {
                         resources[r].map.get_or_insert_with(|| map.origin.clone());
-                        match map.lookup(line - 1, column - 1, &frame.name, &mut sources[r], &mut builder) {
+                        match map.lookup(
+                            line - 1,
+                            column - 1,
+                            &frame.name,
+                            &mut sources[r],
+                            &mut builder,
+                            text.as_deref(),
+                        ) {
                             Some(original) => {
                                 resources[r].mapped += 1;
                                 Ok(original)
@@ -983,7 +1128,8 @@ mod tests {
     fn names_are_taken_only_from_a_mapping_that_ends_at_the_frame_position() {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("b.js");
-        // `var q=function(t){}`: the name `q` (col 4) does not end at `(` (col 14): the name stays.
+        // `var q=function(t){}`: the name `q` (col 4) does not end at `(` (col 14), and without a
+        // sourceMappingURL comment the text is not kept to look further: the name stays.
         std::fs::write(&script, "var q=function(t){}").unwrap();
         let json = map_json(
             &[
@@ -1004,6 +1150,76 @@ mod tests {
         );
         assert_eq!(out.trace.frames[0], frame("q", 0, 1, 21));
         assert_eq!(out.trace.frames[1], frame("", 0, 1, 21));
+    }
+
+    #[test]
+    fn names_of_assigned_functions_come_from_the_generated_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("n.js");
+        let lines = [
+            "var q=function(t){}",   // q at 4, `(` at 14
+            "f(q,function(t){})",    // q at 2 is an argument, not a name: `(` at 12
+            "var d=async e=>e",      // d at 4, the arrow starts at its parameter, 12
+            "o={k:(t)=>t}",          // k at 3, `(` at 5
+            "a==(t)",                // a comparison, `(` at 3
+            "var \u{e9}=1,x=(t)=>t", // not ASCII (not looked into): x at 8, `(` at 10
+        ];
+        std::fs::write(
+            &script,
+            format!("{}\n//# sourceMappingURL=n.js.map\n", lines.join("\n")),
+        )
+        .unwrap();
+        let json = map_json(
+            &[
+                (0, 4, 0, 0, "s.ts", Some("handler")),
+                (0, 14, 0, 9, "s.ts", None),
+                (1, 2, 1, 0, "s.ts", Some("nope")),
+                (1, 12, 1, 9, "s.ts", None),
+                (2, 4, 2, 0, "s.ts", Some("arrow")),
+                (2, 12, 2, 9, "s.ts", None),
+                (3, 3, 3, 0, "s.ts", Some("key")),
+                (3, 5, 3, 9, "s.ts", None),
+                (4, 0, 4, 0, "s.ts", Some("nope")),
+                (4, 3, 4, 9, "s.ts", None),
+                (5, 8, 5, 0, "s.ts", Some("nope")),
+                (5, 10, 5, 9, "s.ts", None),
+            ],
+            None,
+        );
+        std::fs::write(dir.path().join("n.js.map"), json).unwrap();
+        let frames = vec![
+            frame("q", 0, 1, 15),
+            frame("", 0, 1, 15),
+            frame("q", 0, 2, 13),
+            frame("d", 0, 3, 13),
+            frame("k", 0, 4, 6),
+            frame("a", 0, 5, 4),
+            frame("x", 0, 6, 11),
+        ];
+        let out = resolve(
+            &chain(vec![url(&script)], frames),
+            &MapOptions::default(),
+            &MapCache::new(),
+        );
+        let names: Vec<&str> = out.trace.frames.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["handler", "", "q", "arrow", "key", "a", "x"]);
+        assert_eq!(out.stats.mapped, 7);
+    }
+
+    #[test]
+    fn assigned_name_start_reads_only_assignments_of_that_name() {
+        let at = |line: &str, name: &str| {
+            assigned_name_start(line.as_bytes(), line.find(['(', 'e']).unwrap(), name)
+        };
+        assert_eq!(at("var q=function(", "q"), Some(4));
+        assert_eq!(at("q = async function* (", "q"), Some(0));
+        assert_eq!(at("{k:(", "k"), Some(1));
+        assert_eq!(at("x.q=(", "q"), None, "a member: V8 names it x.q");
+        assert_eq!(at("q+=(", "q"), None);
+        assert_eq!(at("q=(", "r"), None);
+        assert_eq!(at("asyncq=(", "asyncq"), Some(0));
+        assert_eq!(assigned_name_start(b"", 0, "q"), None);
+        assert_eq!(assigned_name_start(b"=(", 1, "q"), None);
     }
 
     #[test]
