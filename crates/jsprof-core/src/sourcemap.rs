@@ -630,7 +630,12 @@ impl Loader<'_> {
 
     fn find_map(&self, resource: &str, text: &mut Option<Arc<GeneratedText>>) -> Loaded {
         if let Some(explicit) = self.options.explicit.get(resource) {
-            let base = local_path(resource).as_deref().and_then(file_url);
+            // Map text given for a resource: its relative sources are relative to the resource itself
+            // (a local file's URL, or the resource's own URL: `https://cdn/app.js` + `src/a.ts`).
+            let base = match local_path(resource) {
+                Some(path) => file_url(&path),
+                None => Url::parse(resource).ok(),
+            };
             return match explicit {
                 ExplicitMap::Text(text) => decode(text.as_bytes(), base, "explicit".to_owned()),
                 ExplicitMap::Location(location) => match local_path(location) {
@@ -1468,6 +1473,17 @@ mod tests {
         let e = resolve(&trace, &options, &cache);
         assert_eq!(e.trace.resources[0], "file:///abs/t.ts");
         assert_eq!(e.stats.resources[0].map.as_deref(), Some("explicit"));
+
+        let remote = "https://cdn.example/js/app.js".to_string();
+        options.explicit.insert(
+            remote.clone(),
+            ExplicitMap::Text(map_json(&[(0, 0, 0, 0, "../src/r.ts", None)], None)),
+        );
+        let r = resolve(&chain(vec![remote], vec![frame("f", 0, 1, 1)]), &options, &cache);
+        assert_eq!(
+            r.trace.resources,
+            vec!["https://cdn.example/src/r.ts".to_string()]
+        );
 
         let no_lookups = MapOptions {
             comments: false,
