@@ -847,4 +847,5 @@ module.exports.exportFlameGraph = nativeBinding.exportFlameGraph
 module.exports.exportGeckoProfile = nativeBinding.exportGeckoProfile
 module.exports.exportPprof = nativeBinding.exportPprof
 module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
+module.exports.setOwnCode = nativeBinding.setOwnCode
 module.exports.summarizeTrace = nativeBinding.summarizeTrace
