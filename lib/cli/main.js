@@ -28,6 +28,8 @@ Commands:
                         an SVG flame graph
 
 <trace> is a ProfilerTrace (.trace.json) or a V8 CPU profile (.cpuprofile, e.g. from node --cpu-prof).
+report, convert and flamegraph map frames through the source maps the profiled files name or have
+beside them (TypeScript, bundles); --no-source-maps keeps the generated positions.
 
 Options:
   -h, --help            show help ('jsprof <command> --help' for a command's)
