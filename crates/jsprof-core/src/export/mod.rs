@@ -7,7 +7,7 @@
 //! - [`speedscope`]: speedscope's file format.
 //! - [`pprof`]: gzipped `profile.proto` (`go tool pprof`).
 //! - [`collapsed`]: folded stacks (`flamegraph.pl`, inferno).
-//! - [`flamegraph`]: an SVG flame graph coloured by package kind (inferno).
+//! - [`flamegraph`]: flame graphs from the stack tree, coloured by kind: SVG, and an explorable HTML page.
 //!
 //! Stackless samples are shown as one pseudo-frame each, named as V8 names them: `(idle)` (no marker),
 //! `(garbage collector)` (`gc`) and `(program)` (any other marker).
