@@ -98,6 +98,30 @@ impl Profile {
     }
 }
 
+/// The three ways to read `.cpuprofile` text into a [`Profile`], for `examples/json_readers.rs`, which
+/// times them (`cargo run --release -p jsprof-core --features bench-json --example json_readers`).
+#[cfg(feature = "bench-json")]
+pub mod readers {
+    use super::{fast_json, Error, Profile, RawProfile, Result};
+
+    /// The hand-written scanner (what [`Profile::from_json`] tries first); `None` if it gives up.
+    pub fn scanner(text: &str) -> Option<Result<Profile>> {
+        fast_json::parse(text).map(RawProfile::into_profile_unwrapped)
+    }
+
+    /// serde_json into the same borrowed structs (what [`Profile::from_json`] falls back to).
+    pub fn serde_json(text: &str) -> Result<Profile> {
+        let raw: RawProfile = serde_json::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
+        raw.into_profile_unwrapped()
+    }
+
+    /// sonic-rs (SIMD JSON) into the same borrowed structs.
+    pub fn sonic_rs(text: &str) -> Result<Profile> {
+        let raw: RawProfile = sonic_rs::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
+        raw.into_profile_unwrapped()
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawProfile<'a> {
