@@ -178,6 +178,16 @@ test('a trace with no samples gives a page that says so', { skip, timeout: 60000
   assert.deepEqual(errors, [])
 })
 
+test('a name that is not well-formed UTF-16 (a lone surrogate) is shown as visible text, in every export', async () => {
+  const { toCollapsed, toCpuProfile } = await import('jsprof-node')
+  const t = trace()
+  t.frames[3].name = 'now\ud800x'
+  assert.match(toFlameGraph(t), /<title>now\\u\{d800\}x \(2 samples/)
+  assert.ok(toFlameGraph(t, { format: 'html' }).includes('"now\\\\u{d800}x"'))
+  assert.match(toCollapsed(t), /;now\\u\{d800\}x 2\n/)
+  assert.ok(toCpuProfile(t).nodes.some((n) => n.callFrame.functionName === 'now\\u{d800}x'))
+})
+
 test('format is checked: svg (default) or html', () => {
   const t = trace()
   assert.match(toFlameGraph(t, { format: 'svg' }), /^<\?xml/)
