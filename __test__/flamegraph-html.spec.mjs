@@ -178,7 +178,7 @@ test('a trace with no samples gives a page that says so', { skip, timeout: 60000
   assert.deepEqual(errors, [])
 })
 
-test('a name that is not well-formed UTF-16 (a lone surrogate) is shown as visible text, in every export', async () => {
+test('a name that is not well-formed UTF-16 (a lone surrogate) is shown as visible text, in every export and fromCpuProfile', async () => {
   const { toCollapsed, toCpuProfile } = await import('jsprof-node')
   const t = trace()
   t.frames[3].name = 'now\ud800x'
@@ -186,6 +186,16 @@ test('a name that is not well-formed UTF-16 (a lone surrogate) is shown as visib
   assert.ok(toFlameGraph(t, { format: 'html' }).includes('"now\\\\u{d800}x"'))
   assert.match(toCollapsed(t), /;now\\u\{d800\}x 2\n/)
   assert.ok(toCpuProfile(t).nodes.some((n) => n.callFrame.functionName === 'now\\u{d800}x'))
+  // fromCpuProfile too (an object is stringified on its way to Rust), rather than a SyntaxError.
+  const { fromCpuProfile } = await import('jsprof-node')
+  const profile = {
+    nodes: [{ id: 1, callFrame: { functionName: '(root)', url: '' }, children: [2] }, { id: 2, callFrame: { functionName: 'f\udc00', url: '' } }],
+    startTime: 0,
+    endTime: 1,
+    samples: [2],
+    timeDeltas: [1],
+  }
+  assert.deepEqual(fromCpuProfile(profile).frames, [{ name: 'f\\u{dc00}' }])
 })
 
 test('format is checked: svg (default) or html', () => {

@@ -26,9 +26,13 @@ use crate::trace::{Marker, ProfilerTrace, TraceSample};
 /// Parses and validates a trace given as JSON text (the JS facade passes `JSON.stringify(trace)`).
 /// Every problem is a `Type` error: the value came from JS as an object, so a bad one has the wrong shape.
 pub fn parse_trace(json: &str) -> Result<ProfilerTrace> {
-    let json = lone_surrogates_visible(json);
-    let trace: ProfilerTrace =
-        serde_json::from_str(&json).map_err(|e| Error::invalid(format!("not a valid ProfilerTrace: {e}")))?;
+    let parse = |json: &str| serde_json::from_str::<ProfilerTrace>(json);
+    let trace = parse(json)
+        .or_else(|e| match lone_surrogates_visible(json) {
+            std::borrow::Cow::Owned(fixed) => parse(&fixed),
+            std::borrow::Cow::Borrowed(_) => Err(e),
+        })
+        .map_err(|e| Error::invalid(format!("not a valid ProfilerTrace: {e}")))?;
     validate(&trace)?;
     Ok(trace)
 }
@@ -36,7 +40,7 @@ pub fn parse_trace(json: &str) -> Result<ProfilerTrace> {
 /// JSON text with each lone surrogate escape (`\ud800` with no partner: `JSON.stringify` writes them for
 /// JS strings that are not well-formed UTF-16, and serde_json rejects them) replaced by the visible text
 /// `\u{d800}`, as [`flamegraph::visible`] writes other characters no output may hold. Borrowed as is
-/// when there is none.
+/// when there is none. The readers call it only after serde_json failed, so good text pays nothing.
 pub fn lone_surrogates_visible(json: &str) -> std::borrow::Cow<'_, str> {
     let bytes = json.as_bytes();
     let hex = |at: usize| -> Option<u32> {
