@@ -139,20 +139,21 @@ test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips
   await page.click('#reset')
   assert.equal((await frames()).length, shown.length, 'reset shows every frame again')
 
-  // Search: by package name, then by a hostile name; highlighted frames and the matched share.
-  await page.type('#search', 'LODASH')
+  // Search: by package name, then by a hostile name; highlighted frames and the matched share. The
+  // page searches once per animation frame: wait for the count to show the whole query's result.
+  const searchFor = async (text, expected) => {
+    await page.$eval('#search', (e) => (e.value = ''))
+    await page.type('#search', text)
+    await page.waitForFunction((want) => document.querySelector('#matched').textContent === want, { timeout: 10000 }, expected)
+  }
+  await searchFor('LODASH', '1 frame matched: 40% of samples (6 samples)')
   let matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
   assert.deepEqual(matched.map((f) => f.id), [chunk.id])
-  assert.equal(await page.$eval('#matched', (e) => e.textContent), '1 frame matched: 40% of samples (6 samples)')
-  await page.$eval('#search', (e) => (e.value = ''))
-  await page.type('#search', '<img')
+  await searchFor('<img', `1 frame matched: ${(100 / total).toFixed(2)}% of samples (1 sample)`)
   matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
   assert.deepEqual(matched.map((f) => f.text), [`${HOSTILE[1]} (/app/main.js:35:1)`])
-  assert.equal(await page.$eval('#matched', (e) => e.textContent), `1 frame matched: ${((100 / total).toFixed(2))}% of samples (1 sample)`)
-  await page.$eval('#search', (e) => (e.value = ''))
-  await page.type('#search', 'main')
   // main and the five frames in main.js: counted once, 13 of 15 samples.
-  assert.equal(await page.$eval('#matched', (e) => e.textContent), '7 frames matched: 86.67% of samples (13 samples)')
+  await searchFor('main', '7 frames matched: 86.67% of samples (13 samples)')
 
   const shot = process.env.JSPROF_SCREENSHOT || join(root, '.cache', 'flamegraph-html.png')
   mkdirSync(dirname(shot), { recursive: true })
