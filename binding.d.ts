@@ -92,8 +92,8 @@ export declare function exportCollapsed(traceJson: string): string
 /** `.cpuprofile` JSON text. */
 export declare function exportCpuProfile(traceJson: string): string
 
-/** SVG text. */
-export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null): string
+/** SVG text, or with `html` the self-contained HTML page. */
+export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON text. */
 export declare function exportGeckoProfile(traceJson: string, threadName?: string | undefined | null, startTime?: number | undefined | null): string

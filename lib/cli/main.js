@@ -24,8 +24,8 @@ Commands:
                         where the time went, as a table
   convert <trace> --to cpuprofile|gecko|speedscope|pprof|collapsed [-o out]
                         convert for DevTools, Firefox Profiler, speedscope, pprof, flamegraph.pl
-  flamegraph <trace> [-o flame.svg]
-                        an SVG flame graph
+  flamegraph <trace> [-o flame.svg] [--html]
+                        a flame graph: SVG, or an explorable HTML page
 
 <trace> is a ProfilerTrace (.trace.json) or a V8 CPU profile (.cpuprofile, e.g. from node --cpu-prof).
 report, convert and flamegraph map frames through the source maps the profiled files name or have
