@@ -17,6 +17,7 @@ use napi_derive::napi;
 
 mod export;
 mod prod;
+mod signals;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {

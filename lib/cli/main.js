@@ -17,9 +17,9 @@ const HELP = `Usage: jsprof <command> [options]
 Sampling CPU profiles of Node.js processes, as WICG JS Self-Profiling traces.
 
 Commands:
-  record [-o trace.json] [--interval ms] -- node app.js …
+  record [-o trace.json] [--interval ms] [--flush-every ms] -- node app.js …
                         profile a whole Node process; the trace is written when it ends,
-                        including on Ctrl-C, SIGTERM and process.exit()
+                        including on Ctrl-C, SIGTERM (also while it spins) and process.exit()
   report <trace> [--by package|function|resource] [--top N] [--json]
                         where the time went, as a table
   convert <trace> --to cpuprofile|gecko|speedscope|pprof|collapsed [-o out]
