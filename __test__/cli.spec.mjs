@@ -403,7 +403,7 @@ describe('help, version and errors', () => {
     const top = jsprofSync(['--help'])
     assert.equal(top.code, 0)
     assert.match(top.stdout, /^Usage: jsprof <command>/)
-    for (const cmd of ['record', 'report', 'convert', 'flamegraph']) {
+    for (const cmd of ['record', 'report', 'convert', 'flamegraph', 'diff']) {
       assert.ok(top.stdout.includes(`  ${cmd} `), cmd)
       const r = jsprofSync([cmd, '--help'])
       assert.equal(r.code, 0)

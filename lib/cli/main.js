@@ -10,6 +10,7 @@ const COMMANDS = {
   report: () => require('./report').report,
   convert: () => require('./convert').convert,
   flamegraph: () => require('./convert').flamegraph,
+  diff: () => require('./diff').diff,
 }
 
 const HELP = `Usage: jsprof <command> [options]
@@ -26,6 +27,8 @@ Commands:
                         convert for DevTools, Firefox Profiler, speedscope, pprof, flamegraph.pl
   flamegraph <trace> [-o flame.svg]
                         an SVG flame graph
+  diff <base> <new> [--by function|package] [--fail-above PCT] [-o diff.svg]
+                        what got slower: shares per row, a differential flame graph, a CI status
 
 <trace> is a ProfilerTrace (.trace.json) or a V8 CPU profile (.cpuprofile, e.g. from node --cpu-prof).
 
@@ -33,7 +36,8 @@ Options:
   -h, --help            show help ('jsprof <command> --help' for a command's)
   -v, --version         print the version
 
-Exit status: the profiled command's for 'record'; 2 for bad arguments or unreadable input; 0 otherwise.`
+Exit status: the profiled command's for 'record'; 1 for 'diff' when a row grew past --fail-above;
+2 for bad arguments or unreadable input; 0 otherwise.`
 
 function version() {
   return require('../../package.json').version
