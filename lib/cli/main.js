@@ -11,6 +11,7 @@ const COMMANDS = {
   convert: () => require('./convert').convert,
   flamegraph: () => require('./convert').flamegraph,
   diff: () => require('./diff').diff,
+  attach: () => require('./attach').attach,
 }
 
 const HELP = `Usage: jsprof <command> [options]
@@ -21,6 +22,9 @@ Commands:
   record [-o trace.json] [--interval ms] [--flush-every ms] -- node app.js …
                         profile a whole Node process; the trace is written when it ends,
                         including on Ctrl-C, SIGTERM (also while it spins) and process.exit()
+  attach <pid> [--duration 10s] [-o trace.json] [--interval ms]
+                        profile a running Node process (opens its inspector for the
+                        recording's duration, then closes it)
   report <trace> [--by package|function|resource] [--top N] [--json]
                         where the time went, as a table
   convert <trace> --to cpuprofile|gecko|speedscope|pprof|collapsed [-o out]

@@ -205,4 +205,4 @@ async function record(args) {
   }
 }
 
-module.exports = { record, HELP, splitArgs }
+module.exports = { record, HELP, splitArgs, stamp, formatDuration }

@@ -94,4 +94,4 @@ function writeStatus(file, status) {
   }
 }
 
-module.exports = { createChunks, readChunks, assemble, writeStatus }
+module.exports = { createChunks, readChunks, assemble, writeStatus, writeTrace }
