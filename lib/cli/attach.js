@@ -10,11 +10,9 @@ const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
 const { CliError, usage, parse, info, api } = require('./common')
-const { stamp, formatDuration } = require('./record')
+const { stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS } = require('./record')
 
 const DEFAULT_DURATION_MS = 10_000
-const DEFAULT_INTERVAL_MS = 1
-const MIN_INTERVAL_MS = 0.1
 const OPEN_TIMEOUT_MS = 5000
 const CLOSE_TIMEOUT_MS = 3000
 
@@ -46,14 +44,6 @@ function parseDuration(text) {
   const ms = m ? Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[m[2] || 's'] : NaN
   if (!(ms > 0) || ms > 24 * 3600_000) throw usage('attach', `--duration must be a time like 500ms, 10s or 2m, got '${text}'`)
   return ms
-}
-
-function parseInterval(text) {
-  const ms = Number(text)
-  if (text.trim() === '' || !Number.isFinite(ms) || ms <= 0 || ms > 1e6) {
-    throw usage('attach', `--interval must be a number of ms > 0, got '${text}'`)
-  }
-  return Math.max(ms, MIN_INTERVAL_MS)
 }
 
 function checkPid(text) {
@@ -258,7 +248,7 @@ async function attach(args) {
     return 0
   }
   const durationMs = values.duration === undefined ? DEFAULT_DURATION_MS : parseDuration(values.duration)
-  const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval(values.interval)
+  const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval(values.interval, 'attach')
   if (positionals.length === 0) throw usage('attach', 'missing the process id')
   if (values.output === '') throw usage('attach', '--output must not be empty')
   const pid = checkPid(positionals[0])

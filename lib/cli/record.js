@@ -62,10 +62,11 @@ function splitArgs(args) {
   return { own: args.slice(0, i), command: args.slice(i) }
 }
 
-function parseInterval(text) {
+/** `--interval <ms>` of record and attach: > 0, at least MIN_INTERVAL_MS. */
+function parseInterval(text, command = 'record') {
   const ms = Number(text)
   if (text.trim() === '' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_INTERVAL_MS) {
-    throw usage('record', `--interval must be a number of ms > 0, got '${text}'`)
+    throw usage(command, `--interval must be a number of ms > 0, got '${text}'`)
   }
   return Math.max(ms, MIN_INTERVAL_MS)
 }
@@ -205,4 +206,4 @@ async function record(args) {
   }
 }
 
-module.exports = { record, HELP, splitArgs, stamp, formatDuration }
+module.exports = { record, HELP, splitArgs, stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS }
