@@ -53,7 +53,7 @@ after(() => {
 
 describe('jsprof diff', () => {
   test('finds the function made slower: the top row, its self share grown', () => {
-    const r = jsprof(['diff', base, slower, '--json'])
+    const r = jsprof(['diff', base, slower, '--json', '--top', '1000'])
     assert.equal(r.code, 0, r.stderr)
     const out = JSON.parse(r.stdout)
     assert.equal(out.by, 'function')

@@ -14,7 +14,7 @@ const HELP = `Usage: jsprof diff <base> <new> [options]
 
 Compares two profiles (ProfilerTraces or V8 .cpuprofiles): for each function (default), package or
 resource, its self and total time as shares of each profile's samples, and the change in percentage
-points. Rows are sorted by their largest change (of self or total share).
+points. What got slower comes first (largest growth of self or total share), what got faster last.
 
 Options:
       --by <what>          function, package or resource (default: function)
@@ -113,8 +113,9 @@ async function diff(args) {
       totalDelta: (a ? a.total : 0) - (b ? b.total : 0),
     })
   }
-  const change = (r) => Math.max(Math.abs(r.selfDelta), Math.abs(r.totalDelta))
-  rows.sort((x, y) => change(y) - change(x) || Math.abs(y.selfDelta) - Math.abs(x.selfDelta))
+  // What got slower first: the largest growth (of self or total share) on top, what got faster last.
+  const growth = (r) => Math.max(r.selfDelta, r.totalDelta)
+  rows.sort((x, y) => growth(y) - growth(x) || y.selfDelta - x.selfDelta)
 
   if (values.output !== undefined) {
     const toCollapsed = api('toCollapsed')
