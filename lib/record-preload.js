@@ -92,6 +92,7 @@ function start(config) {
   const { createChunks, assemble, writeStatus } = require('./record/chunks')
   const shared = require('./record/shared')
   const { timeOriginUs } = require('./clock')
+  const { performance } = require('node:perf_hooks')
   const { pid } = process
   const kill = process.kill.bind(process)
   const output = path.resolve(config.output.split('{pid}').join(String(pid)))
@@ -130,12 +131,15 @@ function start(config) {
   Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
     value(what, signal) {
       if (what === 'flush') {
-        if (Atomics.load(state, shared.CLAIM) !== shared.RUNNING) return
+        // Returns how long the cut took, in ms (the watcher spaces the next one by it).
+        if (Atomics.load(state, shared.CLAIM) !== shared.RUNNING) return 0
+        const startedAt = performance.now()
         try {
           chunks.append(profile.cut())
         } catch (err) {
           stderrLine(`could not flush the profile to ${chunksFile}: ${err.message}`)
         }
+        return performance.now() - startedAt
       } else if (what === 'signal') {
         const name = Object.keys(numbers).find((k) => numbers[k] === signal)
         if (!name) return

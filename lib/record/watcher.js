@@ -22,24 +22,27 @@ const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, 
 const session = new inspector.Session()
 session.connectToMainThread()
 
-let asking = false
-function ask(what, signal) {
-  asking = true
+function ask(what, signal, then) {
   session.post(
     'Runtime.evaluate',
-    { expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`, silent: true },
-    () => {
-      asking = false
+    { expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`, silent: true, returnByValue: true },
+    (err, result) => {
+      if (then) then(err ? undefined : result && result.result && result.result.value)
     },
   )
 }
 
-const flushTimer =
-  flushEveryMs > 0
-    ? setInterval(() => {
-        if (!asking && Atomics.load(state, CLAIM) === RUNNING) ask('flush')
-      }, flushEveryMs)
-    : null
+// A cut costs the main thread time that grows with the call tree (V8 serialises it): the next flush
+// comes no sooner than 100 times the last cut took, so flushing never takes more than ~1% of it.
+const BUDGET = 100
+let flushTimer = null
+function scheduleFlush(delayMs) {
+  flushTimer = setTimeout(() => {
+    if (Atomics.load(state, CLAIM) !== RUNNING) return
+    ask('flush', 0, (tookMs) => scheduleFlush(Math.max(flushEveryMs, BUDGET * (Number(tookMs) || 0))))
+  }, delayMs)
+}
+if (flushEveryMs > 0) scheduleFlush(flushEveryMs)
 
 let signalled = 0
 function onSignal(signal) {
@@ -75,7 +78,7 @@ parentPort.on('message', (message) => {
   if (message !== 'exit') return
   // The process is ending: drop the session first (a session connected to the main thread at exit
   // makes Node print "Waiting for the debugger to disconnect...").
-  if (flushTimer) clearInterval(flushTimer)
+  if (flushTimer) clearTimeout(flushTimer)
   try {
     session.disconnect()
   } catch {
