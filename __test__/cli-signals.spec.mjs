@@ -164,6 +164,21 @@ describe('jsprof record: killed without warning, the trace up to the last flush'
     assertHotTrace(out, 'burnSome')
   })
 
+  test("under NODE_V8_COVERAGE (Node's own profiler session) nothing is cut and Node prints nothing extra", async () => {
+    const out = path.join(tmp, 'coverage.trace.json')
+    const { spawnSync } = await import('node:child_process')
+    const r = spawnSync(process.execPath, [BIN, 'record', '-o', out, '--', process.execPath, '-e', 'const t = Date.now(); while (Date.now() - t < 1500);'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, NODE_V8_COVERAGE: path.join(tmp, 'coverage') },
+    })
+    assert.equal(r.status, 0, r.stderr)
+    assert.doesNotMatch(r.stderr, /Cannot retrieve id/)
+    assert.match(r.stderr, /^jsprof: wrote .*written at exit in/)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.ok(fs.existsSync(out))
+  })
+
   test('--flush-every 0: nothing is flushed, so SIGKILL leaves no trace, and says so', async () => {
     const out = path.join(tmp, 'noflush.trace.json')
     const run = startRecording(out, 'spin', ['--flush-every', '0'])

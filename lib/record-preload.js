@@ -159,7 +159,7 @@ function start(config) {
         workerData: {
           state,
           signals: numbers,
-          flushEveryMs,
+          flushEveryMs: profile.canCut ? flushEveryMs : 0,
           chunksFile,
           output,
           statusFile: config.status,

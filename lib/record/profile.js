@@ -5,8 +5,18 @@
 // same Rust conversion, with the same rules, a live Profiler uses.
 
 /**
- * Starts V8's sampler every `intervalUs` µs. Returns `{ cut(), stop() }`: `cut()` ends the current
- * V8 profile and starts the next (the samples so far, as a V8 CPU profile), `stop()` ends it for good.
+ * Whether Node's own profiler sessions (`--cpu-prof`, NODE_V8_COVERAGE) run in this process: they
+ * receive the keep-alive's console-profile event and print "Cannot retrieve id from the response
+ * message" on stderr, so then there is no keep-alive, and no cutting.
+ */
+function nodeProfilesToo() {
+  return Boolean(process.env.NODE_V8_COVERAGE) || process.execArgv.some((a) => /^--cpu-prof(\b|=|$)/.test(a))
+}
+
+/**
+ * Starts V8's sampler every `intervalUs` µs. Returns `{ canCut, cut(), stop() }`: `cut()` ends the
+ * current V8 profile and starts the next (the samples so far, as a V8 CPU profile), `stop()` ends it
+ * for good. Without `canCut` a cut would lose the code already running: do not call it then.
  * Throws (an inspector error) when the process cannot be profiled.
  */
 function startProfile(intervalUs) {
@@ -32,10 +42,12 @@ function startProfile(intervalUs) {
   // while it runs, cutting the first (stop + start) keeps V8's code map. Without it every restart
   // logs all code again (ms each) and loses code already running — a loop on its on-stack-replaced
   // code would be sampled as its caller from the first cut on. Disconnecting discards it unread.
-  inspector.console.profile(KEEPALIVE)
+  const canCut = !nodeProfilesToo()
+  if (canCut) inspector.console.profile(KEEPALIVE)
   post('Profiler.start')
   let running = true
   return {
+    canCut,
     cut() {
       const { profile } = post('Profiler.stop')
       post('Profiler.start')
