@@ -27,6 +27,7 @@ let tmp
 let base
 let slower
 let again
+let moved
 
 function jsprof(args) {
   const r = spawnSync(process.execPath, [BIN, ...args], { cwd: tmp, encoding: 'utf8', timeout: 60_000 })
@@ -45,6 +46,10 @@ before(() => {
   const p = spawnSync(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, app, '6'], { encoding: 'utf8', timeout: 60_000 })
   assert.equal(p.status, 0, p.stderr)
   slower = path.join(profDir, fs.readdirSync(profDir)[0])
+  // The same app with its functions moved down a line by an edit, recorded from the same path.
+  fs.writeFileSync(app, `// an edit\n${APP}`)
+  moved = path.join(tmp, 'moved.trace.json')
+  assert.equal(jsprof(['record', '-o', moved, '--', process.execPath, app, '1']).code, 0)
 })
 
 after(() => {
@@ -96,6 +101,15 @@ describe('jsprof diff', () => {
     }
   })
 
+  test('a function moved by an edit (same name and script, another line) is still one row', () => {
+    const r = jsprof(['diff', base, moved, '--json', '--top', '1000'])
+    assert.equal(r.code, 0, r.stderr)
+    const rows = JSON.parse(r.stdout).rows.filter((row) => /^slowedDown \(/.test(row.name))
+    assert.equal(rows.length, 1, JSON.stringify(rows))
+    assert.ok(rows[0].baseSelf > 0 && rows[0].newSelf > 0, JSON.stringify(rows[0]))
+    assert.match(rows[0].name, /app\.js:5:\d+\)$/, 'named as in the new profile')
+  })
+
   test('--by package compares packages', () => {
     const r = jsprof(['diff', base, again, '--by', 'package', '--json'])
     assert.equal(r.code, 0, r.stderr)
@@ -108,6 +122,21 @@ describe('jsprof diff', () => {
     const svg = path.join(tmp, 'diff.svg')
     const r = jsprof(['diff', base, slower, '-o', svg])
     assert.equal(r.code, 0, r.stderr)
+    checkSvg(svg)
+  })
+
+  test('the flame graph matches a function moved by an edit too (grey, not new)', () => {
+    const svg = path.join(tmp, 'moved.svg')
+    const r = jsprof(['diff', base, moved, '-o', svg])
+    assert.equal(r.code, 0, r.stderr)
+    const text = fs.readFileSync(svg, 'utf8')
+    const box = new RegExp('<title>slowedDown [^<]*\\(base (\\d+\\.\\d+)%').exec(text)
+    assert.ok(box && Number(box[1]) > 0, `slowedDown has a base share: ${box && box[0]}`)
+  })
+
+  function checkSvg(svg) {
+    const r = { code: 0, stderr: `jsprof: wrote ${svg}` }
+    assert.equal(r.code, 0, r.stderr)
     assert.match(r.stderr, /jsprof: wrote .*diff\.svg/)
     const text = fs.readFileSync(svg, 'utf8')
     assert.match(text, /^<\?xml[^>]*\?>\n<svg /)
@@ -119,7 +148,7 @@ describe('jsprof diff', () => {
     assert.ok(Number(slowed[1]) > Number(slowed[3]), `slowedDown is red: ${slowed[0]}`)
     assert.ok(Number(steady[3]) > Number(steady[1]), `steadyWork is blue: ${steady[0]}`)
     assert.doesNotMatch(text, /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/)
-  })
+  }
 
   test('bad input: one line, exit 2', () => {
     for (const [args, pattern] of [

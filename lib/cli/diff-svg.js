@@ -33,6 +33,23 @@ function parseFolded(text) {
   return root
 }
 
+/** `name (url)` of `name (url:line:col)`: a function moved by an edit. */
+const unplaced = (name) => name.replace(/:\d+:\d+\)$/, ')')
+
+/** The base's child for a frame: the same name, or else the only one of it moved to another line. */
+function sameFrame(node, name) {
+  const exact = node.children.get(name)
+  if (exact) return exact
+  const loose = unplaced(name)
+  let found
+  for (const [other, child] of node.children) {
+    if (unplaced(other) !== loose) continue
+    if (found) return undefined
+    found = child
+  }
+  return found
+}
+
 function escapeXml(text) {
   // Names come from code nobody here wrote: no control characters, no markup.
   return String(text)
@@ -77,7 +94,7 @@ function diffFlameGraph(baseFolded, newFolded, { title = 'jsprof diff' } = {}) {
     let cx = x
     const children = [...node.children.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     for (const child of children) {
-      stack.push([child, was ? was.children.get(child.name) : undefined, cx, level + 1])
+      stack.push([child, was ? sameFrame(was, child.name) : undefined, cx, level + 1])
       cx += (next.count ? child.count / next.count : 0) * (WIDTH - 2 * PAD)
     }
   }
@@ -106,4 +123,4 @@ function diffFlameGraph(baseFolded, newFolded, { title = 'jsprof diff' } = {}) {
   return `${out.join('\n')}\n`
 }
 
-module.exports = { diffFlameGraph, parseFolded }
+module.exports = { diffFlameGraph, parseFolded, unplaced }

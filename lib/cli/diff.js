@@ -6,6 +6,7 @@
 const { api, parse, positiveInt, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('./common')
 const { readTrace } = require('./input')
 const { table, label } = require('./report')
+const { diffFlameGraph, unplaced } = require('./diff-svg')
 
 const BY = ['function', 'package', 'resource']
 const DEFAULT_TOP = 20
@@ -27,14 +28,13 @@ Options:
       --json               print JSON ({ base, new, by, rows }) instead of a table
   -h, --help               show this help
 
-Functions are matched by name and script, not line, so a function moved by an edit still matches
-(two functions of one name in one script are one row). Sampling has noise: a change of a point or
+Rows are matched by name and place; a function moved by an edit (same name and script, another
+line) still matches when it is the only one of its name in that script. Sampling has noise: a change of a point or
 two between runs of a few hundred samples can be chance; record longer runs for small effects.`
 
-/** The row's identity across the two profiles: for functions, without `:line:col`. */
-function keyOf(row) {
-  return `${row.kind}\0${String(row.name).replace(/:\d+:\d+\)$/, ')')}\0${row.package ?? ''}`
-}
+/** A row's identity in one profile, and across two where a function moved (without `:line:col`). */
+const exactKey = (row) => `${row.kind}\0${row.name}\0${row.package ?? ''}`
+const looseKey = (row) => `${row.kind}\0${unplaced(String(row.name))}\0${row.package ?? ''}`
 
 function parsePct(text) {
   const n = Number(text)
@@ -46,20 +46,52 @@ function parsePct(text) {
 
 function shares(trace, by) {
   const total = trace.samples.length
-  const rows = new Map()
-  for (const row of api('summarize')(trace, { by })) {
-    const key = keyOf(row)
-    const had = rows.get(key)
-    const self = total ? row.selfSamples / total : 0
-    const all = total ? row.totalSamples / total : 0
-    if (had) {
-      had.self += self
-      had.total += all
+  return {
+    total,
+    rows: api('summarize')(trace, { by }).map((row) => ({
+      row,
+      self: total ? row.selfSamples / total : 0,
+      total: total ? row.totalSamples / total : 0,
+    })),
+  }
+}
+
+/**
+ * Pairs the rows of the two profiles: same name and place first; then a function that moved (same
+ * name and script, other line) when that leaves exactly one candidate on each side. Unpaired rows are
+ * new or gone. Never merges rows, so every share stays one function's.
+ */
+function pairRows(before, after) {
+  const pairs = []
+  const group = (list, keyOf) => {
+    const m = new Map()
+    for (const x of list) {
+      const key = keyOf(x.row)
+      if (m.has(key)) m.get(key).push(x)
+      else m.set(key, [x])
+    }
+    return m
+  }
+  const byExact = group(before, exactKey)
+  const leftAfter = []
+  for (const a of after) {
+    const bs = byExact.get(exactKey(a.row))
+    if (bs && bs.length) pairs.push([bs.shift(), a])
+    else leftAfter.push(a)
+  }
+  const looseBefore = group([...byExact.values()].flat(), looseKey)
+  const looseAfter = group(leftAfter, looseKey)
+  for (const [key, as] of looseAfter) {
+    const bs = looseBefore.get(key)
+    if (bs && bs.length === 1 && as.length === 1) {
+      pairs.push([bs[0], as[0]])
+      looseBefore.delete(key)
     } else {
-      rows.set(key, { row, self, total: all })
+      for (const a of as) pairs.push([undefined, a])
     }
   }
-  return { total, rows }
+  for (const bs of looseBefore.values()) for (const b of bs) pairs.push([b, undefined])
+  return pairs
 }
 
 /** A row's label with control characters (names come from code nobody here wrote) made visible. */
@@ -96,15 +128,13 @@ async function diff(args) {
   const after = shares(newTrace, by)
 
   const rows = []
-  for (const key of new Set([...before.rows.keys(), ...after.rows.keys()])) {
-    const b = before.rows.get(key)
-    const a = after.rows.get(key)
+  for (const [b, a] of pairRows(before.rows, after.rows)) {
     const row = (a || b).row
     rows.push({
       name: row.name,
       kind: row.kind,
       package: row.package,
-      version: (a || b).row.version,
+      version: row.version,
       baseSelf: b ? b.self : 0,
       newSelf: a ? a.self : 0,
       selfDelta: (a ? a.self : 0) - (b ? b.self : 0),
@@ -119,7 +149,6 @@ async function diff(args) {
 
   if (values.output !== undefined) {
     const toCollapsed = api('toCollapsed')
-    const { diffFlameGraph } = require('./diff-svg')
     writeOutput(values.output, diffFlameGraph(toCollapsed(baseTrace), toCollapsed(newTrace), { title: `${baseFile} → ${newFile}` }))
     info(`wrote ${values.output}`)
   }
