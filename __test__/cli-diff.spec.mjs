@@ -141,7 +141,12 @@ describe('jsprof diff', () => {
     const text = fs.readFileSync(svg, 'utf8')
     assert.match(text, /^<\?xml[^>]*\?>\n<svg /)
     assert.match(text, /<\/svg>\n$/)
-    const boxOf = (name) => new RegExp(`<title>${name} [^<]*</title><rect [^>]*fill="rgb\\((\\d+),(\\d+),(\\d+)\\)"`).exec(text)
+    // The widest box of the function (it may also appear, thin, under other callers).
+    const boxOf = (name) => {
+      const re = new RegExp(`<title>${name} [^<]*</title><rect [^>]*width="([\\d.]+)"[^>]*fill="rgb\\((\\d+),(\\d+),(\\d+)\\)"`, 'g')
+      const all = [...text.matchAll(re)].sort((a, b) => Number(b[1]) - Number(a[1]))
+      return all[0] && [all[0][0], all[0][2], all[0][3], all[0][4]]
+    }
     const slowed = boxOf('slowedDown')
     const steady = boxOf('steadyWork')
     assert.ok(slowed && steady, 'both functions are drawn')
