@@ -301,7 +301,7 @@ for (const [what, options, expectFile] of [
             traces.push(summary(await a.stop()))
           }
           const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler.js')
-          report({ traces, stats: getSampler().stats })
+          report({ traces, stats: getSampler().session.stats })
         })()
       `,
         options(dir),

@@ -5,13 +5,16 @@
 //  2. fromCpuProfile(jsonText) on a multi-MB profile vs a straightforward JS conversion.
 //
 // Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert.
+// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|loop|server,
+// BENCH_SERVER_ROUNDS (default 3).
 
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import { createRequire } from 'node:module'
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { makeWorkload } from './workload.mjs'
 import { runBare, runOurs } from './stall.mjs'
 import { makeProfileText, assertSameTraces, timeInterleaved, candidates } from './from-cpu-profile.mjs'
@@ -149,6 +152,20 @@ function convertBench() {
 
 console.log(`# jsprof-node benchmarks\nmachine: ${machine()}`)
 const t0 = performance.now()
-if (ONLY !== 'convert') await stallBench()
-if (ONLY !== 'stall') convertBench()
+if (!ONLY || ONLY === 'stall') await stallBench()
+if (!ONLY || ONLY === 'convert') convertBench()
+
+// The plain Profiler per request (issue 9's targets) and the request modes, each in processes of their
+// own: the per-unit-of-work loop, then the server under load (none / a Profiler every 10th request /
+// every request / profileRequests), interleaved rounds.
+function child(script, args) {
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url)), ...args], { stdio: 'inherit' })
+    c.on('exit', resolve)
+  })
+}
+if (!ONLY || ONLY === 'loop') await child('./per-request-loop.mjs', [])
+if (!ONLY || ONLY === 'server') {
+  await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '3', '--duration', '6'])
+}
 console.log(`\ntotal bench time: ${((performance.now() - t0) / 1000).toFixed(0)} s`)

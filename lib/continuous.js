@@ -11,10 +11,9 @@
 // bridged V8 restart (~0.05 ms) and the packing of V8's profile into Rust; the trace is built off the
 // main thread and only its sample objects are zipped on it (see lib/trace.js).
 
-const { binding, rethrowTyped } = require('./native')
+const { rethrowTyped } = require('./native')
 const { nowUs, timeOriginUs } = require('./clock')
-const { assembleTrace } = require('./trace')
-const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
+const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
 const { numberOption } = require('./options')
 
 const option = (options, name, fallback, min, max) => numberOption('startContinuous', options, name, fallback, min, max)
@@ -55,24 +54,23 @@ class ContinuousProfiler {
   }
 
   #subscribe(startUs, exclusive) {
-    const intervalUs = this.#intervalUs
-    const sub = {
-      recording: new binding.Recording(startUs, intervalUs, this.#maxSamples),
-      intervalUs,
-      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
-      maxSamples: this.#maxSamples,
-      startUs,
+    const chunk = {
       startTime: startUs / 1000 - timeOriginUs() / 1000,
       startUnixMs: Date.now(),
-      checkAtUs: Infinity,
       truncated: false,
-      onFull() {
-        sub.truncated = true
-      },
+      sub: null,
     }
-    if (exclusive) sub.recording.setStartExclusive(true)
-    getSampler().add(sub)
-    return sub
+    chunk.sub = new Subscription({
+      startUs,
+      intervalUs: this.#intervalUs,
+      maxSamples: this.#maxSamples,
+      exclusiveStart: exclusive,
+      onFull() {
+        chunk.truncated = true
+      },
+    })
+    getSampler().add(chunk.sub)
+    return chunk
   }
 
   #arm() {
@@ -86,16 +84,16 @@ class ContinuousProfiler {
     const old = this.#current
     const endUs = nowUs()
     const endUnixMs = Date.now()
-    old.recording.stopAt(endUs)
+    old.sub.stopAt(endUs)
     // The next chunk subscribes before the old one's final harvest: that harvest feeds both.
     this.#current = last ? null : this.#subscribe(endUs, true)
     if (!last) this.#arm()
     const index = this.#index++
     const origin = timeOriginUs()
     const done = getSampler()
-      .finish(old)
-      .then(() => old.recording.build(origin))
-      .then(assembleTrace, rethrowTyped)
+      .finish(old.sub)
+      .then(() => old.sub.trace(origin))
+      .catch(rethrowTyped)
       .then((trace) => {
         this.stats.chunks++
         this.stats.samples += trace.samples.length

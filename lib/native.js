@@ -68,6 +68,16 @@ try {
   throw new Error(`${noBinaryMessage()} Tried: ${tried.join('; ')}`, { cause })
 }
 
+// The traces jsprof-node records leave its own code out (Chrome's first sample is the caller's stack,
+// not the profiler's): these files, as paths and as the file:// URLs V8 reports.
+{
+  const path = require('node:path')
+  const { pathToFileURL } = require('node:url')
+  const root = path.resolve(__dirname, '..')
+  const own = [path.join(root, 'lib') + path.sep, ...['index.js', 'index.mjs', 'binding.js'].map((f) => path.join(root, f))]
+  binding.setOwnCode(own.flatMap((p) => [p, pathToFileURL(p).href]))
+}
+
 const CONSTRUCTORS = { TypeError, SyntaxError, RangeError }
 
 /** Rethrows a binding error as the `TypeError`/`SyntaxError` its message names. */

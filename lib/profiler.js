@@ -1,15 +1,15 @@
 'use strict'
-// `class Profiler extends EventTarget`: the WebIDL-faithful facade over this thread's sampler. The
-// constructor starts sampling at once; stop() resolves with the spec's ProfilerTrace, built in Rust
-// off the main thread.
+// `class Profiler extends EventTarget`: the WebIDL-faithful facade over this thread's sampler engine.
+// The constructor starts sampling at once; stop() resolves with the spec's ProfilerTrace, built in
+// Rust. Conversions and messages are Chrome's (webidl.js).
 
-const { binding, rethrowTyped } = require('./native')
+const { rethrowTyped } = require('./native')
 const { nowUs, timeOriginUs } = require('./clock')
-const { assembleTrace } = require('./trace')
-const { convertProfilerInitOptions } = require('./webidl')
-const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
+const { emptyTrace } = require('./trace')
+const { convertProfilerInitOptions, notAFunctionCall } = require('./webidl')
+const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
 
-// A Profiler collected without stop() releases its recording and, if it was the last, stops V8.
+// A Profiler collected without stop() releases its subscription; V8 stops when nobody needs it.
 const collected = new FinalizationRegistry((sub) => getSampler().remove(sub))
 
 function dispatchBufferFull(target) {
@@ -19,36 +19,33 @@ function dispatchBufferFull(target) {
 class Profiler extends EventTarget {
   #sampleInterval
   #stopped = false
-  #sub
+  /** null once stopped, and for maxBufferSize 0 (full before the first sample). */
+  #sub = null
 
   constructor(options) {
     // WebIDL converts the arguments before the object exists: errors here create nothing.
-    const { maxBufferSize, sampleInterval } = convertProfilerInitOptions(options)
+    const { maxBufferSize, sampleInterval } = convertProfilerInitOptions(arguments.length, options)
     const intervalUs = effectiveIntervalUs(sampleInterval)
     const sampler = getSampler()
     super()
     this.#sampleInterval = intervalUs / 1000
-    const startUs = nowUs()
-    const self = new WeakRef(this)
-    const sub = {
-      recording: new binding.Recording(startUs, intervalUs, maxBufferSize),
-      intervalUs,
-      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
-      maxSamples: maxBufferSize,
-      startUs,
-      checkAtUs: Infinity,
-      onFull() {
-        const profiler = self.deref()
-        if (profiler) dispatchBufferFull(profiler)
-      },
-    }
-    this.#sub = sub
     if (maxBufferSize === 0) {
       // Full before the first sample: nothing ever samples for this profiler.
       dispatchBufferFull(this)
       return
     }
+    const self = new WeakRef(this)
+    const sub = new Subscription({
+      startUs: nowUs(),
+      intervalUs,
+      maxSamples: maxBufferSize,
+      onFull() {
+        const profiler = self.deref()
+        if (profiler) dispatchBufferFull(profiler)
+      },
+    })
     sampler.add(sub)
+    this.#sub = sub
     collected.register(this, sub, sub)
   }
 
@@ -69,21 +66,23 @@ class Profiler extends EventTarget {
     return this.#stopped
   }
 
-  /** Resolves with the trace of the samples taken from construction until this call. */
+  /**
+   * Resolves with the trace of the samples taken from construction until this call. V8's samples are
+   * collected by a harvest: at once for a lone stop, within ~50 ms when stops are frequent (shared).
+   */
   stop() {
     if (!Profiler.#is(this)) return Promise.reject(new TypeError('Illegal invocation'))
-    if (this.#stopped) {
-      return Promise.reject(new DOMException('The Profiler has already been stopped.', 'InvalidStateError'))
-    }
+    if (this.#stopped) return Promise.reject(new DOMException('Profiler already stopped.', 'InvalidStateError'))
     this.#stopped = true
     const sub = this.#sub
     this.#sub = null
-    sub.recording.stopAt(nowUs())
+    if (sub === null) return Promise.resolve(emptyTrace())
+    sub.stopAt(nowUs())
     collected.unregister(sub)
     return getSampler()
       .finish(sub)
-      .then(() => sub.recording.build(timeOriginUs()))
-      .then(assembleTrace, rethrowTyped)
+      .then(() => sub.trace(timeOriginUs()))
+      .catch(rethrowTyped)
   }
 }
 
@@ -94,4 +93,21 @@ for (const name of ['sampleInterval', 'stopped', 'stop']) {
 }
 Object.defineProperty(Profiler.prototype, Symbol.toStringTag, { value: 'Profiler', configurable: true })
 
-module.exports = { Profiler }
+// Called without `new`, a class throws V8's own message, where a DOM constructor throws Chrome's. So
+// the public Profiler is a function that checks `new.target` and builds the class's instance (a Proxy
+// or Reflect.construct would do the same at ~6 µs a call; this costs nothing measurable). It shares
+// the class's prototype, so instanceof, subclassing and the prototype's members are the class's own.
+const ProfilerClass = Profiler
+const PublicProfiler = {
+  Profiler: function (options) {
+    if (new.target === undefined) throw notAFunctionCall()
+    // A subclass (`class X extends Profiler`) gets its own prototype; a plain `new` the fast path.
+    if (new.target !== PublicProfiler) return Reflect.construct(ProfilerClass, arguments, new.target)
+    return arguments.length === 0 ? new ProfilerClass() : new ProfilerClass(options)
+  },
+}.Profiler
+Object.defineProperty(PublicProfiler, 'prototype', { value: ProfilerClass.prototype, writable: false, enumerable: false, configurable: false })
+Object.setPrototypeOf(PublicProfiler, EventTarget)
+Object.defineProperty(ProfilerClass.prototype, 'constructor', { value: PublicProfiler, writable: true, configurable: true })
+
+module.exports = { Profiler: PublicProfiler }

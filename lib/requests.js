@@ -10,17 +10,10 @@
 
 const { binding, rethrowTyped } = require('./native')
 const { timeOriginUs } = require('./clock')
-const { assembleTrace } = require('./trace')
-const { getSampler, effectiveIntervalUs, MAX_V8_INTERVAL_US } = require('./sampler')
+const { buildTrace, emptyTrace } = require('./trace')
+const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
 const { numberOption } = require('./options')
-
-function emptyTrace() {
-  return { resources: [], frames: [], stacks: [], samples: [] }
-}
-
-/** Up to this many samples, a request's trace is built on the main thread (a few µs). */
-const SYNC_BUILD_MAX_SAMPLES = 256
 
 const DEFAULTS = {
   sampleRate: 0.1,
@@ -102,21 +95,13 @@ class RequestProfiler {
    */
   #ensureCollector() {
     if (this.#collector) return
-    const intervalUs = this.#intervalUs
-    const startUs = now()
-    const recording = new binding.Recording(startUs, intervalUs, 1)
-    // Keeps nothing (no interval), so it is never full and holds no chunk.
-    recording.keepIntervals(new Float64Array(0))
-    this.#collector = {
-      recording,
-      intervalUs,
-      v8IntervalUs: Math.min(intervalUs, MAX_V8_INTERVAL_US),
-      maxSamples: 2 ** 32 - 1,
-      startUs,
-      checkAtUs: Infinity,
-      onFull() {},
-      onChunk: (chunk, harvestUs) => this.#onChunk(chunk, harvestUs),
-    }
+    // A listener: it keeps no samples itself, it hands each chunk to the requests that have samples in it.
+    this.#collector = new Subscription({
+      startUs: now(),
+      intervalUs: this.#intervalUs,
+      record: false,
+      onChunk: (harvested) => this.#onChunk(harvested),
+    })
     getSampler().add(this.#collector)
   }
 
@@ -124,7 +109,7 @@ class RequestProfiler {
    * Gives a harvested chunk to every request (in flight or finished) that has samples in it.
    * `harvestUs` is when V8's profile was taken (the chunk is converted a turn later).
    */
-  #onChunk(chunk, harvestUs) {
+  #onChunk({ chunk, earliestUs: first, latestUs: last, harvestUs }) {
     this.#harvestAsked = false
     // Every request that ended before this harvest has all its samples after it: deliver then.
     if (!this.#deliveryQueued) {
@@ -134,9 +119,7 @@ class RequestProfiler {
         this.#deliver(harvestUs)
       })
     }
-    const first = chunk.firstSampleTime
     if (Number.isNaN(first)) return
-    const last = chunk.lastSampleTime
     // The requests whose window overlaps the chunk, and their intervals (so far), in one native call.
     const candidates = []
     const parts = []
@@ -178,11 +161,7 @@ class RequestProfiler {
       this.#open.delete(rec)
       let trace
       try {
-        trace = rec.recording === null
-          ? emptyTrace()
-          : rec.recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES
-            ? assembleTrace(rec.recording.buildSync(timeOriginUs()))
-            : rec.recording.build(timeOriginUs()).then(assembleTrace)
+        trace = rec.recording === null ? emptyTrace() : buildTrace(rec.recording, timeOriginUs())
       } catch (err) {
         trace = Promise.reject(err)
       }

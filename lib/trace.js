@@ -2,11 +2,17 @@
 // Turns the binding's TraceParts (tables as JSON text, samples as columns) into the spec's plain
 // ProfilerTrace object. JSON.parse is V8's fastest object factory for the small tables; the samples,
 // which dominate, are zipped here so each one gets only the members it has (absent, never null).
+// Every dictionary has its members in lexicographic order, as WebIDL builds them (and so as
+// JSON.stringify of Chrome's trace reads): trace {frames, resources, samples, stacks}, frame {column,
+// line, name, resourceId}, stack {frameId, parentId}, sample {marker, stackId, timestamp}.
 
 const MARKERS = [undefined, 'script', 'gc', 'other', 'style', 'layout', 'paint']
 
+/** Up to this many samples, a trace is built on the calling thread (a few µs; a thread-pool hop costs more). */
+const SYNC_BUILD_MAX_SAMPLES = 256
+
 function assembleTrace(parts) {
-  const trace = JSON.parse(parts.tables)
+  const tables = JSON.parse(parts.tables)
   const { timestamps, stackIds, markers } = parts
   const n = timestamps.length
   const samples = new Array(n)
@@ -15,13 +21,25 @@ function assembleTrace(parts) {
     const stackId = stackIds[i]
     const marker = MARKERS[markers[i]]
     if (stackId >= 0) {
-      samples[i] = marker === undefined ? { timestamp, stackId } : { timestamp, stackId, marker }
+      samples[i] = marker === undefined ? { stackId, timestamp } : { marker, stackId, timestamp }
     } else {
-      samples[i] = marker === undefined ? { timestamp } : { timestamp, marker }
+      samples[i] = marker === undefined ? { timestamp } : { marker, timestamp }
     }
   }
-  trace.samples = samples
-  return trace
+  return { frames: tables.frames, resources: tables.resources, samples, stacks: tables.stacks }
 }
 
-module.exports = { assembleTrace }
+/**
+ * The trace of a Rust Recording, timestamps relative to `originUs`: built at once when it is small,
+ * else off the main thread (a promise). The recording is empty afterwards.
+ */
+function buildTrace(recording, originUs) {
+  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES) return JSON.parse(recording.buildJson(originUs))
+  return recording.build(originUs).then(assembleTrace)
+}
+
+function emptyTrace() {
+  return { frames: [], resources: [], samples: [], stacks: [] }
+}
+
+module.exports = { assembleTrace, buildTrace, emptyTrace }

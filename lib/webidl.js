@@ -33,17 +33,26 @@ function toDouble(value, member) {
   return x
 }
 
-function convertProfilerInitOptions(options) {
-  if (options !== undefined && options !== null && typeof options !== 'object' && typeof options !== 'function') {
+/**
+ * `new Profiler(options)`'s one required argument, as Chrome converts it: no argument at all, or a
+ * value that is not an object (null included: Chrome rejects it rather than reading it as {}), is a
+ * TypeError; `undefined` reads as an empty dictionary, whose required members are then missing.
+ */
+function convertProfilerInitOptions(argumentCount, options) {
+  if (argumentCount === 0) throw new TypeError(`${PREFIX}: 1 argument required, but only 0 present.`)
+  if (options === null || (options !== undefined && typeof options !== 'object' && typeof options !== 'function')) {
     throw new TypeError(`${PREFIX}: The provided value is not of type 'ProfilerInitOptions'.`)
   }
-  const dict = options == null ? {} : options
+  const dict = options === undefined ? {} : options
   const maxBufferSize = toUnsignedLong(required(dict, 'maxBufferSize'))
   const sampleInterval = toDouble(required(dict, 'sampleInterval'), 'sampleInterval')
-  if (sampleInterval < 0) {
-    throw new RangeError(`${PREFIX}: sampleInterval must be non-negative.`)
-  }
+  if (sampleInterval < 0) throw new RangeError(`${PREFIX}: Invalid sample interval`)
   return { maxBufferSize, sampleInterval }
 }
 
-module.exports = { convertProfilerInitOptions, toUnsignedLong, toDouble }
+/** What Chrome throws when a DOM constructor is called without `new`. */
+function notAFunctionCall() {
+  return new TypeError(`${PREFIX}: Please use the 'new' operator, this DOM object constructor cannot be called as a function.`)
+}
+
+module.exports = { convertProfilerInitOptions, notAFunctionCall, toUnsignedLong, toDouble }

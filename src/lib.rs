@@ -90,13 +90,13 @@ impl PlainParts {
     fn tables_json(resources: &[String], frames: &[core::Frame], stacks: &[core::Stack]) -> Result<String> {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
-            resources: &'a [String],
             frames: &'a [core::Frame],
+            resources: &'a [String],
             stacks: &'a [core::Stack],
         }
         serde_json::to_string(&Tables {
-            resources,
             frames,
+            resources,
             stacks,
         })
         .map_err(|e| Error::from_reason(e.to_string()))
@@ -111,9 +111,17 @@ impl PlainParts {
 
     /// The whole profile converted as [`core::trace_from_profile`] does, but each sample goes straight
     /// into the columns (no intermediate `Vec<TraceSample>`).
-    pub(crate) fn from_profile(profile: &core::Profile, time_origin_us: f64) -> Result<PlainParts> {
+    pub(crate) fn from_profile(
+        profile: &core::Profile,
+        time_origin_us: f64,
+        own_code: Option<&core::OwnCode>,
+    ) -> Result<PlainParts> {
         let mut builder = core::TraceBuilder::new();
-        let mut converter = core::convert::ProfileConverter::new(profile, time_origin_us);
+        let converter = core::convert::ProfileConverter::new(profile, time_origin_us);
+        let mut converter = match own_code {
+            Some(own) => converter.hiding(own),
+            None => converter,
+        };
         let samples = SampleColumns::collect(
             profile
                 .samples
@@ -141,8 +149,15 @@ impl PlainParts {
 /// strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
 /// timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
 /// as `Buffer#toString` would read it (U+FFFD for each bad sequence).
+///
+/// `hideOwnCode`: leave jsprof-node's own code out of the stacks (see [`set_own_code`]), for the
+/// profiles jsprof-node records itself (`jsprof record`).
 #[napi(catch_unwind)]
-pub fn convert_cpu_profile(json: &[u8], time_origin_us: Option<f64>) -> Result<TraceParts> {
+pub fn convert_cpu_profile(
+    json: &[u8],
+    time_origin_us: Option<f64>,
+    hide_own_code: Option<bool>,
+) -> Result<TraceParts> {
     // `from_utf8` checks ASCII a word at a time; the lossy reading is only for text that needs it.
     let text = match std::str::from_utf8(json) {
         Ok(text) => std::borrow::Cow::Borrowed(text),
@@ -151,7 +166,23 @@ pub fn convert_cpu_profile(json: &[u8], time_origin_us: Option<f64>) -> Result<T
     let profile = core::Profile::from_json(&text).map_err(core_error)?;
     drop(text);
     let origin = time_origin_us.unwrap_or(profile.start_time);
-    Ok(PlainParts::from_profile(&profile, origin)?.into_js())
+    let own = hide_own_code.unwrap_or(false).then(own_code).flatten();
+    Ok(PlainParts::from_profile(&profile, origin, own.as_deref())?.into_js())
+}
+
+/// jsprof-node's own code (URL and path prefixes of its files), set once by the facade at load.
+static OWN_CODE: std::sync::RwLock<Option<Arc<core::OwnCode>>> = std::sync::RwLock::new(None);
+
+/// Tells the binding where jsprof-node's own code lives: the traces it records leave those frames
+/// (and the builtins and internals they call) out, so their time goes to the caller, as in Chrome.
+#[napi(catch_unwind)]
+pub fn set_own_code(prefixes: Vec<String>) {
+    let own = Arc::new(core::OwnCode::new(prefixes));
+    *OWN_CODE.write().unwrap_or_else(|e| e.into_inner()) = Some(own);
+}
+
+fn own_code() -> Option<Arc<core::OwnCode>> {
+    OWN_CODE.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -242,15 +273,12 @@ impl Chunk {
         self.inner.profile.samples.len() as u32
     }
 
-    /// The time (µs, V8's clock) of the chunk's first and last samples in V8's order, or NaN.
-    #[napi(getter)]
-    pub fn first_sample_time(&self) -> f64 {
-        self.inner.profile.samples.first().map_or(f64::NAN, |s| s.time)
-    }
-
-    #[napi(getter)]
-    pub fn last_sample_time(&self) -> f64 {
-        self.inner.profile.samples.last().map_or(f64::NAN, |s| s.time)
+    /// The chunk's sample times (µs, V8's clock) in ascending order (V8 records a few samples out of
+    /// time order). The engine reads them once per chunk, so each subscription can tell in JS, by a
+    /// binary search, whether the chunk holds any of its samples.
+    #[napi(catch_unwind)]
+    pub fn sorted_sample_times(&self) -> Float64Array {
+        Float64Array::new(self.inner.sorted_sample_times())
     }
 }
 
@@ -271,9 +299,11 @@ impl Recording {
     /// `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`.
     #[napi(constructor)]
     pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
-        Recording {
-            inner: core::Recording::new(start_us, interval_us, max_samples),
+        let mut inner = core::Recording::new(start_us, interval_us, max_samples);
+        if let Some(own) = own_code() {
+            inner.hide_own_code(own);
         }
+        Recording { inner }
     }
 
     #[napi(catch_unwind)]

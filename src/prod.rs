@@ -4,6 +4,8 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
+use jsprof_core::IntervalSet;
+
 use crate::{core_error, Chunk, Recording};
 
 #[napi]
@@ -24,71 +26,38 @@ impl Recording {
 
 #[napi]
 impl Recording {
-    /// Builds the trace on the calling thread. For the few samples of one request this is cheaper than
-    /// a thread-pool hop (`build`); the recording is empty afterwards.
+    /// The trace as JSON text, built on the calling thread: for the few samples of one request or a
+    /// short Profiler this is cheaper than a thread-pool hop (`build`) and than typed-array columns
+    /// (one string, one `JSON.parse`; the members are already in WebIDL's order). The recording is
+    /// empty afterwards.
     #[napi(catch_unwind)]
-    pub fn build_sync(&mut self, time_origin_us: f64) -> Result<crate::TraceParts> {
+    pub fn build_json(&mut self, time_origin_us: f64) -> Result<String> {
         let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
-        Ok(crate::PlainParts::from_trace(recording.build(time_origin_us))?.into_js())
+        serde_json::to_string(&recording.build(time_origin_us)).map_err(|e| Error::from_reason(e.to_string()))
     }
 }
 
 #[napi]
 impl Chunk {
-    /// How many of the chunk's samples lie inside the given `[begin, end]` µs intervals (flat: begin0,
-    /// end0, …) — lets the request profiler skip every request that has no sample in a chunk.
-    #[napi(catch_unwind)]
-    pub fn count_in(&self, flat: Float64Array) -> Result<u32> {
-        if !flat.len().is_multiple_of(2) {
-            return Err(core_error(jsprof_core::Error::invalid(
-                "intervals need (begin, end) pairs",
-            )));
-        }
-        Ok(count_in(&self.inner.profile.samples, &flat))
-    }
-}
-
-#[napi]
-impl Chunk {
-    /// `countIn` for many requests in one call: `flat` holds every request's intervals back to back,
-    /// `ends[i]` is where request i's values end in `flat`. Returns each request's count.
+    /// For many requests in one call, how many of the chunk's samples lie inside each one's
+    /// `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
+    /// …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
+    /// request that has no sample in a chunk, without a native object per request.
     #[napi(catch_unwind)]
     pub fn count_in_many(&self, flat: Float64Array, ends: Uint32Array) -> Result<Uint32Array> {
         let mut counts = Vec::with_capacity(ends.len());
         let mut from = 0usize;
         for &end in ends.iter() {
             let end = end as usize;
-            if end < from || end > flat.len() || !(end - from).is_multiple_of(2) {
+            if end < from || end > flat.len() {
                 return Err(core_error(jsprof_core::Error::invalid(
                     "ends must cut flat into (begin, end) pairs",
                 )));
             }
-            counts.push(count_in(&self.inner.profile.samples, &flat[from..end]));
+            let set = IntervalSet::from_flat(&flat[from..end]).map_err(core_error)?;
+            counts.push(set.count(&self.inner.profile.samples) as u32);
             from = end;
         }
         Ok(Uint32Array::new(counts))
     }
-}
-
-/// How many of `samples` lie inside the `[begin, end]` pairs of `flat` (even length).
-fn count_in(samples: &[jsprof_core::cpuprofile::Sample], flat: &[f64]) -> u32 {
-    let mut pairs: Vec<(f64, f64)> = flat
-        .chunks_exact(2)
-        .map(|p| (p[0], p[1]))
-        .filter(|p| p.1 >= p.0)
-        .collect();
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    // V8's samples are in time order but for rare small steps back (negative time deltas): search
-    // with a margin, then test each sample of the window.
-    const MARGIN_US: f64 = 1_000.0;
-    let mut count = 0u32;
-    for (begin, end) in pairs {
-        let from = samples.partition_point(|s| s.time < begin - MARGIN_US);
-        count += samples[from..]
-            .iter()
-            .take_while(|s| s.time <= end + MARGIN_US)
-            .filter(|s| s.time >= begin && s.time <= end)
-            .count() as u32;
-    }
-    count
 }

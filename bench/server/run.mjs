@@ -36,6 +36,8 @@ const LABELS = {
   continuous: 'jsprof-node continuous, 10 ms',
   req10: `jsprof-node every 10th request (${process.env.REQ_INTERVAL || 10} ms)`,
   reqall: `jsprof-node every request (${process.env.REQ_INTERVAL || 10} ms)`,
+  prof10: 'plain `new Profiler` around every 10th request (10 ms)',
+  profall: 'plain `new Profiler` around every request (10 ms)',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
@@ -45,7 +47,7 @@ const LABELS = {
   track: '(diagnostic) request tracker on every request, no sampler',
   hook: '(diagnostic) async hook + ALS alone',
 }
-const DEFAULT_MODES = ['none', 'continuous', 'req10', 'reqall', 'datadog', 'sentry']
+const DEFAULT_MODES = ['none', 'continuous', 'prof10', 'profall', 'req10', 'reqall', 'datadog', 'sentry']
 let MODES = arg('modes', DEFAULT_MODES.join(',')).split(',')
 
 function sentryCpuProfiler() {
@@ -145,6 +147,16 @@ if (ours) {
 }
 if (ours) console.log(`continuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`)
 if (reports.req10) console.log(`every 10th request: ${JSON.stringify(reports.req10.at(-1).stats)}`)
+for (const mode of ['prof10', 'profall']) {
+  if (!reports[mode]) continue
+  // stop() latency: from the call to the resolved trace (ms), medians of the rounds' percentiles.
+  const ms = (key) => median(reports[mode].map((r) => r.stopMs[key])).toFixed(1)
+  const { harvests, coldStarts, restarts, harvestMsTotal } = reports[mode].at(-1).sampler
+  console.log(
+    `${LABELS[mode]}: stop() latency p50 ${ms('p50')} ms, p99 ${ms('p99')} ms, max ${ms('max')} ms; ` +
+      `last round: ${harvests} harvests (${(harvestMsTotal / harvests).toFixed(2)} ms main thread each), ${coldStarts} cold starts, ${restarts} restarts`,
+  )
+}
 
 // --- main-thread figures, each in a fresh process with no load -----------------------------------
 const micro = fork(path.join(here, 'micro.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })

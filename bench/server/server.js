@@ -75,6 +75,31 @@ if (mode === 'continuous') {
   })
   listener = rp.wrap(handler)
   figures.stats = rp.stats
+} else if (mode === 'prof10' || mode === 'profall') {
+  // What a user writes from the spec's example: a plain Profiler around each sampled request.
+  const { Profiler } = require(root)
+  const every = mode === 'prof10' ? 10 : 1
+  let seen = 0
+  // stop() latency (ms from the call to the resolved trace), a bounded ring.
+  const latencies = new Float64Array(1 << 16)
+  let measured = 0
+  figures.stopLatency = () => {
+    const xs = Array.from(latencies.subarray(0, Math.min(measured, latencies.length))).sort((a, b) => a - b)
+    const q = (p) => (xs.length ? xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] : NaN)
+    return { count: measured, p50: q(0.5), p99: q(0.99), max: xs.length ? xs[xs.length - 1] : NaN }
+  }
+  listener = (req, res) => {
+    if (seen++ % every !== 0) return handler(req, res)
+    const profiler = new Profiler({ sampleInterval: 10, maxBufferSize: 1000 })
+    res.once('finish', () => {
+      const t0 = performance.now()
+      profiler.stop().then(() => {
+        latencies[measured++ % latencies.length] = performance.now() - t0
+        figures.profiles++
+      })
+    })
+    handler(req, res)
+  }
 } else if (mode === 'sampler1' || mode === 'sampler10') {
   // Diagnostic: only the sampler running (one long Profiler), no request tracking.
   const { Profiler } = require(root)
@@ -144,6 +169,7 @@ process.on('message', (message) => {
     const cpu = process.cpuUsage(figures.cpuStart)
     const requests = served - figures.servedStart
     const { getSampler } = require(`${root}/lib/sampler.js`)
+    if (figures.stopLatency) figures.stopMs = figures.stopLatency()
     process.send({
       ...figures,
       // All threads of the process (V8's sampler, the thread pool) per request served.

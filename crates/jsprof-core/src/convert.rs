@@ -5,9 +5,41 @@
 //! - Markers: `gc` for GC samples, `script` with a JS stack, `other` for `(program)` (and the rare sample
 //!   on `(root)`), none for idle.
 //! - Timestamps: ms relative to a time origin on V8's clock, at microsecond precision.
+//! - The profiler's own code is never shown (Chrome's first sample is its caller's stack, not the
+//!   profiler's): with an [`OwnCode`], its frames, and the builtins and internals it calls, are left
+//!   out of every stack, so their time goes to the code that called the profiler.
 
 use crate::cpuprofile::{NodeKind, Profile, Sample};
 use crate::trace::{us_to_ms, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
+
+/// The profiler's own code: the script URLs (or paths) it runs from, as prefixes. A node is the
+/// profiler's when its URL starts with one of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnCode {
+    prefixes: Vec<String>,
+}
+
+impl OwnCode {
+    /// Empty prefixes are ignored (they would match everything).
+    pub fn new(prefixes: impl IntoIterator<Item = String>) -> Self {
+        OwnCode {
+            prefixes: prefixes.into_iter().filter(|p| !p.is_empty()).collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.prefixes.is_empty()
+    }
+
+    pub fn contains(&self, url: &str) -> bool {
+        self.prefixes.iter().any(|p| url.starts_with(p.as_str()))
+    }
+}
+
+/// Code that is neither the profiler's nor the runtime's: a script with a URL that is not `node:`.
+fn is_user_code(url: &str) -> bool {
+    !url.is_empty() && !url.starts_with("node:")
+}
 
 /// Converts samples of one profile into a [`TraceBuilder`], caching each node's frame and stack so a
 /// node is resolved once however many samples hit it. One converter per profile; many converters may
@@ -16,6 +48,10 @@ pub struct ProfileConverter<'p> {
     profile: &'p Profile,
     /// `None` = not resolved yet; `Some(None)` = no JS stack (pseudo-nodes above any code).
     stacks: Vec<Option<Option<u32>>>,
+    /// Per resolved node: it is hidden — the profiler's own code, or a builtin or runtime internal the
+    /// profiler called (no user code in between). Its descendants inherit this until user code.
+    hidden: Vec<bool>,
+    own: Option<&'p OwnCode>,
     time_origin_us: f64,
 }
 
@@ -24,8 +60,19 @@ impl<'p> ProfileConverter<'p> {
         ProfileConverter {
             profile,
             stacks: vec![None; profile.nodes.len()],
+            hidden: Vec::new(),
+            own: None,
             time_origin_us,
         }
+    }
+
+    /// Leaves `own` code out of the stacks (see [`OwnCode`]); its time goes to its caller.
+    pub fn hiding(mut self, own: &'p OwnCode) -> Self {
+        if !own.is_empty() {
+            self.hidden = vec![false; self.profile.nodes.len()];
+            self.own = Some(own);
+        }
+        self
     }
 
     fn frame(&self, builder: &mut TraceBuilder, node: u32) -> Frame {
@@ -63,12 +110,26 @@ impl<'p> ProfileConverter<'p> {
             cursor = self.profile.nodes[n as usize].parent;
         }
         let mut stack = cursor.and_then(|n| self.stacks[n as usize].flatten());
+        let mut hidden = match (self.own, cursor) {
+            (Some(_), Some(n)) => self.hidden[n as usize],
+            _ => false,
+        };
         // Outermost first, so parents get their ids before children, as in Chrome.
         for &n in chain.iter().rev() {
-            if self.profile.nodes[n as usize].kind == NodeKind::Code {
-                let frame = self.frame(builder, n);
-                let frame_id = builder.frame_id(frame);
-                stack = Some(builder.stack_id(frame_id, stack));
+            let node = &self.profile.nodes[n as usize];
+            if node.kind == NodeKind::Code {
+                if let Some(own) = self.own {
+                    let url = self.profile.string(node.url);
+                    hidden = own.contains(url) || (hidden && !is_user_code(url));
+                }
+                if !hidden {
+                    let frame = self.frame(builder, n);
+                    let frame_id = builder.frame_id(frame);
+                    stack = Some(builder.stack_id(frame_id, stack));
+                }
+            }
+            if self.own.is_some() {
+                self.hidden[n as usize] = hidden;
             }
             self.stacks[n as usize] = Some(stack);
         }
@@ -79,7 +140,11 @@ impl<'p> ProfileConverter<'p> {
     pub fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
         let kind = self.profile.nodes[sample.node as usize].kind;
         let (stack_id, marker) = match kind {
-            NodeKind::Code => (self.stack_of(builder, sample.node), Some(Marker::Script)),
+            NodeKind::Code => match self.stack_of(builder, sample.node) {
+                Some(stack) => (Some(stack), Some(Marker::Script)),
+                // Only the profiler's own code, called from no code of the app's: native work.
+                None => (None, Some(Marker::Other)),
+            },
             NodeKind::GarbageCollector => (None, Some(Marker::Gc)),
             NodeKind::Program | NodeKind::Root => (None, Some(Marker::Other)),
             NodeKind::Idle => (None, None),

@@ -10,12 +10,14 @@ pub mod cpuprofile;
 pub mod error;
 pub mod export;
 pub mod interner;
+pub mod intervals;
 pub mod recording;
 pub mod summary;
 pub mod trace;
 
-pub use convert::trace_from_profile;
+pub use convert::{trace_from_profile, OwnCode};
 pub use cpuprofile::{Profile, ProfileBuilder};
 pub use error::{Error, ErrorKind, Result};
+pub use intervals::IntervalSet;
 pub use recording::{Chunk, Recording};
 pub use trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};

@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use crate::convert::ProfileConverter;
+use crate::convert::{OwnCode, ProfileConverter};
 use crate::cpuprofile::Profile;
+use crate::intervals::IntervalSet;
 use crate::trace::{ProfilerTrace, TraceBuilder};
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
@@ -16,6 +17,15 @@ use crate::trace::{ProfilerTrace, TraceBuilder};
 pub struct Chunk {
     pub profile: Profile,
     pub interval_us: f64,
+}
+
+impl Chunk {
+    /// The sample times (µs) in ascending order.
+    pub fn sorted_sample_times(&self) -> Vec<f64> {
+        let mut times: Vec<f64> = self.profile.samples.iter().map(|s| s.time).collect();
+        times.sort_by(f64::total_cmp);
+        times
+    }
 }
 
 /// The result of offering a chunk to a recording.
@@ -44,8 +54,10 @@ pub struct Recording {
     full: bool,
     /// When true, a sample taken exactly at `start_us` belongs to the previous recording (hand-off).
     start_exclusive: bool,
-    /// When set: sorted, disjoint `[begin, end]` intervals (µs); only samples inside one are kept.
-    intervals: Option<Vec<(f64, f64)>>,
+    /// When set: only samples inside one of these intervals are kept.
+    intervals: Option<IntervalSet>,
+    /// The profiler's own code, left out of the trace's stacks (see [`OwnCode`]).
+    own_code: Option<Arc<OwnCode>>,
 }
 
 impl Recording {
@@ -64,7 +76,13 @@ impl Recording {
             full: false,
             start_exclusive: false,
             intervals: None,
+            own_code: None,
         }
+    }
+
+    /// Leaves the profiler's own code out of the stacks of the built trace.
+    pub fn hide_own_code(&mut self, own: Arc<OwnCode>) {
+        self.own_code = Some(own);
     }
 
     /// Makes the window start strictly after `start_us`: a recording that takes over from one stopped
@@ -78,33 +96,11 @@ impl Recording {
     /// may come in any order and may touch or overlap. Applies to samples already taken (they are
     /// dropped from the recording) and to later chunks. An odd length or a NaN is an error.
     pub fn keep_intervals(&mut self, flat: &[f64]) -> crate::Result<()> {
-        if !flat.len().is_multiple_of(2) {
-            return Err(crate::Error::invalid(
-                "intervals need an even number of values (begin, end pairs)",
-            ));
-        }
-        let mut pairs: Vec<(f64, f64)> = Vec::with_capacity(flat.len() / 2);
-        for pair in flat.chunks_exact(2) {
-            let (begin, end) = (pair[0], pair[1]);
-            if begin.is_nan() || end.is_nan() {
-                return Err(crate::Error::invalid("interval bounds must be numbers"));
-            }
-            if end >= begin {
-                pairs.push((begin, end));
-            }
-        }
-        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut merged: Vec<(f64, f64)> = Vec::with_capacity(pairs.len());
-        for (begin, end) in pairs {
-            match merged.last_mut() {
-                Some(last) if begin <= last.1 => last.1 = last.1.max(end),
-                _ => merged.push((begin, end)),
-            }
-        }
+        let set = IntervalSet::from_flat(flat)?;
         let chunks = &self.chunks;
         self.selected
-            .retain(|&(c, i)| inside(&merged, chunks[c as usize].profile.samples[i as usize].time));
-        self.intervals = Some(merged);
+            .retain(|&(c, i)| set.contains(chunks[c as usize].profile.samples[i as usize].time));
+        self.intervals = Some(set);
         Ok(())
     }
 
@@ -147,7 +143,7 @@ impl Recording {
                 || self.stop_us.is_some_and(|stop| t > stop)
                 || t <= self.last_kept_us
                 || (decimate && t < self.next_due_us)
-                || self.intervals.as_ref().is_some_and(|iv| !inside(iv, t))
+                || self.intervals.as_ref().is_some_and(|iv| !iv.contains(t))
             {
                 continue;
             }
@@ -173,7 +169,13 @@ impl Recording {
         let mut converters: Vec<ProfileConverter> = self
             .chunks
             .iter()
-            .map(|c| ProfileConverter::new(&c.profile, time_origin_us))
+            .map(|c| {
+                let converter = ProfileConverter::new(&c.profile, time_origin_us);
+                match &self.own_code {
+                    Some(own) => converter.hiding(own),
+                    None => converter,
+                }
+            })
             .collect();
         for &(chunk, sample) in &self.selected {
             let profile = &self.chunks[chunk as usize].profile;
@@ -182,13 +184,6 @@ impl Recording {
         }
         builder.finish()
     }
-}
-
-/// Whether `t` lies in one of the sorted, disjoint, closed intervals.
-fn inside(intervals: &[(f64, f64)], t: f64) -> bool {
-    // The first interval that ends at or after t is the only candidate.
-    let i = intervals.partition_point(|&(_, end)| end < t);
-    intervals.get(i).is_some_and(|&(begin, _)| begin <= t)
 }
 
 #[cfg(test)]

@@ -11,13 +11,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Frame {
+    // Members in lexicographic order, as WebIDL builds a dictionary (and so Chrome's JSON reads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_id: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub column: Option<u32>,
 }
 
 /// `ProfilerStack`: one node of the stack trie; `parentId` absent at the outermost frame.
@@ -60,20 +61,20 @@ impl Marker {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TraceSample {
-    pub timestamp: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stack_id: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker: Option<Marker>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_id: Option<u32>,
+    pub timestamp: f64,
 }
 
-/// `ProfilerTrace`, with the spec's member order.
+/// `ProfilerTrace`, members in WebIDL's (lexicographic) order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfilerTrace {
-    pub resources: Vec<String>,
     pub frames: Vec<Frame>,
-    pub stacks: Vec<Stack>,
+    pub resources: Vec<String>,
     pub samples: Vec<TraceSample>,
+    pub stacks: Vec<Stack>,
 }
 
 /// The three dedup tables plus the samples; hand it frames and stacks, take the trace at the end.
@@ -199,7 +200,7 @@ mod tests {
         let json = serde_json::to_string(&t).unwrap();
         assert_eq!(
             json,
-            r#"{"resources":[],"frames":[{"name":""}],"stacks":[{"frameId":0}],"samples":[{"timestamp":1.5,"stackId":0,"marker":"script"},{"timestamp":2.0}]}"#
+            r#"{"frames":[{"name":""}],"resources":[],"samples":[{"marker":"script","stackId":0,"timestamp":1.5},{"timestamp":2.0}],"stacks":[{"frameId":0}]}"#
         );
         assert_eq!(serde_json::from_str::<ProfilerTrace>(&json).unwrap(), t);
     }

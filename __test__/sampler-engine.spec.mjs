@@ -1,0 +1,288 @@
+// The sampler engine's scheduling, against a fake V8 (no real profiling, no sampling luck): when it
+// harvests, when V8 starts, restarts and stops, who gets which samples. And the inspector session's
+// restart against a stub inspector: the bridge's samples are not lost.
+
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import { FakeSession, stubInspector } from './fake-v8.mjs'
+
+const require = createRequire(import.meta.url)
+const { SamplerEngine } = require('../lib/sampler/engine.js')
+const { InspectorSession } = require('../lib/sampler/inspector-session.js')
+const { Subscription } = require('../lib/sampler/subscription.js')
+const schedule = require('../lib/sampler/schedule.js')
+
+const turn = () => new Promise((resolve) => setImmediate(resolve))
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * An engine over a fake V8 with a clock the test moves (µs). The engine reads `clock.us` plus the real
+ * time since the engine last looked at the test's value, so its timers still come due by themselves.
+ */
+function movingClock() {
+  const clock = { us: 1_000_000 }
+  let seen = clock.us
+  let realAtSeen = performance.now()
+  const now = () => {
+    if (clock.us !== seen) {
+      seen = clock.us
+      realAtSeen = performance.now()
+    }
+    return clock.us + (performance.now() - realAtSeen) * 1000
+  }
+  return { clock, now }
+}
+
+function setup(options = {}) {
+  const { clock, now } = movingClock()
+  const session = new FakeSession()
+  const engine = new SamplerEngine(session, { now, ...options })
+  const sub = (startUs = clock.us, more = {}) => new Subscription({ startUs, intervalUs: 1000, maxSamples: 1000, ...more })
+  return { clock, session, engine, sub }
+}
+
+const timesOf = (trace) => trace.samples.map((s) => s.timestamp)
+
+test('schedule: a lone stop harvests now, frequent ones wait for the gap, a caller bound wins', () => {
+  const o = schedule.DEFAULTS
+  assert.equal(schedule.stopHarvestDueUs(100_000, -Infinity, undefined), 100_000)
+  assert.equal(schedule.stopHarvestDueUs(100_000, 100_000 - o.minStopGapUs, undefined), 100_000)
+  assert.equal(schedule.stopHarvestDueUs(100_000, 95_000, undefined), 95_000 + o.minStopGapUs)
+  assert.equal(schedule.stopHarvestDueUs(100_000, 99_999, 1_000_000), 1_100_000)
+  assert.equal(schedule.harvestAction(1000, Infinity), 'stop')
+  assert.equal(schedule.harvestAction(1000, 1000), 'keep')
+  assert.equal(schedule.harvestAction(1000, 1999), 'keep', 'slower, but not twice as slow: no re-logging restart')
+  assert.equal(schedule.harvestAction(1000, 2000), 'restart')
+  assert.equal(schedule.harvestAction(1000, 500), 'restart')
+  assert.equal(schedule.harvestPeriodUs(10), o.harvestMinPeriodUs)
+  assert.equal(schedule.harvestPeriodUs(1000), 1000 * o.harvestEverySamples)
+  assert.equal(schedule.harvestPeriodUs(1e9), o.harvestMaxPeriodUs)
+  assert.equal(schedule.keepsWarm(10, 0, 1000, 100), true)
+  assert.equal(schedule.keepsWarm(100, 0, 1000, 100), false, 'the grace is over')
+  assert.equal(schedule.keepsWarm(10, 0, 100, 100), false, 'not at 0.1 ms: V8 sampling itself costs CPU there')
+  assert.equal(schedule.effectiveIntervalUs(10), 10_000)
+  assert.equal(schedule.effectiveIntervalUs(0), schedule.MIN_INTERVAL_US)
+  assert.equal(schedule.effectiveIntervalUs(0.0015), schedule.MIN_INTERVAL_US)
+  assert.equal(schedule.effectiveIntervalUs(1.0004), 1001)
+})
+
+test('a lone stop resolves after one harvest, with exactly the samples of its window', async () => {
+  const { clock, session, engine, sub } = setup()
+  const a = sub(clock.us)
+  engine.add(a)
+  assert.deepEqual(session.calls, ['start 1000'])
+  session.tick(clock.us - 500, clock.us + 1000, clock.us + 2000, clock.us + 3000)
+  clock.us += 2500
+  a.stopAt(clock.us)
+  const done = engine.finish(a)
+  await done
+  assert.equal(session.count('take'), 1, 'one harvest, V8 kept running (warm)')
+  assert.deepEqual(timesOf(a.trace(0)), [1001, 1002], 'before the window and after the stop are left out')
+})
+
+test('frequent stops share harvests: at most one per minStopGapUs', async () => {
+  const gapUs = 20_000
+  const clock = { now: () => performance.now() * 1000 }
+  const session = new FakeSession()
+  const engine = new SamplerEngine(session, { now: clock.now, minStopGapUs: gapUs })
+  const started = clock.now()
+  const stops = []
+  for (let i = 0; i < 60; i++) {
+    // (A large buffer: a small one would add harvests of its own, to tell when it is full.)
+    const s = new Subscription({ startUs: clock.now(), intervalUs: 1000, maxSamples: 100_000 })
+    engine.add(s)
+    s.stopAt(clock.now())
+    stops.push(engine.finish(s))
+    await sleep(2)
+  }
+  await Promise.all(stops)
+  const elapsedUs = clock.now() - started
+  const harvests = session.count('take') + session.count('stop')
+  assert.ok(harvests <= Math.ceil(elapsedUs / gapUs) + 1, `${harvests} harvests in ${(elapsedUs / 1000).toFixed(0)} ms`)
+  assert.ok(harvests >= 1)
+})
+
+test('V8 stays warm for the grace after the last subscription, then stops; within it no cold start', async () => {
+  const { clock, session, engine, sub } = setup({ graceUs: 50_000 })
+  const a = sub()
+  engine.add(a)
+  a.stopAt(clock.us)
+  await engine.finish(a)
+  assert.equal(session.running, true, 'kept warm')
+  clock.us += 10_000
+  const b = sub()
+  engine.add(b)
+  assert.equal(session.count('start'), 1, 'the next subscription within the grace starts no V8')
+  b.stopAt(clock.us)
+  await engine.finish(b)
+  clock.us += 60_000 // the grace is over; the engine's timer (real time) harvests and stops V8
+  for (let i = 0; i < 200 && session.running; i++) await sleep(5)
+  assert.equal(session.running, false)
+  assert.equal(session.calls.at(-1), 'stop')
+  const c = sub()
+  engine.add(c)
+  assert.equal(session.count('start'), 2, 'after the grace, a cold start')
+  engine.remove(c)
+})
+
+test('no grace below 1 ms: V8 stops with the last subscription', async () => {
+  const { clock, session, engine } = setup({ graceUs: 1_000_000 })
+  const a = new Subscription({ startUs: clock.us, intervalUs: 100, maxSamples: 10 })
+  engine.add(a)
+  a.stopAt(clock.us)
+  await engine.finish(a)
+  assert.equal(session.running, false)
+  assert.deepEqual(session.calls, ['start 100', 'stop'])
+})
+
+test('a faster subscription restarts V8 at its interval; the slower one keeps its own samples', async () => {
+  const { clock, session, engine, sub } = setup()
+  const slow = new Subscription({ startUs: clock.us, intervalUs: 4000, maxSamples: 100 })
+  engine.add(slow)
+  session.tick(clock.us + 4000)
+  clock.us += 5000
+  const fast = sub()
+  engine.add(fast)
+  assert.deepEqual(session.calls, ['start 4000', 'stop', 'start 1000'])
+  for (let k = 1; k <= 8; k++) session.tick(clock.us + k * 1000)
+  clock.us += 9000
+  fast.stopAt(clock.us)
+  slow.stopAt(clock.us)
+  await Promise.all([engine.finish(fast), engine.finish(slow)])
+  assert.equal(fast.trace(0).samples.length, 8)
+  // Decimated to about its own 4 ms: the next due after a sample is one interval later, less half a
+  // tick of the sampler that took it (4 ms at first, then 1 ms).
+  assert.deepEqual(timesOf(slow.trace(1_000_000)), [4, 6, 10])
+})
+
+test('samples reach only the subscriptions live when they were taken; a stopped one gets no later ones', async () => {
+  const { clock, session, engine, sub } = setup()
+  const a = sub()
+  engine.add(a)
+  session.tick(clock.us + 1000)
+  clock.us += 1500
+  a.stopAt(clock.us)
+  const doneA = engine.finish(a)
+  const b = sub(clock.us)
+  engine.add(b)
+  await doneA
+  session.tick(clock.us + 1000)
+  clock.us += 2000
+  b.stopAt(clock.us)
+  await engine.finish(b)
+  assert.deepEqual(timesOf(a.trace(1_000_000)), [1])
+  assert.deepEqual(timesOf(b.trace(1_000_000)), [2.5])
+})
+
+test('a subscription whose window holds no sample costs no Recording', async () => {
+  const { clock, session, engine, sub } = setup()
+  const early = sub()
+  engine.add(early)
+  session.tick(clock.us + 100)
+  clock.us += 200
+  early.stopAt(clock.us)
+  const quiet = sub(clock.us + 50)
+  engine.add(quiet)
+  clock.us += 100
+  quiet.stopAt(clock.us)
+  await Promise.all([engine.finish(early), engine.finish(quiet)])
+  assert.notEqual(early.recording, null)
+  assert.equal(quiet.recording, null, 'no native object for a window without samples')
+  assert.deepEqual(quiet.trace(0), { frames: [], resources: [], samples: [], stacks: [] })
+})
+
+test('a full buffer calls onFull once, and the subscription takes nothing more', async () => {
+  const { clock, session, engine } = setup()
+  let fulls = 0
+  const s = new Subscription({ startUs: clock.us, intervalUs: 1000, maxSamples: 2, onFull: () => fulls++ })
+  engine.add(s)
+  session.tick(clock.us + 1000, clock.us + 2000, clock.us + 3000)
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  assert.equal(fulls, 1)
+  assert.equal(s.state, 'ended')
+  assert.equal(engine.liveCount, 0)
+  session.tick(clock.us + 4000)
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  assert.equal(fulls, 1)
+  assert.equal(s.trace(0).samples.length, 2)
+})
+
+test('a V8 failure rejects the waiting stops, and the next subscription starts V8 afresh', async () => {
+  const { clock, session, engine, sub } = setup()
+  const a = sub()
+  engine.add(a)
+  session.failNext = new Error('inspector gone')
+  a.stopAt(clock.us)
+  await assert.rejects(engine.finish(a), /inspector gone/)
+  assert.equal(engine.running, false)
+  assert.ok(session.calls.includes('reset'))
+  engine.add(sub())
+  assert.equal(session.count('start'), 2)
+})
+
+test('listeners see every chunk with its sorted sample times', async () => {
+  const { clock, session, engine } = setup()
+  const seen = []
+  const l = new Subscription({ startUs: clock.us, intervalUs: 1000, record: false, onChunk: (h) => seen.push([...h.times]) })
+  engine.add(l)
+  session.tick(clock.us + 2000, clock.us + 1000, clock.us + 3000)
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  assert.deepEqual(seen, [[clock.us + 1000, clock.us + 2000, clock.us + 3000]])
+  assert.equal(l.recording, null)
+  engine.remove(l)
+})
+
+test('inspector session: a restart keeps V8 alive with a bridge, and the bridge samples are delivered', async () => {
+  const stub = stubInspector()
+  const session = new InspectorSession({ inspector: stub.inspector, console: stub.console })
+  const { clock, now } = movingClock()
+  const engine = new SamplerEngine(session, { now })
+  const s = new Subscription({ startUs: clock.us, intervalUs: 1000, maxSamples: 100 })
+  engine.add(s)
+  assert.deepEqual(stub.state.calls, ['Profiler.enable', 'Profiler.setSamplingInterval', 'Profiler.start'])
+  // The main profile up to the stop, then a tick in the instant between stop and start: only the
+  // bridge (a console profile kept running across the restart) has it.
+  stub.state.mainSamples = [clock.us + 1000, clock.us + 2000]
+  stub.state.bridgeSamples = [clock.us + 2000, clock.us + 2500]
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  assert.deepEqual(stub.state.calls.slice(3), ['console.profile', 'Profiler.stop', 'Profiler.start', 'console.profileEnd'])
+  assert.deepEqual(session.stats, { fullRestarts: 0, bridgedRestarts: 1 })
+  stub.state.mainSamples = [clock.us + 3000]
+  clock.us += 3500
+  s.stopAt(clock.us)
+  await engine.finish(s)
+  assert.deepEqual(timesOf(s.trace(1_000_000)), [1, 2, 2.5, 3], 'every tick once, the bridge one included')
+})
+
+test('inspector session: with another profiler client possible, restarts are full (no bridge seen elsewhere)', async () => {
+  const stub = stubInspector()
+  stub.state.url = 'ws://127.0.0.1:9229/x' // the inspector is open: DevTools could be attached
+  const session = new InspectorSession({ inspector: stub.inspector, console: stub.console })
+  session.start(1000)
+  stub.state.mainSamples = [1, 2]
+  const taken = session.take()
+  assert.equal(taken.length, 1)
+  assert.ok(!stub.state.calls.includes('console.profile'))
+  assert.deepEqual(session.stats, { fullRestarts: 1, bridgedRestarts: 0 })
+})
+
+test('another profiler client is --cpu-prof, NODE_V8_COVERAGE or an open inspector, not --cpu-prof-interval', () => {
+  const { otherProfilerClientPossible } = require('../lib/sampler/inspector-session.js')
+  const closed = { url: () => undefined }
+  assert.equal(otherProfilerClientPossible(closed, {}, ['--cpu-prof']), true)
+  assert.equal(otherProfilerClientPossible(closed, { NODE_OPTIONS: '--max-old-space-size=100 --cpu-prof' }, []), true)
+  assert.equal(otherProfilerClientPossible(closed, { NODE_V8_COVERAGE: '/tmp/cov' }, []), true)
+  assert.equal(otherProfilerClientPossible({ url: () => 'ws://127.0.0.1:9229/x' }, {}, []), true)
+  // Options of --cpu-prof alone profile nothing; Node 24+'s test runner passes them to every child.
+  assert.equal(otherProfilerClientPossible(closed, {}, ['--cpu-prof-interval=1000', '--cpu-prof-dir=/tmp']), false)
+  assert.equal(otherProfilerClientPossible(closed, {}, []), false)
+})

@@ -1,0 +1,99 @@
+//! Sets of time intervals: the times a request's own code ran, which decide which samples are its.
+//! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the
+//! request's [`crate::Recording`] and the request profiler's per-chunk count use.
+
+use crate::cpuprofile::Sample;
+
+/// Sorted, disjoint, closed `[begin, end]` intervals.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IntervalSet {
+    intervals: Vec<(f64, f64)>,
+}
+
+impl IntervalSet {
+    /// From `[begin0, end0, begin1, end1, …]` in any order; pairs may touch or overlap (merged), an
+    /// empty pair (`end < begin`) is dropped. An odd length or a NaN is an error.
+    pub fn from_flat(flat: &[f64]) -> crate::Result<IntervalSet> {
+        if !flat.len().is_multiple_of(2) {
+            return Err(crate::Error::invalid(
+                "intervals need an even number of values (begin, end pairs)",
+            ));
+        }
+        let mut pairs: Vec<(f64, f64)> = Vec::with_capacity(flat.len() / 2);
+        for pair in flat.chunks_exact(2) {
+            let (begin, end) = (pair[0], pair[1]);
+            if begin.is_nan() || end.is_nan() {
+                return Err(crate::Error::invalid("interval bounds must be numbers"));
+            }
+            if end >= begin {
+                pairs.push((begin, end));
+            }
+        }
+        pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut intervals: Vec<(f64, f64)> = Vec::with_capacity(pairs.len());
+        for (begin, end) in pairs {
+            match intervals.last_mut() {
+                Some(last) if begin <= last.1 => last.1 = last.1.max(end),
+                _ => intervals.push((begin, end)),
+            }
+        }
+        Ok(IntervalSet { intervals })
+    }
+
+    pub fn len(&self) -> usize {
+        self.intervals.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.intervals.is_empty()
+    }
+
+    /// Whether `t` lies in one of the intervals.
+    pub fn contains(&self, t: f64) -> bool {
+        // The first interval that ends at or after t is the only candidate.
+        let i = self.intervals.partition_point(|&(_, end)| end < t);
+        self.intervals.get(i).is_some_and(|&(begin, _)| begin <= t)
+    }
+
+    /// How many of `samples` lie inside the set. Exact for samples in any order (V8 records a few
+    /// out of time order).
+    pub fn count(&self, samples: &[Sample]) -> usize {
+        if self.intervals.is_empty() {
+            return 0;
+        }
+        samples.iter().filter(|s| self.contains(s.time)).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(times: &[f64]) -> Vec<Sample> {
+        times.iter().map(|&time| Sample { node: 0, time }).collect()
+    }
+
+    #[test]
+    fn merges_sorts_and_drops_empty_pairs() {
+        let set = IntervalSet::from_flat(&[4.0, 6.0, 1.0, 2.0, 2.0, 3.0, 9.0, 8.0, 5.0, 7.0]).unwrap();
+        assert_eq!(set.intervals, vec![(1.0, 3.0), (4.0, 7.0)]);
+        assert!(set.contains(1.0) && set.contains(3.0) && set.contains(7.0));
+        assert!(!set.contains(3.5) && !set.contains(8.5) && !set.contains(0.0));
+    }
+
+    #[test]
+    fn rejects_odd_lengths_and_nan() {
+        assert!(IntervalSet::from_flat(&[1.0]).is_err());
+        assert!(IntervalSet::from_flat(&[f64::NAN, 1.0]).is_err());
+        assert!(IntervalSet::from_flat(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn counts_exactly_whatever_the_sample_order() {
+        let set = IntervalSet::from_flat(&[1_000.0, 2_000.0, 10_000.0, 10_000.0]).unwrap();
+        // Out of order by more than any margin: each counted by its own time.
+        let s = samples(&[10_000.0, 1_500.0, 500.0, 2_000.0, 30_000.0, 1_000.0, 9_999.0]);
+        assert_eq!(set.count(&s), 4);
+        assert_eq!(IntervalSet::default().count(&s), 0);
+    }
+}

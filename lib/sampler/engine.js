@@ -1,0 +1,348 @@
+'use strict'
+// The sampler engine: one per thread, shared by every Profiler, continuous chunk and request profile
+// of that thread (N V8 profiles would mean N V8 sampler threads and N code-logging passes).
+//
+// V8 runs at the smallest interval any live subscription needs. The engine "harvests" V8's samples
+// (session.take(): V8 goes on sampling) into Rust chunks and offers each chunk to every subscription
+// live when it was taken; each subscription's Recording keeps only its own window, interval, buffer.
+//
+// When it harvests (the rules are the pure functions of schedule.js):
+//   - when a subscription stops: at once if no harvest happened in the last `minStopGapUs` (a lone
+//     stop() resolves promptly), else `minStopGapUs` (50 ms) after the last one — frequent stops (a
+//     Profiler per request) share one harvest, and V8 is asked for its samples at most 20 times a second;
+//     a caller may give its own bound instead (request profiling: up to `maxStopDelay`);
+//   - when a buffer may be full, and periodically (about every 1000 samples, 0.1-10 s), so that each
+//     harvest, each main-thread stall, stays small and samples move from V8 into compact chunks;
+//   - when a faster subscription arrives (V8 cannot change the interval of a running profile).
+// A harvest takes two event-loop turns: V8's samples are taken in one, converted into chunks (and
+// the stops they complete resolved) in the next, so no turn costs more than V8's own stop does.
+// After the last subscription leaves, V8 keeps sampling for a grace period (`graceUs`), so that the
+// next one, a moment later, costs no cold start (V8 re-logging all compiled code, 3-15 ms).
+//
+// The V8 side is a session object (inspector-session.js in production, a fake in the tests) with
+// start(intervalUs), take(), stop(), toChunks(taken, intervalUs), and optionally reset().
+
+const { nowUs: realNowUs } = require('../clock')
+const schedule = require('./schedule')
+
+class SamplerEngine {
+  #session
+  #options
+  #now
+  #running = false
+  #intervalUs = 0
+  /** When the periodic harvest period started (V8 start or the last harvest), µs. */
+  #periodStartUs = 0
+  /** When V8's samples were last taken (µs); -Infinity since a cold start. */
+  #lastHarvestUs = -Infinity
+  /** Subscriptions still taking samples (live or stopping). */
+  #live = new Set()
+  /** Subscriptions whose stop waits for the next harvest: sub -> [resolve, reject]. */
+  #stopping = new Map()
+  /**
+   * Harvests not converted yet, oldest first (see the two turns above). Entries:
+   * { taken, intervalUs, harvestUs, receivers, stopping, failure }.
+   */
+  #unconverted = []
+  #convertQueued = false
+  #timer = null
+  #timerDueUs = Infinity
+  #harvestQueued = false
+  /** Earliest time a waiting stop needs a harvest by; Infinity when none. */
+  #stopDueUs = Infinity
+  /** owner -> extra grace (µs) to keep V8 running after the last subscription left (keepWarm). */
+  #warmOwners = new Map()
+  /** Last time a subscription that needs samples was seen (µs). */
+  #lastActiveUs = -Infinity
+  /** Figures for benchmarks and tests. */
+  stats = { harvests: 0, coldStarts: 0, restarts: 0, chunks: 0, harvestMsMax: 0, harvestMsTotal: 0 }
+
+  /** `options` override schedule.DEFAULTS; `now()` is the µs clock (V8's: process.hrtime). */
+  constructor(session, { now = realNowUs, ...options } = {}) {
+    this.#session = session
+    this.#now = now
+    this.#options = { ...schedule.DEFAULTS, ...options }
+  }
+
+  get session() {
+    return this.#session
+  }
+
+  get running() {
+    return this.#running
+  }
+
+  get intervalUs() {
+    return this.#intervalUs
+  }
+
+  get liveCount() {
+    return this.#live.size
+  }
+
+  /** Starts sampling for a subscription (V8 starts, or restarts faster, if needed). */
+  add(sub) {
+    const now = this.#now()
+    if (!this.#running) {
+      this.#start(sub.v8IntervalUs)
+    } else if (sub.v8IntervalUs < this.#intervalUs) {
+      // V8 cannot change the interval of a running profile: harvest and restart faster.
+      this.#harvest(sub.v8IntervalUs)
+    }
+    sub.checkAtUs = sub.maxSamples === Infinity ? Infinity : schedule.fullCheckAtUs(sub.startUs, sub.maxSamples, sub.intervalUs)
+    this.#live.add(sub)
+    this.#lastActiveUs = now
+    // Re-arming walks every live subscription: skip it when the armed timer comes first anyway.
+    if (!this.#timer || sub.checkAtUs < this.#timerDueUs) this.#schedule()
+  }
+
+  /**
+   * Keeps V8 sampling for `ms` more after the last subscription left (0 removes `owner`'s wish), on top
+   * of the engine's own grace: request profiling keeps V8 warm between sampled requests this way.
+   */
+  keepWarm(owner, ms) {
+    if (ms > 0) this.#warmOwners.set(owner, ms * 1000)
+    else this.#warmOwners.delete(owner)
+    if (this.#running) this.#schedule()
+  }
+
+  #graceUs() {
+    return Math.max(this.#options.graceUs, ...this.#warmOwners.values())
+  }
+
+  #warm(now) {
+    return schedule.keepsWarm(now, this.#lastActiveUs, this.#intervalUs, this.#graceUs(), this.#options)
+  }
+
+  /** Forgets a subscription whose owner was garbage-collected without stopping it. */
+  remove(sub) {
+    sub.state = 'ended'
+    this.#live.delete(sub)
+    if (this.#live.size === 0 && this.#running) this.#schedule()
+  }
+
+  /**
+   * Resolves once the subscription's recording holds every sample up to its stop time (set by the
+   * caller before). `withinMs`: the caller's own bound on the wait (batched); default: as soon as the
+   * stop rate allows (see `minStopGapUs`).
+   */
+  finish(sub, withinMs) {
+    if (!this.#live.has(sub)) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      sub.state = 'stopping'
+      this.#stopping.set(sub, [resolve, reject])
+      const now = this.#now()
+      this.#lastActiveUs = now
+      if (!this.#running) return this.#queueHarvest()
+      const withinUs = withinMs === undefined ? undefined : withinMs * 1000
+      this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, withinUs, this.#options), now)
+    })
+  }
+
+  /** Asks for a harvest at most `withinMs` from now (batched with any other request for one). */
+  harvestWithin(withinMs) {
+    if (!this.#running) return
+    const now = this.#now()
+    this.#harvestBy(now + withinMs * 1000, now)
+  }
+
+  #harvestBy(dueUs, now) {
+    if (dueUs <= now) return this.#queueHarvest()
+    if (dueUs < this.#stopDueUs) {
+      this.#stopDueUs = dueUs
+      if (!this.#timer || dueUs < this.#timerDueUs) return this.#schedule()
+    }
+    // A stop someone awaits keeps the process alive until it resolves.
+    if (this.#timer && this.#stopping.size > 0) this.#timer.ref()
+  }
+
+  #queueHarvest() {
+    if (this.#harvestQueued) return
+    this.#harvestQueued = true
+    const queuedUs = this.#now()
+    setImmediate(() => {
+      this.#harvestQueued = false
+      if (this.#running && this.#lastHarvestUs >= queuedUs) {
+        // An overdue timer harvested first and took everything this one was for; stops that came
+        // since wait for their turn of the stop rate.
+        const now = this.#now()
+        if (this.#stopping.size > 0) this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, undefined, this.#options), now)
+        return
+      }
+      this.#harvest(Infinity)
+    })
+  }
+
+  #schedule() {
+    if (this.#timer) clearTimeout(this.#timer)
+    this.#timer = null
+    this.#timerDueUs = Infinity
+    if (!this.#running) return
+    let fullCheckUs = Infinity
+    for (const sub of this.#live) fullCheckUs = Math.min(fullCheckUs, sub.checkAtUs)
+    const graceUs = this.#graceUs()
+    const due = schedule.timerDueUs({
+      periodicUs: this.#periodStartUs + schedule.harvestPeriodUs(this.#intervalUs, this.#options),
+      stopDueUs: this.#stopDueUs,
+      fullCheckUs,
+      graceEndUs: this.#live.size === 0 ? this.#lastActiveUs + (graceUs > 0 ? graceUs : 0) : Infinity,
+    })
+    const delayMs = Math.max(1, Math.ceil((due - this.#now()) / 1000))
+    this.#timerDueUs = due
+    this.#timer = setTimeout(() => {
+      this.#timer = null
+      this.#timerDueUs = Infinity
+      // Node times a timer from the event loop's cached clock, which is as old as the current turn:
+      // it can fire early. Harvesting then would break the stop rate's bound.
+      if (this.#now() < due) return this.#schedule()
+      this.#harvest(Infinity)
+    }, delayMs)
+    // A running profiler never keeps the process alive; a stop() someone awaits does, until it resolves.
+    if (this.#stopping.size === 0) this.#timer.unref()
+  }
+
+  #start(intervalUs) {
+    this.#session.start(intervalUs)
+    this.stats.coldStarts++
+    this.#running = true
+    this.#intervalUs = intervalUs
+    this.#periodStartUs = this.#now()
+    this.#lastHarvestUs = -Infinity
+  }
+
+  /** The V8 interval the live, not-stopping subscriptions need (Infinity when none). */
+  #neededIntervalUs() {
+    let needed = Infinity
+    for (const sub of this.#live) {
+      if (sub.state === 'live') needed = Math.min(needed, sub.v8IntervalUs)
+    }
+    return needed
+  }
+
+  /**
+   * Takes V8's samples so far (first turn of a harvest) and queues their conversion. `fasterUs` asks
+   * for a restart at a smaller interval (a new, faster subscription).
+   */
+  #harvest(fasterUs) {
+    this.#timed(() => {
+      this.#stopDueUs = Infinity
+      const entry = {
+        taken: null,
+        intervalUs: this.#intervalUs,
+        harvestUs: this.#now(),
+        // Who gets these samples: every subscription sampling now (including the stopping ones).
+        receivers: [...this.#live],
+        stopping: this.#stopping,
+        failure: null,
+      }
+      if (this.#running) {
+        try {
+          entry.taken = this.#take(fasterUs, entry.harvestUs)
+        } catch (err) {
+          entry.failure = err
+          this.#reset()
+        }
+      }
+      this.#stopping = new Map()
+      // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
+      for (const sub of entry.stopping.keys()) this.#live.delete(sub)
+      this.#unconverted.push(entry)
+      this.#queueConversion()
+      this.#schedule()
+    })
+  }
+
+  #take(fasterUs, now) {
+    let needed = Math.min(fasterUs, this.#neededIntervalUs())
+    this.stats.harvests++
+    if (needed !== Infinity) this.#lastActiveUs = now
+    else if (this.#warm(now)) needed = this.#intervalUs
+    const action = schedule.harvestAction(this.#intervalUs, needed, this.#options)
+    let taken
+    if (action === 'keep') {
+      taken = this.#session.take()
+    } else {
+      this.#running = false
+      taken = this.#session.stop()
+      if (action === 'restart') {
+        this.stats.restarts++
+        this.#start(Math.max(schedule.MIN_INTERVAL_US, needed))
+      }
+    }
+    this.#lastHarvestUs = now
+    this.#periodStartUs = now
+    return taken
+  }
+
+  /** Runs one turn of harvesting, counting its main-thread time (benchmarks). */
+  #timed(work) {
+    const startedUs = this.#now()
+    try {
+      work()
+    } finally {
+      const ms = (this.#now() - startedUs) / 1000
+      this.stats.harvestMsTotal += ms
+      if (ms > this.stats.harvestMsMax) this.stats.harvestMsMax = ms
+    }
+  }
+
+  #queueConversion() {
+    if (this.#convertQueued) return
+    this.#convertQueued = true
+    setImmediate(() => {
+      this.#convertQueued = false
+      this.#timed(() => this.#convertOldest())
+      if (this.#unconverted.length > 0) this.#queueConversion()
+    })
+  }
+
+  /** The second turn of a harvest: its samples become chunks, subscriptions get them, stops resolve. */
+  #convertOldest() {
+    const entry = this.#unconverted.shift()
+    if (!entry) return
+    let failure = entry.failure
+    let harvested = []
+    if (!failure && entry.taken) {
+      try {
+        harvested = this.#session.toChunks(entry.taken, entry.intervalUs).map((chunk) => {
+          const times = chunk.sortedSampleTimes()
+          const n = times.length
+          return { chunk, times, earliestUs: n ? times[0] : NaN, latestUs: n ? times[n - 1] : NaN, harvestUs: entry.harvestUs }
+        })
+        this.stats.chunks += harvested.length
+      } catch (err) {
+        failure = err
+      }
+    }
+    for (const h of harvested) {
+      const full = []
+      for (const sub of entry.receivers) {
+        // Full since this harvest, or its owner was garbage-collected: it takes nothing more.
+        if (sub.state === 'ended') continue
+        if (sub.take(h)) full.push(sub)
+      }
+      // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
+      for (const sub of full) {
+        this.#live.delete(sub)
+        sub.filled()
+      }
+    }
+    for (const [resolve, reject] of entry.stopping.values()) {
+      if (failure) reject(failure)
+      else resolve()
+    }
+    const now = this.#now()
+    for (const sub of this.#live) {
+      if (sub.maxSamples !== Infinity) sub.checkAtUs = schedule.fullCheckAtUs(now, sub.maxSamples - sub.sampleCount, sub.intervalUs)
+    }
+    this.#schedule()
+  }
+
+  /** After a V8 failure: forget V8's state so the next subscription starts afresh. */
+  #reset() {
+    this.#running = false
+    if (this.#session.reset) this.#session.reset()
+  }
+}
+
+module.exports = { SamplerEngine }

@@ -1,0 +1,113 @@
+'use strict'
+// What the engine serves: a Subscription is one consumer of this thread's samples — a Profiler, a
+// continuous chunk, the request profiler's collector. It has a window (from `startUs` until stopped),
+// the interval it wants, and keeps its samples in a Rust Recording (window, interval, buffer:
+// crates/jsprof-core/src/recording.rs), or only listens to every chunk (`onChunk`), or both.
+//
+// The Recording is made when a harvested chunk first can hold one of its samples: at 10 ms, most
+// Profilers around a request see no sample at all, and then cost no native object.
+
+const { binding } = require('../native')
+const { buildTrace, emptyTrace } = require('../trace')
+const { MAX_V8_INTERVAL_US } = require('./schedule')
+
+/** Whether ascending `times` hold a value in [from, to] (binary search). */
+function anyWithin(times, from, to) {
+  let lo = 0
+  let hi = times.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (times[mid] < from) lo = mid + 1
+    else hi = mid
+  }
+  return lo < times.length && times[lo] <= to
+}
+
+class Subscription {
+  /** µs on V8's clock (process.hrtime). */
+  startUs
+  /** Samples after this are not its own (µs); Infinity until stopped. */
+  stopUs = Infinity
+  /** The interval this subscription keeps samples at (µs). */
+  intervalUs
+  /** The interval it needs V8 to run at (V8 takes an int32 of µs; slower ones decimate). */
+  v8IntervalUs
+  /** The buffer limit (the spec's maxBufferSize); Infinity for a pure listener. */
+  maxSamples
+  /** The Rust Recording once it holds a chunk; null before, and always for a pure listener. */
+  recording = null
+  /**
+   * 'live' (taking samples), 'stopping' (stopped: gets the samples of the harvests up to its stop),
+   * 'ended' (full, or its owner was garbage-collected: gets nothing more).
+   */
+  state = 'live'
+  /** When its buffer may be full (µs): the engine harvests by then to tell it. */
+  checkAtUs = Infinity
+  #record
+  #exclusiveStart
+  #onFull
+  #onChunk
+
+  /**
+   * `record`: keep samples in a Rust Recording (false: only `onChunk` sees the chunks).
+   * `exclusiveStart`: a sample exactly at `startUs` belongs to the subscription this one takes over
+   * from (continuous hand-off). `onFull()` is called once when the buffer fills; `onChunk(harvested)`
+   * with every harvested chunk ({ chunk, times: its sorted sample times, earliestUs, latestUs, harvestUs })
+   * while subscribed.
+   */
+  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, onFull, onChunk }) {
+    this.startUs = startUs
+    this.intervalUs = intervalUs
+    this.v8IntervalUs = Math.min(intervalUs, MAX_V8_INTERVAL_US)
+    this.maxSamples = record ? maxSamples : Infinity
+    this.#record = record
+    this.#exclusiveStart = exclusiveStart
+    this.#onFull = onFull
+    this.#onChunk = onChunk
+  }
+
+  /** Samples kept so far. */
+  get sampleCount() {
+    return this.recording === null ? 0 : this.recording.sampleCount
+  }
+
+  /** Samples taken after `us` are not kept (the spec: samples after stop() are excluded). */
+  stopAt(us) {
+    if (us >= this.stopUs) return
+    this.stopUs = us
+    if (this.recording !== null) this.recording.stopAt(us)
+  }
+
+  /** Offers a harvested chunk; true when this made the buffer full. */
+  take(harvested) {
+    let becameFull = false
+    if (this.#record && anyWithin(harvested.times, this.startUs, this.stopUs)) {
+      if (this.recording === null) this.#makeRecording()
+      becameFull = this.recording.addChunk(harvested.chunk).becameFull
+    }
+    if (this.#onChunk) this.#onChunk(harvested)
+    return becameFull
+  }
+
+  #makeRecording() {
+    const recording = new binding.Recording(this.startUs, this.intervalUs, this.maxSamples)
+    if (this.#exclusiveStart) recording.setStartExclusive(true)
+    if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)
+    this.recording = recording
+  }
+
+  /** The buffer filled: nothing samples on its behalf any more. */
+  filled() {
+    this.state = 'ended'
+    if (this.#onFull) this.#onFull()
+  }
+
+  /** Its trace, timestamps relative to `originUs` (a promise when large); the samples are released. */
+  trace(originUs) {
+    const recording = this.recording
+    this.recording = null
+    return recording === null ? emptyTrace() : buildTrace(recording, originUs)
+  }
+}
+
+module.exports = { Subscription }
