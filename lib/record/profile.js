@@ -10,7 +10,7 @@
  * message" on stderr, so then there is no keep-alive, and no cutting.
  */
 function nodeProfilesToo() {
-  return Boolean(process.env.NODE_V8_COVERAGE) || process.execArgv.some((a) => /^--cpu-prof(\b|=|$)/.test(a))
+  return Boolean(process.env.NODE_V8_COVERAGE) || process.execArgv.includes('--cpu-prof')
 }
 
 /**
