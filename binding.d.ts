@@ -12,21 +12,21 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** One harvest of the per-thread sampler, shared by every Recording that keeps samples from it. */
 export declare class Chunk {
   /**
-   * How many of the chunk's samples lie inside the given `[begin, end]` µs intervals (flat: begin0,
-   * end0, …) — lets the request profiler skip every request that has no sample in a chunk.
-   */
-  countIn(flat: Float64Array): number
-  /**
-   * `countIn` for many requests in one call: `flat` holds every request's intervals back to back,
-   * `ends[i]` is where request i's values end in `flat`. Returns each request's count.
+   * For many requests in one call, how many of the chunk's samples lie inside each one's
+   * `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
+   * …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
+   * request that has no sample in a chunk, without a native object per request.
    */
   countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
   /** A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at. */
   static fromInspector(columns: InspectorColumns, intervalUs: number): Chunk
   get sampleCount(): number
-  /** The time (µs, V8's clock) of the chunk's first and last samples in V8's order, or NaN. */
-  get firstSampleTime(): number
-  get lastSampleTime(): number
+  /**
+   * The chunk's sample times (µs, V8's clock) in ascending order (V8 records a few samples out of
+   * time order). The engine reads them once per chunk, so each subscription can tell in JS, by a
+   * binary search, whether the chunk holds any of its samples.
+   */
+  sortedSampleTimes(): Float64Array
 }
 
 /** What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks. */
@@ -39,10 +39,12 @@ export declare class Recording {
   /** A sample exactly at the start time belongs to the recording this one takes over from. */
   setStartExclusive(exclusive: boolean): void
   /**
-   * Builds the trace on the calling thread. For the few samples of one request this is cheaper than
-   * a thread-pool hop (`build`); the recording is empty afterwards.
+   * The trace as JSON text, built on the calling thread: for the few samples of one request or a
+   * short Profiler this is cheaper than a thread-pool hop (`build`) and than typed-array columns
+   * (one string, one `JSON.parse`; the members are already in WebIDL's order). The recording is
+   * empty afterwards.
    */
-  buildSync(timeOriginUs: number): TraceParts
+  buildJson(timeOriginUs: number): string
   /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
   constructor(startUs: number, intervalUs: number, maxSamples: number)
   addChunk(chunk: Chunk): Added
@@ -75,8 +77,11 @@ export declare function clearAttributionCache(): void
  * strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
  * timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
  * as `Buffer#toString` would read it (U+FFFD for each bad sequence).
+ *
+ * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see [`set_own_code`]), for the
+ * profiles jsprof-node records itself (`jsprof record`).
  */
-export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null): TraceParts
+export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
 /**
  * Ends the process by `signal` with its default action (the exit status a shell shows as 128+n).
@@ -137,6 +142,12 @@ export interface ResourceAttribution {
   version?: string
   root?: string
 }
+
+/**
+ * Tells the binding where jsprof-node's own code lives: the traces it records leave those frames
+ * (and the builtins and internals they call) out, so their time goes to the caller, as in Chrome.
+ */
+export declare function setOwnCode(prefixes: Array<string>): void
 
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
 export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string

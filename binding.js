@@ -849,6 +849,7 @@ module.exports.exportGeckoProfile = nativeBinding.exportGeckoProfile
 module.exports.exportPprof = nativeBinding.exportPprof
 module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
 module.exports.rearmSignal = nativeBinding.rearmSignal
+module.exports.setOwnCode = nativeBinding.setOwnCode
 module.exports.summarizeTrace = nativeBinding.summarizeTrace
 module.exports.unwatchSignal = nativeBinding.unwatchSignal
 module.exports.watchSignals = nativeBinding.watchSignals
