@@ -86,14 +86,20 @@ export declare function clearSourceMapCache(): void
  */
 export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
+/**
+ * Ends the process by `signal` with its default action (the exit status a shell shows as 128+n).
+ * Returns only where that cannot happen (Windows, or a signal whose default action is not to end).
+ */
+export declare function dieOfSignal(signal: number): void
+
 /** Folded stacks text. */
 export declare function exportCollapsed(traceJson: string): string
 
 /** `.cpuprofile` JSON text. */
 export declare function exportCpuProfile(traceJson: string): string
 
-/** SVG text. */
-export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null): string
+/** SVG text, or with `html` the self-contained HTML page. */
+export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON text. */
 export declare function exportGeckoProfile(traceJson: string, threadName?: string | undefined | null, startTime?: number | undefined | null): string
@@ -134,6 +140,12 @@ export interface MappedTables {
   stackMap: Uint32Array
   stats: string
 }
+
+/**
+ * Puts the native handler back for `signal` if nothing handles it now (`SIG_DFL`: libuv restores
+ * that when the app removes its last `process.on(signal)` listener). Returns whether it did.
+ */
+export declare function rearmSignal(signal: number): boolean
 
 /** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
 export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
@@ -189,3 +201,17 @@ export interface TraceParts {
   /** 0 none, 1 script, 2 gc, 3 other, 4 style, 5 layout, 6 paint. */
   markers: Uint8Array
 }
+
+/**
+ * Gives `signal` back its default action if the native handler has it (when the watcher cannot
+ * act on deliveries any more). Returns whether it did.
+ */
+export declare function unwatchSignal(signal: number): boolean
+
+/**
+ * Watches `signals` with a native handler; each delivery calls `onSignal(signalNumber)` on the
+ * event loop of the thread that passed it (deliveries before any callback was given wait for one).
+ * Replaces the handlers in place (Node's own included) and the callback of an earlier call. Returns
+ * false where signals do not exist (Windows).
+ */
+export declare function watchSignals(signals: Array<number>, onSignal?: (signal: number) => void): boolean

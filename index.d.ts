@@ -206,11 +206,17 @@ export interface FlameGraphOptions {
   title?: string
   /** The subtitle (default: a colour legend). */
   subtitle?: string
-  /** Image width in px, an integer from 10 to 100000 (default 1200). */
+  /** SVG image width in px, an integer from 10 to 100000 (default 1200; the HTML page fills its window). */
   width?: number
+  /**
+   * `'svg'` (default): an SVG image with a tooltip per frame. `'html'`: one self-contained, offline HTML
+   * page to explore it: click a frame to zoom, search (highlights and the matched share), tooltips with
+   * time, share and package@version.
+   */
+  format?: 'svg' | 'html'
 }
 
-/** An SVG flame graph (text) coloured by kind of code, with each frame's package in its tooltip. */
+/** A flame graph (SVG or HTML text) coloured by kind of code, with each frame's package in its tooltip. */
 export declare function toFlameGraph(trace: ProfilerTrace, options?: FlameGraphOptions): string
 
 // ---------------------------------------------------------------------------------------------

@@ -9,14 +9,17 @@
 // Why not `new Profiler()`: Profiler.stop() is asynchronous (its samples are built off the main
 // thread), and a process that ends through process.exit(), an uncaught exception or a signal gets no
 // more turns of the event loop, only the synchronous 'exit' event. So the preload drives V8's sampler
-// through its own in-process inspector session, whose commands answer synchronously, and converts
-// the V8 CPU profile with fromCpuProfile() — the same Rust conversion, with the same rules, a live
-// Profiler uses. Every way out of the process runs the same synchronous `finish()`:
+// through its own in-process inspector session, whose commands answer synchronously
+// (lib/record/profile.js), and every way out of the process runs the same synchronous `finish()`:
 //   - the event loop empties, process.exit(code), process.exitCode, an uncaught exception: 'exit';
-//   - SIGINT / SIGTERM / SIGHUP with no handler of the app's: finish, then re-raise the signal so the
-//     process still dies of it (exit status 130 / 143 / 129 to a shell); when the app has its own
-//     handler, the app decides, and its way out ends in 'exit'.
-// Not covered (nothing runs): SIGKILL, process.abort(), a native crash.
+//   - SIGINT / SIGTERM / SIGHUP with no handler of the app's: a native handler (src/signals.rs) wakes
+//     the watcher thread (lib/record/watcher.js), which runs `finish()` on the main thread through the
+//     inspector — V8 interrupts reach a main thread spinning in a loop that never returns — and the
+//     process then dies of the signal (exit status 130 / 143 / 129 to a shell). When the app has its
+//     own handler (libuv then holds the signal), the app decides, and its way out ends in 'exit'.
+//   - SIGKILL, the OOM killer, process.abort(), a native crash (nothing runs): the watcher has the
+//     main thread cut the profile into a side file every --flush-every (lib/record/chunks.js), and
+//     the `jsprof` CLI assembles the trace from it.
 
 const ENV = 'JSPROF_RECORD'
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
@@ -83,96 +86,165 @@ function start(config) {
   // Everything used at exit is captured now, before the app can replace or break it.
   const fs = require('node:fs')
   const path = require('node:path')
-  const inspector = require('node:inspector')
-  const { fromCpuProfile } = require('./cpuprofile')
+  const os = require('node:os')
+  const { Worker } = require('node:worker_threads')
+  const { startProfile } = require('./record/profile')
+  const { createChunks, assemble, writeStatus } = require('./record/chunks')
+  const shared = require('./record/shared')
   const { timeOriginUs } = require('./clock')
-  const stringify = JSON.stringify
+  const { performance } = require('node:perf_hooks')
   const { pid } = process
   const kill = process.kill.bind(process)
   const output = path.resolve(config.output.split('{pid}').join(String(pid)))
-  const origin = timeOriginUs()
+  const chunksFile = path.resolve(typeof config.chunks === 'string' ? config.chunks : `${output}.${pid}.chunks`)
+  const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : 1000
+  const numbers = {}
+  for (const signal of SIGNALS) numbers[signal] = os.constants.signals[signal]
+  const state = new Int32Array(new SharedArrayBuffer(shared.SLOTS * 4))
 
-  const session = new inspector.Session()
-  function post(method, params) {
-    let answered = false
-    let error = null
-    let result
-    session.post(method, params, (err, res) => {
-      answered = true
-      error = err
-      result = res
-    })
-    if (!answered) throw new Error(`the inspector did not answer ${method} synchronously`)
-    if (error) throw error
-    return result
-  }
-
+  let profile
+  let chunks
   try {
-    session.connect()
-    post('Profiler.enable')
-    post('Profiler.setSamplingInterval', { interval: Math.min(2 ** 31 - 1, Math.max(1, Math.round(config.intervalUs))) })
-    post('Profiler.start')
+    chunks = createChunks(chunksFile, { pid, timeOriginUs: timeOriginUs() })
+    profile = startProfile(config.intervalUs)
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
     return
   }
 
-  function report(status) {
-    if (typeof config.status !== 'string') return
-    try {
-      fs.writeFileSync(config.status, stringify(status))
-    } catch {
-      // The CLI is gone or its temp dir is: it cannot print anything anyway.
-    }
-  }
-
-  let finished = false
   function finish(how) {
-    if (finished) return
-    finished = true
+    if (Atomics.compareExchange(state, shared.CLAIM, shared.RUNNING, shared.BY_MAIN) !== shared.RUNNING) return
     const startedAt = Date.now()
     try {
-      const { profile } = post('Profiler.stop')
-      const trace = fromCpuProfile(profile, { timeOrigin: origin })
-      const tmp = `${output}.${pid}.tmp`
-      fs.writeFileSync(tmp, stringify(trace))
-      fs.renameSync(tmp, output)
-      // Earliest to latest: V8 records some samples out of time order, and the trace keeps its order.
-      let first = Infinity
-      let last = -Infinity
-      for (const s of trace.samples) {
-        first = Math.min(first, s.timestamp)
-        last = Math.max(last, s.timestamp)
-      }
-      const durationMs = trace.samples.length ? last - first : 0
-      report({ path: output, pid, how, samples: trace.samples.length, durationMs, writeMs: Date.now() - startedAt })
+      const last = profile.stop()
+      chunks.close()
+      const result = assemble(chunksFile, output, last)
+      fs.rmSync(chunksFile, { force: true })
+      writeStatus(config.status, { ...result, pid, how, writeMs: Date.now() - startedAt })
     } catch (err) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
-      report({ error: err.message, pid, how })
-    }
-    try {
-      session.disconnect()
-    } catch {
-      // Already gone.
+      writeStatus(config.status, { error: err.message, pid, how })
     }
   }
 
-  process.on('exit', () => finish('exit'))
-  for (const signal of SIGNALS) {
-    const onSignal = () => {
-      // The app has a handler of its own: it decides whether and how to end, and that ends in 'exit'.
-      if (process.listenerCount(signal) > 1) return
-      finish(signal)
-      process.removeListener(signal, onSignal)
-      // Die of the signal, as without us. Should that return (a platform without real signals), exit
-      // with the conventional status.
-      kill(pid, signal)
-      process.exit(128 + (require('node:os').constants.signals[signal] || 0))
-    }
+  // The watcher thread's requests (lib/record/watcher.js), run here through the inspector.
+  Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
+    value(what, signal) {
+      if (what === 'flush') {
+        // Returns how long the cut took, in ms (the watcher spaces the next one by it).
+        if (Atomics.load(state, shared.CLAIM) !== shared.RUNNING) return 0
+        const startedAt = performance.now()
+        try {
+          chunks.append(profile.cut())
+        } catch (err) {
+          stderrLine(`could not flush the profile to ${chunksFile}: ${err.message}`)
+        }
+        return performance.now() - startedAt
+      } else if (what === 'signal') {
+        const name = Object.keys(numbers).find((k) => numbers[k] === signal)
+        if (!name) return
+        finish(name)
+        native().dieOfSignal(signal)
+      }
+    },
+  })
+
+  let watcher = null
+  if (watchNatively(numbers)) {
     try {
-      process.on(signal, onSignal)
+      watcher = new Worker(path.join(__dirname, 'record', 'watcher.js'), {
+        name: 'jsprof record',
+        execArgv: [],
+        stdout: false,
+        workerData: {
+          state,
+          signals: numbers,
+          flushEveryMs: profile.canCut ? flushEveryMs : 0,
+          chunksFile,
+          output,
+          statusFile: config.status,
+          answerMs: ANSWER_MS,
+          writeMs: WRITE_MS,
+        },
+      })
+      watcher.unref()
+      watcher.on('error', (err) => {
+        stderrLine(`the signal watcher failed (${err.message}); signals are handled when the app yields`)
+        watcher = null
+        unwatch(numbers)
+        watchInJs()
+      })
+    } catch (err) {
+      stderrLine(`cannot start the signal watcher (${err.message}); signals are handled when the app yields`)
+      unwatch(numbers)
+      watchInJs()
+    }
+    // When the app removes its last listener for a signal, libuv gives it back its default action
+    // (death without a trace): take it back. (Node's own listener, which closes the signal handle,
+    // runs before this one.)
+    process.on('removeListener', (name) => {
+      if (Object.hasOwn(numbers, name) && process.listenerCount(name) === 0) native().rearmSignal(numbers[name])
+    })
+  } else {
+    watchInJs()
+  }
+
+  process.on('exit', () => {
+    finish('exit')
+    if (watcher) {
+      // Let the watcher drop its inspector session before Node tears the process down.
+      watcher.postMessage('exit')
+      Atomics.wait(state, shared.EXITED, 0, 250)
+    }
+  })
+
+  /** Where signals cannot be caught natively: JS handlers, which run when the app yields. */
+  function watchInJs() {
+    for (const signal of SIGNALS) {
+      const onSignal = () => {
+        // The app has a handler of its own: it decides whether and how to end, and that ends in 'exit'.
+        if (process.listenerCount(signal) > 1) return
+        finish(signal)
+        process.removeListener(signal, onSignal)
+        // Die of the signal, as without us. Should that return (a platform without real signals), exit
+        // with the conventional status.
+        kill(pid, signal)
+        process.exit(128 + (numbers[signal] || 0))
+      }
+      try {
+        process.on(signal, onSignal)
+      } catch {
+        // A signal this platform cannot listen to.
+      }
+    }
+  }
+}
+
+// How long the watcher waits for the main thread to take a signal before writing the trace itself
+// from what was flushed, and how long for a main thread that is writing it.
+const ANSWER_MS = 1000
+const WRITE_MS = 5000
+
+function native() {
+  return require('./native').binding
+}
+
+/** Installs the native signal handlers at once (deliveries wait for the watcher). */
+function watchNatively(numbers) {
+  try {
+    return native().watchSignals(Object.values(numbers))
+  } catch (err) {
+    stderrLine(`cannot watch signals natively (${err.message}); signals are handled when the app yields`)
+    return false
+  }
+}
+
+function unwatch(numbers) {
+  for (const n of Object.values(numbers)) {
+    try {
+      native().unwatchSignal(n)
     } catch {
-      // A signal this platform cannot listen to.
+      // Nothing more to do.
     }
   }
 }

@@ -33,12 +33,14 @@ Options:
 ${SOURCE_MAP_HELP}
   -h, --help            show this help`
 
-const FLAMEGRAPH_HELP = `Usage: jsprof flamegraph <trace.json|profile.cpuprofile> [-o flame.svg] [--title <text>]
+const FLAMEGRAPH_HELP = `Usage: jsprof flamegraph <trace.json|profile.cpuprofile> [-o flame.svg] [--html] [--title <text>]
 
-Draws an interactive SVG flame graph (open it in a browser).
+Draws a flame graph: an SVG image with a tooltip per frame, or with --html one self-contained page
+(works offline) to explore it: click a frame to zoom, search, tooltips with time, share and package.
 
 Options:
-  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg)
+  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg or .html)
+      --html            write the explorable HTML page instead of the SVG image
       --title <text>    the title drawn on top (default: the input file name)
 ${SOURCE_MAP_HELP}
   -h, --help            show this help`
@@ -91,7 +93,7 @@ async function flamegraph(args) {
   const { values, positionals } = parse(
     'flamegraph',
     args,
-    { output: { type: 'string', short: 'o' }, title: { type: 'string' }, ...SOURCE_MAP_OPTIONS },
+    { output: { type: 'string', short: 'o' }, title: { type: 'string' }, html: { type: 'boolean' }, ...SOURCE_MAP_OPTIONS },
     { positionals: 1 },
   )
   if (values.help) {
@@ -102,8 +104,9 @@ async function flamegraph(args) {
   if (values.output === '') throw usage('flamegraph', '--output must not be empty')
   const input = positionals[0]
   const trace = await applySourceMaps(readTrace(input).trace, values)
-  const svg = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input) })
-  await emit('flamegraph', values.output ?? derivedPath(input, '.svg'), svg)
+  const format = values.html ? 'html' : 'svg'
+  const text = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input), format })
+  await emit('flamegraph', values.output ?? derivedPath(input, `.${format}`), text)
   return 0
 }
 

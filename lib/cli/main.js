@@ -10,6 +10,8 @@ const COMMANDS = {
   report: () => require('./report').report,
   convert: () => require('./convert').convert,
   flamegraph: () => require('./convert').flamegraph,
+  diff: () => require('./diff').diff,
+  attach: () => require('./attach').attach,
 }
 
 const HELP = `Usage: jsprof <command> [options]
@@ -17,15 +19,20 @@ const HELP = `Usage: jsprof <command> [options]
 Sampling CPU profiles of Node.js processes, as WICG JS Self-Profiling traces.
 
 Commands:
-  record [-o trace.json] [--interval ms] -- node app.js …
+  record [-o trace.json] [--interval ms] [--flush-every ms] -- node app.js …
                         profile a whole Node process; the trace is written when it ends,
-                        including on Ctrl-C, SIGTERM and process.exit()
+                        including on Ctrl-C, SIGTERM (also while it spins) and process.exit()
+  attach <pid> [--duration 10s] [-o trace.json] [--interval ms]
+                        profile a running Node process (opens its inspector for the
+                        recording's duration, then closes it)
   report <trace> [--by package|function|resource] [--top N] [--json]
                         where the time went, as a table
   convert <trace> --to cpuprofile|gecko|speedscope|pprof|collapsed [-o out]
                         convert for DevTools, Firefox Profiler, speedscope, pprof, flamegraph.pl
-  flamegraph <trace> [-o flame.svg]
-                        an SVG flame graph
+  flamegraph <trace> [-o flame.svg] [--html]
+                        a flame graph: SVG, or an explorable HTML page
+  diff <base> <new> [--by function|package] [--fail-above PCT] [-o diff.svg]
+                        what got slower: shares per row, a differential flame graph, a CI status
 
 <trace> is a ProfilerTrace (.trace.json) or a V8 CPU profile (.cpuprofile, e.g. from node --cpu-prof).
 report, convert and flamegraph map frames through the source maps the profiled files name or have
@@ -35,7 +42,8 @@ Options:
   -h, --help            show help ('jsprof <command> --help' for a command's)
   -v, --version         print the version
 
-Exit status: the profiled command's for 'record'; 2 for bad arguments or unreadable input; 0 otherwise.`
+Exit status: the profiled command's for 'record'; 1 for 'diff' when a row grew past --fail-above;
+2 for bad arguments or unreadable input; 0 otherwise.`
 
 function version() {
   return require('../../package.json').version

@@ -1,6 +1,7 @@
 'use strict'
-// `jsprof record [-o trace.json] [--interval ms] -- node app.js …`: runs the command with
-// lib/record-preload.js preloaded, forwards SIGINT/SIGTERM/SIGHUP to it, and exits with its status.
+// `jsprof record [-o trace.json] [--interval ms] [--flush-every ms] -- node app.js …`: runs the
+// command with lib/record-preload.js preloaded, forwards SIGINT/SIGTERM/SIGHUP to it, exits with its
+// status, and assembles the trace from the flushed pieces when the process died without writing it.
 
 const fs = require('node:fs')
 const os = require('node:os')
@@ -13,25 +14,34 @@ const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 const DEFAULT_INTERVAL_MS = 1
 const MIN_INTERVAL_MS = 0.1
 const MAX_INTERVAL_MS = 1e6
+const DEFAULT_FLUSH_MS = 1000
+const MIN_FLUSH_MS = 50
 
 const HELP = `Usage: jsprof record [options] -- <command> [args…]
 
 Runs <command> (a Node.js process: 'node app.js', or just 'app.js') with the jsprof sampling profiler
 preloaded, and writes the ProfilerTrace of the whole process when it ends — including when it ends
-through process.exit(), an uncaught exception, SIGINT (Ctrl-C) or SIGTERM. Only the top Node process
-is profiled: processes it starts (cluster workers, child_process.fork) are not.
+through process.exit(), an uncaught exception, SIGINT (Ctrl-C) or SIGTERM, also while it spins in a
+loop that never returns. Only the top Node process is profiled: processes it starts (cluster workers,
+child_process.fork) are not.
 
 Options:
   -o, --output <file>    where to write the trace ('{pid}' is replaced by the process id)
                          (default: ./jsprof-<pid>-<date>.trace.json)
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
+      --flush-every <ms> save the samples so far this often, so a process killed without warning
+                         (SIGKILL, OOM killer, abort) still leaves its trace up to then
+                         (default: ${DEFAULT_FLUSH_MS}; 0: never)
   -h, --help             show this help
 
 The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM).
-SIGINT, SIGTERM and SIGHUP are forwarded to the command; a second one kills it (SIGKILL, no trace),
-for a process stuck in a synchronous loop, which runs no signal handler until it yields.
-When <command> is not a node executable (e.g. 'npm start'), the preload goes through NODE_OPTIONS
-and the first Node process that is not a package manager (npm, npx, yarn, pnpm) is profiled.
+One SIGINT, SIGTERM or SIGHUP (to jsprof, which forwards it, to the app, or to both as Ctrl-C sends
+it) ends the app within about a second, with its trace, even when it spins. An app with its own
+handler for the signal decides itself, as without jsprof (a spinning app runs it only when it
+yields); a second signal to jsprof then kills it (SIGKILL; the trace keeps the samples up to the last
+flush). When <command> is not a node executable (e.g. 'npm start'), the preload goes through
+NODE_OPTIONS and the first Node process that is not a package manager (npm, npx, yarn, pnpm) is
+profiled.
 
 Examples:
   jsprof record -- node server.js --port 8080
@@ -40,7 +50,7 @@ Examples:
 
 /** Splits `[options] [--] command…`: options end at '--' or at the first word that is not one. */
 function splitArgs(args) {
-  const withValue = new Set(['-o', '--output', '--interval'])
+  const withValue = new Set(['-o', '--output', '--interval', '--flush-every'])
   let i = 0
   while (i < args.length) {
     const arg = args[i]
@@ -52,10 +62,11 @@ function splitArgs(args) {
   return { own: args.slice(0, i), command: args.slice(i) }
 }
 
-function parseInterval(text) {
+/** `--interval <ms>` of record and attach: > 0, at least MIN_INTERVAL_MS. */
+function parseInterval(text, command = 'record') {
   const ms = Number(text)
   if (text.trim() === '' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_INTERVAL_MS) {
-    throw usage('record', `--interval must be a number of ms > 0, got '${text}'`)
+    throw usage(command, `--interval must be a number of ms > 0, got '${text}'`)
   }
   return Math.max(ms, MIN_INTERVAL_MS)
 }
@@ -89,11 +100,38 @@ function formatDuration(ms) {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`
 }
 
+/**
+ * The process died without writing its trace (SIGKILL, the OOM killer, abort, a native crash): the
+ * trace up to its last flush, from the side file it left. Null when there is none.
+ */
+function salvage(chunks, output, signal) {
+  const { readChunks, assemble } = require('../record/chunks')
+  const header = readChunks(chunks)
+  if (!header || header.pieces.length === 0) return null
+  const file = output.split('{pid}').join(String(header.header.pid))
+  try {
+    const result = assemble(chunks, file, null)
+    return result && result.samples > 0 ? { ...result, partial: true, how: `killed by ${signal}` } : null
+  } catch (err) {
+    info(`could not assemble the trace from what was flushed: ${err.message}`)
+    return { error: err.message }
+  }
+}
+
+function parseFlushEvery(text) {
+  const ms = Number(text)
+  if (text.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > MAX_INTERVAL_MS) {
+    throw usage('record', `--flush-every must be a number of ms >= 0 (0: never), got '${text}'`)
+  }
+  return ms === 0 ? 0 : Math.max(ms, MIN_FLUSH_MS)
+}
+
 async function record(args) {
   const { own, command } = splitArgs(args)
   const { values } = parse('record', own, {
     output: { type: 'string', short: 'o' },
     interval: { type: 'string' },
+    'flush-every': { type: 'string' },
   })
   if (values.help) {
     process.stdout.write(`${HELP}\n`)
@@ -101,6 +139,7 @@ async function record(args) {
   }
   if (command.length === 0) throw usage('record', "missing the command to profile, as in 'jsprof record -- node app.js'")
   const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval(values.interval)
+  const flushEveryMs = values['flush-every'] === undefined ? DEFAULT_FLUSH_MS : parseFlushEvery(values['flush-every'])
   if (values.output === '') throw usage('record', '--output must not be empty')
   const output = path.resolve(values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`)
   if (values.output !== undefined) {
@@ -110,7 +149,9 @@ async function record(args) {
 
   const statusDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-'))
   const status = path.join(statusDir, 'status.json')
-  const env = { ...process.env, JSPROF_RECORD: JSON.stringify({ output, intervalUs: intervalMs * 1000, status }) }
+  const chunks = path.join(statusDir, 'chunks.jsonl')
+  const config = { output, intervalUs: intervalMs * 1000, status, chunks, flushEveryMs }
+  const env = { ...process.env, JSPROF_RECORD: JSON.stringify(config) }
   const line = commandLine(command, env)
 
   try {
@@ -119,12 +160,13 @@ async function record(args) {
       let signals = 0
       const forward = (sig) => {
         if (child.exitCode !== null || child.signalCode !== null) return
-        // A process busy in a synchronous loop runs no signal handler until it yields: a second
-        // signal to jsprof kills it for good (without a trace).
+        // An app with a signal handler of its own decides how it ends, and one busy in a synchronous
+        // loop runs that handler only when it yields (as without jsprof): a second signal to jsprof
+        // kills it for good; the trace then has the samples up to its last flush.
         if (++signals === 1) {
           child.kill(sig)
         } else {
-          info(`killing ${command[0]} (pid ${child.pid}) after a second ${sig}: no trace will be written`)
+          info(`killing ${command[0]} (pid ${child.pid}) with SIGKILL after a second ${sig}`)
           child.kill('SIGKILL')
         }
       }
@@ -149,8 +191,10 @@ async function record(args) {
     } catch {
       // No status: the preload never ran (not a Node process, SIGKILL, a crash).
     }
+    if (!result && signal) result = salvage(chunks, output, signal)
     if (result && result.path) {
-      info(`wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}; written at exit in ${result.writeMs} ms)`)
+      const how = result.partial ? `; ${result.how}: samples up to the last flush` : `; written at exit in ${result.writeMs} ms`
+      info(`wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
     } else if (!(result && result.error)) {
       const why = signal ? `it was killed by ${signal}` : 'the command did not run a Node.js process that loaded the preload'
       info(`no trace was written: ${why}`)
@@ -162,4 +206,4 @@ async function record(args) {
   }
 }
 
-module.exports = { record, HELP, splitArgs }
+module.exports = { record, HELP, splitArgs, stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS }

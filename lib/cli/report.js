@@ -114,4 +114,4 @@ async function report(args) {
   return 0
 }
 
-module.exports = { report, HELP, table }
+module.exports = { report, HELP, table, label }

@@ -1,0 +1,97 @@
+'use strict'
+// The side file of `jsprof record`: the profile's pieces as they are cut (every --flush-every), one
+// V8 CPU profile per line after a header line. Whoever ends the recording — the profiled process in
+// 'exit' or on a signal, its watcher thread when the main thread does not answer, or the `jsprof`
+// CLI when the process was killed without warning (SIGKILL, OOM killer, abort) — assembles the trace
+// from it with `assemble()`. A line torn by a kill in the middle of a write is skipped.
+
+const fs = require('node:fs')
+const { toTrace } = require('./profile')
+
+const MAGIC = 'jsprof-record-chunks'
+
+/** Creates the side file; returns `append(profile)`. */
+function createChunks(file, { pid, timeOriginUs }) {
+  const fd = fs.openSync(file, 'w', 0o600)
+  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: 1, pid, timeOriginUs })}\n`)
+  return {
+    append(profile) {
+      fs.writeSync(fd, `${JSON.stringify(profile)}\n`)
+    },
+    close() {
+      try {
+        fs.closeSync(fd)
+      } catch {
+        // Already closed.
+      }
+    },
+  }
+}
+
+/** The header and the pieces of a side file (null when it does not exist or is not one). */
+function readChunks(file) {
+  let text
+  try {
+    text = fs.readFileSync(file, 'utf8')
+  } catch {
+    return null
+  }
+  const lines = text.split('\n')
+  let header
+  try {
+    header = JSON.parse(lines[0])
+  } catch {
+    return null
+  }
+  if (!header || header.format !== MAGIC) return null
+  const pieces = []
+  for (const line of lines.slice(1)) {
+    if (!line) continue
+    try {
+      pieces.push(JSON.parse(line))
+    } catch {
+      // Torn by a kill in the middle of the write: the pieces before it still make a trace.
+    }
+  }
+  return { header, pieces }
+}
+
+/** Earliest to latest sample (V8 records some samples out of time order, the trace keeps its order). */
+function span(trace) {
+  let first = Infinity
+  let last = -Infinity
+  for (const s of trace.samples) {
+    first = Math.min(first, s.timestamp)
+    last = Math.max(last, s.timestamp)
+  }
+  return trace.samples.length ? last - first : 0
+}
+
+/** Writes the trace to a temporary name and renames it: a trace file is never half-written. */
+function writeTrace(output, trace, pid) {
+  const tmp = `${output}.${pid}.tmp`
+  fs.writeFileSync(tmp, JSON.stringify(trace))
+  fs.renameSync(tmp, output)
+  return { path: output, samples: trace.samples.length, durationMs: span(trace) }
+}
+
+/** Assembles the side file `file` (plus `last`, a piece not written to it) into `output`. */
+function assemble(file, output, last) {
+  const chunks = readChunks(file)
+  if (!chunks) return null
+  if (last) chunks.pieces.push(last)
+  const trace = toTrace(chunks.pieces, chunks.header.timeOriginUs)
+  return { ...writeTrace(output, trace, chunks.header.pid), pieces: chunks.pieces.length }
+}
+
+/** Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. */
+function writeStatus(file, status) {
+  if (typeof file !== 'string') return
+  try {
+    fs.writeFileSync(file, JSON.stringify(status))
+  } catch {
+    // The CLI or its temporary directory is gone: nobody to tell.
+  }
+}
+
+module.exports = { createChunks, readChunks, assemble, writeStatus, writeTrace }

@@ -1,0 +1,17 @@
+'use strict'
+// What the profiled process's main thread (lib/record-preload.js) and its watcher thread
+// (lib/record/watcher.js) share: the slots of their Int32Array on a SharedArrayBuffer, and the name
+// of the main thread's hook the watcher calls through the inspector.
+
+module.exports = {
+  // state[CLAIM]: who ends the recording (set once, by compare-exchange).
+  CLAIM: 0,
+  RUNNING: 0,
+  BY_MAIN: 1,
+  BY_WORKER: 2,
+  // state[EXITED]: 1 once the watcher has dropped its inspector session at exit.
+  EXITED: 1,
+  SLOTS: 2,
+  // globalThis[Symbol.for(HOOK)](what, signal): 'flush' or 'signal'.
+  HOOK: 'jsprof.record',
+}

@@ -1,0 +1,90 @@
+'use strict'
+// The worker thread `jsprof record` starts in the profiled process (lib/record-preload.js). Its event
+// loop stays free while the app's main thread spins, so it is the one that acts on time:
+//   - every --flush-every it asks the main thread to cut the profile into the side file, so a process
+//     killed without warning (SIGKILL, the OOM killer, abort) still leaves its samples up to then;
+//   - on SIGINT / SIGTERM / SIGHUP (caught by the native watcher, src/signals.rs, when the app has no
+//     handler of its own) it asks the main thread to write the trace and die of the signal.
+// Both requests run on the main thread through this worker's inspector session connected to it: the
+// inspector serves it through V8 interrupts, which a spinning loop takes too. Should the main thread
+// still not answer (blocked in native code, or a trace too big to write in time), the worker writes
+// the trace from the side file itself and ends the process by the signal: jsprof never makes a
+// process harder to kill.
+
+const { workerData, parentPort } = require('node:worker_threads')
+const inspector = require('node:inspector')
+const { binding } = require('../native')
+const { assemble, writeStatus } = require('./chunks')
+const { CLAIM, RUNNING, BY_WORKER, EXITED, HOOK } = require('./shared')
+
+const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
+
+const session = new inspector.Session()
+session.connectToMainThread()
+
+function ask(what, signal, then) {
+  session.post(
+    'Runtime.evaluate',
+    { expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`, silent: true, returnByValue: true },
+    (err, result) => {
+      if (then) then(err ? undefined : result && result.result && result.result.value)
+    },
+  )
+}
+
+// A cut costs the main thread time that grows with the call tree (V8 serialises it): the next flush
+// comes no sooner than 100 times the last cut took, so flushing never takes more than ~1% of it.
+const BUDGET = 100
+let flushTimer = null
+function scheduleFlush(delayMs) {
+  flushTimer = setTimeout(() => {
+    if (Atomics.load(state, CLAIM) !== RUNNING) return
+    ask('flush', 0, (tookMs) => scheduleFlush(Math.max(flushEveryMs, BUDGET * (Number(tookMs) || 0))))
+  }, delayMs)
+}
+if (flushEveryMs > 0) scheduleFlush(flushEveryMs)
+
+let signalled = 0
+function onSignal(signal) {
+  if (signalled) return
+  signalled = signal
+  ask('signal', signal)
+  setTimeout(() => {
+    if (Atomics.compareExchange(state, CLAIM, RUNNING, BY_WORKER) === RUNNING) {
+      // The main thread did not take the signal in time: the trace up to the last flush, then die.
+      const name = Object.keys(signals).find((k) => signals[k] === signal) || String(signal)
+      const started = Date.now()
+      try {
+        const result = assemble(chunksFile, output, null)
+        if (result) {
+          writeStatus(statusFile, { ...result, pid: process.pid, how: `${name}, main thread unresponsive`, writeMs: Date.now() - started, partial: true })
+        }
+      } catch (err) {
+        writeStatus(statusFile, { error: err.message, pid: process.pid, how: name })
+      }
+      binding.dieOfSignal(signal)
+    } else {
+      // The main thread is writing the trace: give it time, but not forever.
+      setTimeout(() => binding.dieOfSignal(signal), writeMs).unref()
+    }
+  }, answerMs)
+}
+
+// The main thread installed the handlers before the app ran (an app's own process.on(signal) has
+// replaced them since, and keeps its signal): only take the deliveries from here on.
+binding.watchSignals([], onSignal)
+
+parentPort.on('message', (message) => {
+  if (message !== 'exit') return
+  // The process is ending: drop the session first (a session connected to the main thread at exit
+  // makes Node print "Waiting for the debugger to disconnect...").
+  if (flushTimer) clearTimeout(flushTimer)
+  try {
+    session.disconnect()
+  } catch {
+    // Already gone.
+  }
+  Atomics.store(state, EXITED, 1)
+  Atomics.notify(state, EXITED)
+  parentPort.close()
+})
