@@ -182,3 +182,24 @@ test('a sample with only jsprof-node code and no caller has no stack and the mar
   const plain = fromCpuProfile(profile)
   assert.ok(plain.frames.some((f) => f.name === 'Profiler'))
 })
+
+test('jsprof record leaves jsprof-node out of the trace too (its preload and watcher run in the app)', async () => {
+  const { mkdtempSync, readFileSync, rmSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const dir = mkdtempSync(path.join(tmpdir(), 'jsprof-own-'))
+  try {
+    const out = path.join(dir, 'app.trace.json')
+    const app = 'function appSpin(ms) { const e = Date.now() + ms; let x = 0; while (Date.now() < e) x += Math.random(); return x }; appSpin(150)'
+    const r = spawnSync(process.execPath, [path.join(root, 'bin', 'jsprof.js'), 'record', '-o', out, '--interval', '0.5', '--', process.execPath, '-e', app], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    assert.equal(r.status, 0, r.stderr)
+    const trace = JSON.parse(readFileSync(out, 'utf8'))
+    assert.ok(trace.samples.length > 20, `${trace.samples.length} samples`)
+    assert.ok(trace.frames.some((f) => f.name === 'appSpin'))
+    assertNoOwnCode(trace, 'jsprof record')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

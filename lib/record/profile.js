@@ -1,16 +1,19 @@
 'use strict'
 // The one place where `jsprof record` drives V8's sampler: an in-process inspector session on the
 // main thread (its commands answer synchronously, so the profile can be stopped inside 'exit'), cut
-// into pieces while it runs, and the pieces turned back into one trace with fromCpuProfile() — the
-// same Rust conversion, with the same rules, a live Profiler uses.
+// into pieces while it runs, and the pieces turned back into one trace by the same Rust conversion,
+// with the same rules (jsprof-node's own code left out), a live Profiler uses.
+
+const { postSync, otherProfilerClientPossible } = require('../sampler/inspector-session')
 
 /**
- * Whether Node's own profiler sessions (`--cpu-prof`, NODE_V8_COVERAGE) run in this process: they
- * receive the keep-alive's console-profile event and print "Cannot retrieve id from the response
- * message" on stderr, so then there is no keep-alive, and no cutting.
+ * Whether another profiler client can see our console profiles (`--cpu-prof`, NODE_V8_COVERAGE, an
+ * open inspector): Node's own sessions print "Cannot retrieve id from the response message" on the
+ * keep-alive's console-profile event (DevTools would list it), so then there is no keep-alive, and no
+ * cutting. The same rule as the sampler's bridge.
  */
 function nodeProfilesToo() {
-  return Boolean(process.env.NODE_V8_COVERAGE) || process.execArgv.includes('--cpu-prof')
+  return otherProfilerClientPossible(require('node:inspector'))
 }
 
 /**
@@ -22,19 +25,7 @@ function nodeProfilesToo() {
 function startProfile(intervalUs) {
   const inspector = require('node:inspector')
   const session = new inspector.Session()
-  function post(method, params) {
-    let answered = false
-    let error = null
-    let result
-    session.post(method, params, (err, res) => {
-      answered = true
-      error = err
-      result = res
-    })
-    if (!answered) throw new Error(`the inspector did not answer ${method} synchronously`)
-    if (error) throw error
-    return result
-  }
+  const post = (method, params) => postSync(session, method, params)
   session.connect()
   post('Profiler.enable')
   post('Profiler.setSamplingInterval', { interval: Math.min(2 ** 31 - 1, Math.max(1, Math.round(intervalUs))) })
@@ -133,10 +124,13 @@ function mergeProfiles(profiles) {
 
 /** The pieces as one ProfilerTrace, timestamps in the profiled process's performance.now() domain. */
 function toTrace(profiles, timeOriginUs) {
-  const { fromCpuProfile } = require('../cpuprofile')
+  const { binding, callNative } = require('../native')
+  const { assembleTrace, emptyTrace } = require('../trace')
   const merged = mergeProfiles(profiles)
-  if (!merged) return { resources: [], frames: [], stacks: [], samples: [] }
-  return fromCpuProfile(merged, { timeOrigin: timeOriginUs })
+  if (!merged) return emptyTrace()
+  // As in every trace jsprof-node records, its own code (this preload, the watcher) is left out.
+  const bytes = Buffer.from(JSON.stringify(merged))
+  return assembleTrace(callNative(() => binding.convertCpuProfile(bytes, timeOriginUs, true)))
 }
 
 module.exports = { startProfile, mergeProfiles, toTrace }

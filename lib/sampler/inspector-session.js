@@ -46,6 +46,25 @@ class InspectorUnavailableError extends DOMException {
   }
 }
 
+/**
+ * Posts a command to an in-process inspector session and returns its result. Such sessions answer
+ * synchronously (which lets a profile be stopped inside 'exit'); anything else is a broken
+ * assumption, said loudly.
+ */
+function postSync(session, method, params) {
+  let answered = false
+  let error = null
+  let result
+  session.post(method, params, (err, res) => {
+    answered = true
+    error = err
+    result = res
+  })
+  if (!answered) throw new Error(`jsprof-node: the inspector did not answer ${method} synchronously`)
+  if (error) throw error
+  return result
+}
+
 /** Packs an inspector profile object into columns for Rust, in one pass, without re-serializing it. */
 function packColumns(profile) {
   const nodes = profile.nodes
@@ -137,19 +156,8 @@ class InspectorSession {
     })
   }
 
-  /** In-process sessions answer synchronously; anything else is a broken assumption, said loudly. */
   #post(method, params) {
-    let answered = false
-    let error = null
-    let result
-    this.#session.post(method, params, (err, res) => {
-      answered = true
-      error = err
-      result = res
-    })
-    if (!answered) throw new Error(`jsprof-node: the inspector did not answer ${method} synchronously`)
-    if (error) throw error
-    return result
+    return postSync(this.#session, method, params)
   }
 
   start(intervalUs) {
@@ -202,4 +210,4 @@ class InspectorSession {
   }
 }
 
-module.exports = { InspectorSession, InspectorUnavailableError, packColumns, otherProfilerClientPossible }
+module.exports = { InspectorSession, InspectorUnavailableError, packColumns, postSync, otherProfilerClientPossible }
