@@ -72,6 +72,9 @@ export declare function attributionReads(): number
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 
+/** Forgets every map read so far. */
+export declare function clearSourceMapCache(): void
+
 /**
  * `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
  * strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
@@ -95,8 +98,8 @@ export declare function exportCollapsed(traceJson: string): string
 /** `.cpuprofile` JSON text. */
 export declare function exportCpuProfile(traceJson: string): string
 
-/** SVG text. */
-export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null): string
+/** SVG text, or with `html` the self-contained HTML page. */
+export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON text. */
 export declare function exportGeckoProfile(traceJson: string, threadName?: string | undefined | null, startTime?: number | undefined | null): string
@@ -129,10 +132,23 @@ export interface InspectorColumns {
 }
 
 /**
+ * The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
+ * stats as JSON.
+ */
+export interface MappedTables {
+  tables: TableColumns
+  stackMap: Uint32Array
+  stats: string
+}
+
+/**
  * Puts the native handler back for `signal` if nothing handles it now (`SIG_DFL`: libuv restores
  * that when the app removes its last `process.on(signal)` listener). Returns whether it did.
  */
 export declare function rearmSignal(signal: number): boolean
+
+/** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
+export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
 
 /** `{ kind, package?, version?, root? }` of one resource. */
 export interface ResourceAttribution {
@@ -149,8 +165,27 @@ export interface ResourceAttribution {
  */
 export declare function setOwnCode(prefixes: Array<string>): void
 
+/** Test hook: how many files the process-wide source-map cache has read from disk. */
+export declare function sourceMapReads(): number
+
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
 export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string
+
+/**
+ * A trace's tables as columns, the cheapest shape to build and read on the main thread: strings as
+ * JSON arrays, numbers as `Float64Array`s with -1 where a member is absent.
+ */
+export interface TableColumns {
+  /** JSON array of the resources. */
+  resources: string
+  /** JSON array of the frames' names. */
+  names: string
+  frameResource: Float64Array
+  frameLine: Float64Array
+  frameColumn: Float64Array
+  stackFrame: Float64Array
+  stackParent: Float64Array
+}
 
 /**
  * A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text

@@ -206,11 +206,17 @@ export interface FlameGraphOptions {
   title?: string
   /** The subtitle (default: a colour legend). */
   subtitle?: string
-  /** Image width in px, an integer from 10 to 100000 (default 1200). */
+  /** SVG image width in px, an integer from 10 to 100000 (default 1200; the HTML page fills its window). */
   width?: number
+  /**
+   * `'svg'` (default): an SVG image with a tooltip per frame. `'html'`: one self-contained, offline HTML
+   * page to explore it: click a frame to zoom, search (highlights and the matched share), tooltips with
+   * time, share and package@version.
+   */
+  format?: 'svg' | 'html'
 }
 
-/** An SVG flame graph (text) coloured by kind of code, with each frame's package in its tooltip. */
+/** A flame graph (SVG or HTML text) coloured by kind of code, with each frame's package in its tooltip. */
 export declare function toFlameGraph(trace: ProfilerTrace, options?: FlameGraphOptions): string
 
 // ---------------------------------------------------------------------------------------------
@@ -356,3 +362,65 @@ export interface PyroscopeExporter {
 }
 
 export declare function pyroscopeExporter(options: PyroscopeExporterOptions): PyroscopeExporter
+
+// ---- Source maps (lib/sourcemaps.js, crates/jsprof-core/src/sourcemap.rs; docs/sourcemaps.md) ----
+
+export interface ResolveSourceMapsOptions {
+  /**
+   * A map per resource (exactly as in `trace.resources`): a path or `file:` URL of the map, a `URL`, the
+   * map object, or its JSON text. Used before any lookup for that resource.
+   */
+  maps?: Record<string, string | URL | object> | Map<string, string | URL | object>
+  /** Read each generated file for its last `//# sourceMappingURL=` comment (file or `data:` URL). Default true. */
+  sourceMappingURL?: boolean
+  /** Look for `<file>.map` beside the generated file. Default true. */
+  adjacent?: boolean
+  /** Reuse maps parsed by earlier calls while their files are unchanged (path, size, mtime). Default true. */
+  cache?: boolean
+  /** Bytes read at most of one generated file or map (default 268435456, 256 MiB); larger ones are `mapTooLarge`. */
+  maxMapSize?: number
+}
+
+/** Why a frame was not mapped. */
+export type SourceMapUnmappedReason =
+  | 'noPosition'
+  | 'notAFile'
+  | 'noMap'
+  | 'mapNotFound'
+  | 'mapUnreadable'
+  | 'mapTooLarge'
+  | 'mapInvalid'
+  | 'noMapping'
+
+export interface SourceMapResourceStats {
+  /** The resource of the input trace. */
+  resource: string
+  /** Where its map came from: a path, `'inline'` (a `data:` URL) or `'explicit'` (map text or object given). */
+  map?: string
+  /** Its frames, and how many of them were mapped. */
+  frames: number
+  mapped: number
+  /** Why its map could not be used. */
+  error?: { reason: SourceMapUnmappedReason; message: string }
+}
+
+export interface SourceMapStats {
+  /** Frames of the input trace. */
+  frames: number
+  mapped: number
+  /** Every reason with its count of unmapped frames (zeros included); they add up to `frames - mapped`. */
+  unmapped: Record<SourceMapUnmappedReason, number>
+  /** One entry per resource of the input trace, in its order. */
+  resources: SourceMapResourceStats[]
+}
+
+/**
+ * A new trace whose frames point at the original source (resource, 1-based line and column, and the
+ * original name where the generated one is minified), and stats saying how many frames were mapped and
+ * why others were not. Maps are read and parsed off the main thread. Never rejects for a missing or broken
+ * map; rejects with a TypeError (RangeError) for a malformed trace or bad options.
+ */
+export declare function resolveSourceMaps(
+  trace: ProfilerTrace,
+  options?: ResolveSourceMapsOptions,
+): Promise<{ trace: ProfilerTrace; stats: SourceMapStats }>

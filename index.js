@@ -9,6 +9,7 @@ const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlam
 const { profileRequests } = require('./lib/requests')
 const { startContinuous } = require('./lib/continuous')
 const { pyroscopeExporter } = require('./lib/backend')
+const { resolveSourceMaps } = require('./lib/sourcemaps')
 
 module.exports = {
   Profiler,
@@ -24,4 +25,5 @@ module.exports = {
   profileRequests,
   startContinuous,
   pyroscopeExporter,
+  resolveSourceMaps,
 }

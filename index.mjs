@@ -4,4 +4,5 @@ import jsprof from './index.js'
 export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
 export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = jsprof
 export const { profileRequests, startContinuous, pyroscopeExporter } = jsprof
+export const { resolveSourceMaps } = jsprof
 export default jsprof

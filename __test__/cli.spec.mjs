@@ -396,6 +396,19 @@ describe('jsprof convert / flamegraph', () => {
     assert.ok(svg.includes('burnAlpha'))
     assert.ok(svg.includes('My app'))
   })
+
+  test('flamegraph --html writes the explorable page, next to the input by default', () => {
+    const out = path.join(tmp, 'flame.html')
+    const r = jsprofSync(['flamegraph', tracePath, '--html', '-o', out, '--title', 'My app'])
+    assert.equal(r.code, 0, r.stderr)
+    const trace = JSON.parse(fs.readFileSync(tracePath, 'utf8'))
+    assert.equal(fs.readFileSync(out, 'utf8'), jsprof.toFlameGraph(trace, { format: 'html', title: 'My app' }))
+    const copy = path.join(tmp, 'copy.trace.json')
+    fs.copyFileSync(tracePath, copy)
+    const d = jsprofSync(['flamegraph', copy, '--html'])
+    assert.equal(d.code, 0, d.stderr)
+    assert.match(fs.readFileSync(path.join(tmp, 'copy.html'), 'utf8'), /^<!DOCTYPE html>/)
+  })
 })
 
 describe('help, version and errors', () => {

@@ -3,9 +3,10 @@
 //  1. Event-loop stalls: jsprof-node's Profiler vs a bare node:inspector session, same workload
 //     (300 generated functions in a real module file), 1 ms sampling, modes alternated A B A B.
 //  2. fromCpuProfile(jsonText) on a multi-MB profile vs a straightforward JS conversion.
+//  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
 //
 // Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|loop|server,
+// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|loop|server,
 // BENCH_SERVER_ROUNDS (default 3).
 
 import { readFileSync } from 'node:fs'
@@ -18,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { makeWorkload } from './workload.mjs'
 import { runBare, runOurs } from './stall.mjs'
 import { makeProfileText, assertSameTraces, timeInterleaved, candidates } from './from-cpu-profile.mjs'
+import { sourcemapBench } from './sourcemaps.mjs'
 
 const require = createRequire(import.meta.url)
 const { getSampler } = require('../lib/sampler.js')
@@ -154,6 +156,7 @@ console.log(`# jsprof-node benchmarks\nmachine: ${machine()}`)
 const t0 = performance.now()
 if (!ONLY || ONLY === 'stall') await stallBench()
 if (!ONLY || ONLY === 'convert') convertBench()
+if (!ONLY || ONLY === 'sourcemaps') await sourcemapBench()
 
 // The plain Profiler per request (issue 9's targets) and the request modes, each in processes of their
 // own: the per-unit-of-work loop, then the server under load (none / a Profiler every 10th request /

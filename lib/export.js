@@ -83,11 +83,14 @@ function toCollapsed(trace) {
   return callNative(() => binding.exportCollapsed(text))
 }
 
-/** An SVG flame graph (text), coloured by kind of code. */
+/** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
 function toFlameGraph(trace, options) {
   const text = traceJson(trace, 'toFlameGraph')
-  const o = readOptions(options, 'toFlameGraph', { title: 'string', subtitle: 'string', width: 'width' })
-  return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width))
+  const o = readOptions(options, 'toFlameGraph', { title: 'string', subtitle: 'string', width: 'width', format: 'string' })
+  if (o.format !== undefined && o.format !== 'svg' && o.format !== 'html') {
+    throw new TypeError(`toFlameGraph: options.format must be 'svg' or 'html', got ${JSON.stringify(o.format)}`)
+  }
+  return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
 module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph }

@@ -35,7 +35,7 @@ function noBinaryMessage() {
 }
 
 // The napi-rs platform names of package.json's `napi.targets` (one npm package each).
-const PREBUILT = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
+const PREBUILT = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
 
 /** The napi-rs name of this platform: linux-x64-gnu, linux-x64-musl, darwin-arm64, win32-x64-msvc… */
 function platformName() {

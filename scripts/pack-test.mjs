@@ -17,6 +17,9 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { homedir } from 'node:os'
+
+import { NOTICE_FILES, stageNotices } from './stage-notices.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
@@ -64,9 +67,19 @@ try {
   for (const f of main.files.sort((a, b) => a.path.localeCompare(b.path))) console.log(`  ${String(f.size).padStart(7)}  ${f.path}`)
   const bad = paths.filter((p) => /^(target|src|crates|__test__|node_modules|npm|scripts|bench|\.github)\//.test(p) || /\.(rs|node|toml|lock)$/.test(p))
   check('main package holds no target/, Rust sources, tests or binaries', bad.length === 0, bad.join(', '))
-  for (const needed of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'binding.js', 'lib/native.js', 'lib/profiler.js', 'lib/sampler.js']) {
+  for (const needed of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'index.d.mts', 'binding.js', 'lib/native.js', 'lib/profiler.js', 'lib/sampler.js', 'LICENSE', 'THIRD-PARTY-NOTICES.md', 'docs/exports.md']) {
     check(`main package holds ${needed}`, paths.includes(needed))
   }
+
+  // The checkers the ecosystem runs on a package: publint (no error, warning or suggestion) and
+  // arethetypeswrong on this very tarball (node10, node16 from CJS and from ESM, bundler).
+  const bin = (name) => join(root, 'node_modules', '.bin', process.platform === 'win32' ? `${name}.cmd` : name)
+  const publint = spawnSync(bin('publint'), ['--strict'], { cwd: root, encoding: 'utf8', timeout: 120000 })
+  console.log(publint.stdout.trim())
+  check('publint: all good', publint.status === 0 && /All good!/.test(publint.stdout), `${publint.stdout}${publint.stderr}`.trim())
+  const attw = spawnSync(bin('attw'), [join(work, main.filename), '--format', 'table-flipped', '--no-color'], { cwd: root, encoding: 'utf8', timeout: 120000 })
+  console.log(attw.stdout.trim())
+  check('arethetypeswrong: no problems', attw.status === 0 && /No problems found/.test(attw.stdout), `${attw.stdout}${attw.stderr}`.trim())
 
   // 2. Staged as at release time.
   const stageMain = join(work, 'stage-main')
@@ -80,10 +93,17 @@ try {
   const stagePlat = join(work, 'stage-platform')
   cpSync(join(root, 'npm', PLATFORM), stagePlat, { recursive: true })
   cpSync(join(root, binaryName), join(stagePlat, binaryName))
+  stageNotices(stagePlat)
   const plat = pack(stagePlat, work)
   const platPaths = plat.files.map((f) => f.path).sort()
   console.log(`platform package ${plat.filename}: ${platPaths.join(', ')}; ${(plat.size / 1024).toFixed(1)} kB packed`)
   check(`platform package holds ${binaryName}`, platPaths.includes(binaryName))
+  for (const f of NOTICE_FILES) check(`platform package holds ${f}`, platPaths.includes(f))
+  // No path of the build machine in the binary (scripts/build.mjs remaps them).
+  const binary = readFileSync(join(root, binaryName)).toString('latin1')
+  for (const p of [process.env.CARGO_HOME || join(homedir(), '.cargo'), root.replace(/[\\/]$/, '')]) {
+    check(`the binary does not contain the build machine's ${p}`, !binary.includes(p))
+  }
 
   // 3. A fresh project, no Rust on PATH.
   const app = join(work, 'app')

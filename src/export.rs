@@ -61,18 +61,24 @@ pub fn export_collapsed(trace_json: String) -> Result<String> {
     Ok(export::collapsed::to_collapsed(&trace(&trace_json)?))
 }
 
-/// SVG text.
+/// SVG text, or with `html` the self-contained HTML page.
 #[napi(catch_unwind)]
 pub fn export_flame_graph(
     trace_json: String,
     title: Option<String>,
     subtitle: Option<String>,
     width: Option<u32>,
+    html: Option<bool>,
 ) -> Result<String> {
     let options = FlameGraphOptions {
         title,
         subtitle,
         width,
     };
-    export::flamegraph::to_flame_graph(&trace(&trace_json)?, &options).map_err(core_error)
+    let trace = trace(&trace_json)?;
+    if html == Some(true) {
+        export::flamegraph::to_flame_graph_html(&trace, &options).map_err(core_error)
+    } else {
+        export::flamegraph::to_flame_graph(&trace, &options).map_err(core_error)
+    }
 }

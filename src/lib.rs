@@ -18,6 +18,7 @@ use napi_derive::napi;
 mod export;
 mod prod;
 mod signals;
+mod sourcemap;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {

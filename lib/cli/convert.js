@@ -4,6 +4,7 @@
 const path = require('node:path')
 const { api, parse, oneOf, usage, writeOutput, writeStdout, info } = require('./common')
 const { readTrace } = require('./input')
+const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
 
 // format -> [exporter name in index.js, file suffix, binary?]
 const FORMATS = {
@@ -29,15 +30,19 @@ Options:
       --to <format>     the output format (required)
   -o, --output <file>   where to write ('-' for stdout; never for pprof on a terminal)
                         (default: next to the input, with the suffix above)
+${SOURCE_MAP_HELP}
   -h, --help            show this help`
 
-const FLAMEGRAPH_HELP = `Usage: jsprof flamegraph <trace.json|profile.cpuprofile> [-o flame.svg] [--title <text>]
+const FLAMEGRAPH_HELP = `Usage: jsprof flamegraph <trace.json|profile.cpuprofile> [-o flame.svg] [--html] [--title <text>]
 
-Draws an interactive SVG flame graph (open it in a browser).
+Draws a flame graph: an SVG image with a tooltip per frame, or with --html one self-contained page
+(works offline) to explore it: click a frame to zoom, search, tooltips with time, share and package.
 
 Options:
-  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg)
+  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg or .html)
+      --html            write the explorable HTML page instead of the SVG image
       --title <text>    the title drawn on top (default: the input file name)
+${SOURCE_MAP_HELP}
   -h, --help            show this help`
 
 /** `dir/name.trace.json` -> `dir/name<suffix>`, never the input itself. */
@@ -65,7 +70,7 @@ async function convert(args) {
   const { values, positionals } = parse(
     'convert',
     args,
-    { to: { type: 'string' }, output: { type: 'string', short: 'o' } },
+    { to: { type: 'string' }, output: { type: 'string', short: 'o' }, ...SOURCE_MAP_OPTIONS },
     { positionals: 1 },
   )
   if (values.help) {
@@ -77,7 +82,7 @@ async function convert(args) {
   if (positionals.length === 0) throw usage('convert', 'missing the trace file')
   if (values.output === '') throw usage('convert', '--output must not be empty')
   const input = positionals[0]
-  const { trace } = readTrace(input)
+  const trace = await applySourceMaps(readTrace(input).trace, values)
   const result = api(format.fn)(trace)
   const data = format.json ? JSON.stringify(result) : result
   await emit('convert', values.output ?? derivedPath(input, format.suffix), data, format)
@@ -88,7 +93,7 @@ async function flamegraph(args) {
   const { values, positionals } = parse(
     'flamegraph',
     args,
-    { output: { type: 'string', short: 'o' }, title: { type: 'string' } },
+    { output: { type: 'string', short: 'o' }, title: { type: 'string' }, html: { type: 'boolean' }, ...SOURCE_MAP_OPTIONS },
     { positionals: 1 },
   )
   if (values.help) {
@@ -98,9 +103,10 @@ async function flamegraph(args) {
   if (positionals.length === 0) throw usage('flamegraph', 'missing the trace file')
   if (values.output === '') throw usage('flamegraph', '--output must not be empty')
   const input = positionals[0]
-  const { trace } = readTrace(input)
-  const svg = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input) })
-  await emit('flamegraph', values.output ?? derivedPath(input, '.svg'), svg)
+  const trace = await applySourceMaps(readTrace(input).trace, values)
+  const format = values.html ? 'html' : 'svg'
+  const text = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input), format })
+  await emit('flamegraph', values.output ?? derivedPath(input, `.${format}`), text)
   return 0
 }
 

@@ -29,12 +29,14 @@ Commands:
                         where the time went, as a table
   convert <trace> --to cpuprofile|gecko|speedscope|pprof|collapsed [-o out]
                         convert for DevTools, Firefox Profiler, speedscope, pprof, flamegraph.pl
-  flamegraph <trace> [-o flame.svg]
-                        an SVG flame graph
+  flamegraph <trace> [-o flame.svg] [--html]
+                        a flame graph: SVG, or an explorable HTML page
   diff <base> <new> [--by function|package] [--fail-above PCT] [-o diff.svg]
                         what got slower: shares per row, a differential flame graph, a CI status
 
 <trace> is a ProfilerTrace (.trace.json) or a V8 CPU profile (.cpuprofile, e.g. from node --cpu-prof).
+report, convert and flamegraph map frames through the source maps the profiled files name or have
+beside them (TypeScript, bundles); --no-source-maps keeps the generated positions.
 
 Options:
   -h, --help            show help ('jsprof <command> --help' for a command's)

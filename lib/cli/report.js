@@ -4,6 +4,7 @@
 
 const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('./common')
 const { readTrace } = require('./input')
+const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
 
 const BY = ['package', 'function', 'resource']
 const DEFAULT_TOP = 20
@@ -16,6 +17,7 @@ Options:
       --by <what>    package, function or resource (default: package)
       --top <n>      show the first n rows (default: ${DEFAULT_TOP})
       --json         print JSON ({ file, by, samples, durationMs, intervalMs, rows }) instead of a table
+${SOURCE_MAP_HELP}
   -h, --help         show this help
 
 Columns: self % and total % are shares of all samples (idle included); self ms / total ms are the time
@@ -65,7 +67,7 @@ async function report(args) {
   const { values, positionals } = parse(
     'report',
     args,
-    { by: { type: 'string' }, top: { type: 'string' }, json: { type: 'boolean' } },
+    { by: { type: 'string' }, top: { type: 'string' }, json: { type: 'boolean' }, ...SOURCE_MAP_OPTIONS },
     { positionals: 1 },
   )
   if (values.help) {
@@ -76,7 +78,7 @@ async function report(args) {
   const top = values.top === undefined ? DEFAULT_TOP : positiveInt('report', 'top', values.top)
   if (positionals.length === 0) throw usage('report', 'missing the trace file')
   const file = positionals[0]
-  const { trace } = readTrace(file)
+  const trace = await applySourceMaps(readTrace(file).trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
   const total = trace.samples.length

@@ -14,11 +14,12 @@ const DEFAULTS = Object.freeze({
   harvestMaxPeriodUs: 10_000_000,
   /**
    * At most one harvest per this many µs serves the stops that ask for one: a lone stop() (no harvest
-   * in the last 50 ms) is served at once, frequent ones wait up to this long and share one harvest.
-   * A harvest costs the main thread ~0.5 ms (V8 stops and restarts its profile, Node parses the reply):
-   * at most 20 a second keeps that near 1% however many Profilers stop.
+   * in the last 100 ms) is served at once, frequent ones wait up to this long and share one harvest.
+   * A harvest costs the main thread ~1 ms, and the process several ms of CPU in all (V8 stops and
+   * restarts profiles; measured on the benchmark server: 21 harvests a second cost ~15% of its
+   * throughput, 10 a second ~1%, 5 a second none measurable), however many Profilers stop.
    */
-  minStopGapUs: 50_000,
+  minStopGapUs: 100_000,
   /**
    * V8 keeps sampling this long after the last subscription left, so the next Profiler (the next
    * sampled request) needs no cold start (3-15 ms of code logging on the main thread).

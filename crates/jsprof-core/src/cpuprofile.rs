@@ -87,13 +87,48 @@ impl Profile {
         if let Some(raw) = fast_json::parse(text) {
             return raw.into_profile_unwrapped();
         }
-        let raw: RawProfile = serde_json::from_str(text).map_err(|e| {
-            if e.is_data() {
-                Error::invalid(format!("invalid V8 CPU profile: {e}"))
-            } else {
-                Error::syntax(format!("the CPU profile is not valid JSON: {e}"))
-            }
-        })?;
+        let raw: RawProfile = match serde_json::from_str(text) {
+            Ok(raw) => raw,
+            // A name that is not well-formed UTF-16 (JSON.stringify writes a lone surrogate as
+            // `\ud800`, which serde_json rejects): read it as the visible text `\u{d800}`.
+            Err(e) => match crate::export::lone_surrogates_visible(text) {
+                Cow::Owned(fixed) => return Profile::from_json(&fixed),
+                Cow::Borrowed(_) => return Err(json_error(e)),
+            },
+        };
+        raw.into_profile_unwrapped()
+    }
+}
+
+/// serde_json's error as ours: malformed JSON is a `SyntaxError`, a wrong shape a `TypeError`.
+fn json_error(e: serde_json::Error) -> Error {
+    if e.is_data() {
+        Error::invalid(format!("invalid V8 CPU profile: {e}"))
+    } else {
+        Error::syntax(format!("the CPU profile is not valid JSON: {e}"))
+    }
+}
+
+/// The three ways to read `.cpuprofile` text into a [`Profile`], for `examples/json_readers.rs`, which
+/// times them (`cargo run --release -p jsprof-core --features bench-json --example json_readers`).
+#[cfg(feature = "bench-json")]
+pub mod readers {
+    use super::{fast_json, Error, Profile, RawProfile, Result};
+
+    /// The hand-written scanner (what [`Profile::from_json`] tries first); `None` if it gives up.
+    pub fn scanner(text: &str) -> Option<Result<Profile>> {
+        fast_json::parse(text).map(RawProfile::into_profile_unwrapped)
+    }
+
+    /// serde_json into the same borrowed structs (what [`Profile::from_json`] falls back to).
+    pub fn serde_json(text: &str) -> Result<Profile> {
+        let raw: RawProfile = serde_json::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
+        raw.into_profile_unwrapped()
+    }
+
+    /// sonic-rs (SIMD JSON) into the same borrowed structs.
+    pub fn sonic_rs(text: &str) -> Result<Profile> {
+        let raw: RawProfile = sonic_rs::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
         raw.into_profile_unwrapped()
     }
 }
@@ -436,6 +471,17 @@ mod tests {
             "startTime":0,"endTime":1,"samples":[2],"timeDeltas":[1]}"#;
         let p = Profile::from_json(text).unwrap();
         assert_eq!(p.nodes[1].parent, Some(0));
+    }
+
+    #[test]
+    fn reads_a_lone_surrogate_as_visible_text() {
+        let text = r#"{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":""}},
+            {"id":2,"parent":1,"callFrame":{"functionName":"f\udc00","url":"file:///f.js"}}],
+            "startTime":0,"endTime":1,"samples":[2],"timeDeltas":[1]}"#;
+        let p = Profile::from_json(text).unwrap();
+        assert_eq!(p.string(p.nodes[1].name), "f\\u{dc00}");
+        // Still an error when something else is wrong too.
+        assert_eq!(err(&text.replace("[2]", "[2,")).kind, ErrorKind::Syntax);
     }
 
     fn err(text: &str) -> Error {

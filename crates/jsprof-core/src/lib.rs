@@ -12,6 +12,7 @@ pub mod export;
 pub mod interner;
 pub mod intervals;
 pub mod recording;
+pub mod sourcemap;
 pub mod summary;
 pub mod trace;
 

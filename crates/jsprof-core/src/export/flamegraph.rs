@@ -1,15 +1,24 @@
-//! An SVG flame graph drawn by inferno from the folded stacks of [`super::collapsed`], each frame
-//! coloured by the kind of code it is (app, dependency, node, native; VM pseudo-frames apart) and its
-//! tooltip extended with `kind: dependency, package: lodash` inside the count's parentheses:
-//! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 samples, 18.18%; kind: dependency, package: lodash)`
-//! (the search box finds packages too).
+//! Flame graphs drawn from the trace's own stack tree: an SVG image ([`to_flame_graph`]) and a
+//! self-contained, explorable HTML page ([`to_flame_graph_html`]: zoom, search, tooltips, offline).
+//!
+//! Both are made from one [`FlameTree`]: the stacks of the trace merged by frame label
+//! (`name (path:line:column)`, see [`frame_label`]) from the outermost frame down, stackless samples as
+//! the pseudo-frames `(idle)`, `(garbage collector)`, `(program)` under the root `all`, siblings in byte
+//! order of their labels. Names are taken as the trace spells them (no round trip through folded text,
+//! so `x 999`, a leading space or a `;` stay as they are). Each frame is coloured by the kind of code it
+//! is (app, dependency, node, native; VM pseudo-frames apart), dependency code by package, and its
+//! tooltip says `kind: dependency, package: lodash`:
+//! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 samples, 18.18%; kind: dependency, package: lodash)`.
+//!
+//! Everything that comes from the trace is shown as text: [`visible`] writes characters XML 1.0 forbids
+//! or that reorder text (C0 controls but tab, DEL, C1, U+FFFE/U+FFFF, bidi controls, line/paragraph
+//! separators) as visible escapes (`\x01`, `\u{202e}`); markup is escaped for XML/HTML; the HTML page
+//! embeds its data as JSON with `<`, `>`, `&` escaped, so no name can end the script element.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
-use inferno::flamegraph::{self, color::PaletteMap, Options};
-
-use super::collapsed::folded_counts;
-use super::{frame_label, kind_name, Pseudo};
+use super::{frame_attributions, frame_label, kind_name, sample_durations, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
 use crate::trace::ProfilerTrace;
@@ -20,7 +29,7 @@ pub struct FlameGraphOptions {
     pub title: Option<String>,
     /// Defaults to a colour legend.
     pub subtitle: Option<String>,
-    /// Image width in px; defaults to 1200. Must be 10..=100000.
+    /// Image width in px; defaults to 1200. Must be 10..=100000. (SVG only: the HTML page fills the window.)
     pub width: Option<u32>,
 }
 
@@ -31,15 +40,31 @@ pub const LEGEND: &str =
 /// What colours and tooltips tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Group {
+    Root,
     Kind(Kind),
     Pseudo(Pseudo),
 }
 
-/// A colour in the band of its group, varied by a hash of the frame label so neighbours differ.
-pub fn colour(group: Group, label: &str) -> (u8, u8, u8) {
-    let t = fnv1a(label) as f64 / u64::MAX as f64; // 0..=1
+impl Group {
+    /// The short name the HTML page's script and legend use.
+    fn code(self) -> &'static str {
+        match self {
+            Group::Root => "root",
+            Group::Kind(k) => kind_name(k),
+            Group::Pseudo(Pseudo::GarbageCollector) => "gc",
+            Group::Pseudo(Pseudo::Program) => "vm",
+            Group::Pseudo(Pseudo::Idle) => "idle",
+        }
+    }
+}
+
+/// A colour in the band of its group, varied by a hash of `key` (the package for dependency code, the
+/// frame label otherwise) so neighbours differ and a package keeps one shade.
+pub fn colour(group: Group, key: &str) -> (u8, u8, u8) {
+    let t = fnv1a(key) as f64 / u64::MAX as f64; // 0..=1
     let lerp = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
     match group {
+        Group::Root => (200, 200, 200),
         Group::Kind(Kind::App) => (lerp(235, 250), lerp(125, 175), lerp(40, 70)),
         Group::Kind(Kind::Dependency) => (lerp(70, 110), lerp(125, 165), lerp(215, 245)),
         Group::Kind(Kind::Node) => (lerp(85, 125), lerp(185, 215), lerp(85, 120)),
@@ -56,9 +81,207 @@ fn fnv1a(s: &str) -> u64 {
     })
 }
 
-/// The tooltip line for a group.
-fn tooltip(group: Group, package: Option<&str>) -> String {
-    match (group, package) {
+/// One frame of the merged call tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlameNode {
+    /// The frame label as the trace spells it (not yet made [`visible`]).
+    pub label: String,
+    /// `None` for the root.
+    pub parent: Option<usize>,
+    pub depth: usize,
+    pub group: Group,
+    /// The npm package of dependency code.
+    pub package: Option<String>,
+    pub version: Option<String>,
+    /// Samples in this frame and below it.
+    pub samples: u64,
+    /// Samples with this frame as the leaf.
+    pub self_samples: u64,
+    /// Time in ms (each sample weighs the gap to the next one, as in `summarize`).
+    pub ms: f64,
+    pub self_ms: f64,
+}
+
+impl FlameNode {
+    /// A node with no samples yet, not linked into a tree.
+    fn empty(label: &str, group: Group) -> FlameNode {
+        FlameNode {
+            label: label.to_owned(),
+            parent: None,
+            depth: 0,
+            group,
+            package: None,
+            version: None,
+            samples: 0,
+            self_samples: 0,
+            ms: 0.0,
+            self_ms: 0.0,
+        }
+    }
+}
+
+/// The trace's stacks merged by label: nodes in depth-first order (a node before its children,
+/// siblings in byte order of their labels); node 0 is the root `all`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlameTree {
+    pub nodes: Vec<FlameNode>,
+}
+
+impl FlameTree {
+    pub fn new(trace: &ProfilerTrace) -> FlameTree {
+        let attributions = frame_attributions(trace);
+        let labels: Vec<String> = (0..trace.frames.len() as u32)
+            .map(|f| frame_label(trace, f))
+            .collect();
+        let mut nodes = vec![FlameNode::empty("all", Group::Root)];
+        // (parent node, label) -> node, in creation order (sorted below).
+        let mut child: HashMap<(usize, String), usize> = HashMap::new();
+        let mut add =
+            |nodes: &mut Vec<FlameNode>, parent: usize, label: &str, fill: &dyn Fn() -> FlameNode| {
+                *child.entry((parent, label.to_owned())).or_insert_with(|| {
+                    let mut node = fill();
+                    node.parent = Some(parent);
+                    node.depth = nodes[parent].depth + 1;
+                    nodes.push(node);
+                    nodes.len() - 1
+                })
+            };
+        // Stack id -> node, resolved through parents without recursion (validated traces are acyclic).
+        let mut stack_node: Vec<Option<usize>> = vec![None; trace.stacks.len()];
+        let mut pending = Vec::new();
+        let durations = sample_durations(&trace.samples);
+        for (sample, &ms) in trace.samples.iter().zip(&durations) {
+            let node = match (sample.stack_id, Pseudo::of(sample)) {
+                (Some(stack), _) => {
+                    let mut cursor = Some(stack as usize);
+                    while let Some(s) = cursor {
+                        if stack_node[s].is_some() {
+                            break;
+                        }
+                        pending.push(s);
+                        cursor = trace.stacks[s].parent_id.map(|p| p as usize);
+                    }
+                    while let Some(s) = pending.pop() {
+                        let parent = trace.stacks[s]
+                            .parent_id
+                            .map_or(0, |p| stack_node[p as usize].unwrap_or(0));
+                        let frame = trace.stacks[s].frame_id as usize;
+                        let a = &attributions[frame];
+                        let fill = || FlameNode {
+                            package: a.package.clone(),
+                            version: a.version.clone(),
+                            ..FlameNode::empty(&labels[frame], Group::Kind(a.kind))
+                        };
+                        stack_node[s] = Some(add(&mut nodes, parent, &labels[frame], &fill));
+                    }
+                    stack_node[stack as usize].unwrap_or(0)
+                }
+                (None, pseudo) => {
+                    let p = pseudo.unwrap_or(Pseudo::Idle);
+                    add(&mut nodes, 0, p.name(), &|| {
+                        FlameNode::empty(p.name(), Group::Pseudo(p))
+                    })
+                }
+            };
+            nodes[node].self_samples += 1;
+            nodes[node].self_ms += ms;
+        }
+        // Totals: children were created after their parents.
+        for n in &mut nodes {
+            n.samples = n.self_samples;
+            n.ms = n.self_ms;
+        }
+        for i in (1..nodes.len()).rev() {
+            let (samples, ms, parent) = (nodes[i].samples, nodes[i].ms, nodes[i].parent.unwrap_or(0));
+            nodes[parent].samples += samples;
+            nodes[parent].ms += ms;
+        }
+        FlameTree {
+            nodes: depth_first(nodes),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.nodes[0].samples
+    }
+}
+
+/// Reorders nodes depth first, siblings by label bytes, and rewrites the parent links.
+fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate().skip(1) {
+        children[n.parent.unwrap_or(0)].push(i);
+    }
+    for c in &mut children {
+        c.sort_by(|&a, &b| nodes[a].label.cmp(&nodes[b].label));
+    }
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut todo = vec![0usize];
+    while let Some(i) = todo.pop() {
+        order.push(i);
+        todo.extend(children[i].iter().rev());
+    }
+    let mut new_index = vec![0usize; nodes.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let mut slots: Vec<Option<FlameNode>> = nodes.into_iter().map(Some).collect();
+    order
+        .iter()
+        .map(|&old| {
+            let mut n = slots[old].take().expect("each node once");
+            n.parent = n.parent.map(|p| new_index[p]);
+            n
+        })
+        .collect()
+}
+
+/// Text from the trace made safe to show: characters XML 1.0 forbids, other controls and the ones that
+/// reorder or break lines of text are written as visible escapes (`\x01`, `\u{202e}`); a backslash
+/// itself stays as it is. The result is valid in XML 1.0 and HTML and terminal-safe.
+pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
+    let needs = |c: char| {
+        matches!(c, '\0'..='\x08' | '\n'..='\x1f' | '\x7f'..='\u{9f}'
+            | '\u{fffe}' | '\u{ffff}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}')
+    };
+    if !s.chars().any(needs) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if !needs(c) {
+            out.push(c);
+        } else if (c as u32) < 0x100 {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`visible`] text with XML/HTML markup escaped, for element text and attribute values.
+pub fn markup_text(s: &str) -> String {
+    let v = visible(s);
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `kind: dependency, package: lodash`: the tooltip line of a frame.
+fn tooltip(node: &FlameNode) -> String {
+    match (node.group, &node.package) {
+        (Group::Root, _) => String::new(),
         (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", kind_name(k)),
         (Group::Kind(k), None) => format!("kind: {}", kind_name(k)),
         (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: vm, garbage collector".into(),
@@ -67,102 +290,251 @@ fn tooltip(group: Group, package: Option<&str>) -> String {
     }
 }
 
-pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
-    if let Some(w) = options.width {
-        if !(10..=100_000).contains(&w) {
-            return Err(Error::invalid(format!(
-                "options.width must be between 10 and 100000 px, got {w}"
-            )));
-        }
-    }
-    // Label -> (group, tooltip line). Labels are what the folded stacks name frames by.
-    let attributions = super::frame_attributions(trace);
-    let mut info: HashMap<String, (Group, String)> = HashMap::new();
-    for (f, a) in attributions.iter().enumerate() {
-        let label = super::collapsed::sanitize(&frame_label(trace, f as u32));
-        let group = Group::Kind(a.kind);
-        info.entry(label)
-            .or_insert_with(|| (group, tooltip(group, a.package.as_deref())));
-    }
-    for p in Pseudo::ALL {
-        info.entry(p.name().to_owned())
-            .or_insert_with(|| (Group::Pseudo(p), tooltip(Group::Pseudo(p), None)));
-    }
-    let mut palette = PaletteMap::default();
-    for (label, (group, _)) in &info {
-        let (r, g, b) = colour(*group, label);
-        palette.insert(label, flamegraph::color::Color { r, g, b });
-    }
-    // The root frame ("all") is named "" by inferno.
-    palette.insert(
-        "",
-        flamegraph::color::Color {
-            r: 200,
-            g: 200,
-            b: 200,
-        },
-    );
-    let lines: Vec<String> = folded_counts(trace)
-        .into_iter()
-        .map(|(stack, n)| format!("{stack} {n}"))
-        .collect();
-    let mut opts = Options::default();
-    opts.title = options.title.clone().unwrap_or_else(|| "Flame Graph".into());
-    opts.subtitle = Some(options.subtitle.clone().unwrap_or_else(|| LEGEND.into()));
-    opts.image_width = options.width.map(|w| w as usize);
-    opts.count_name = "samples".into();
-    opts.deterministic = true;
-    // Long labels keep their start (the function name) and lose the end of their path.
-    opts.text_truncate_direction = flamegraph::TextTruncateDirection::Right;
-    opts.name_type = "Function:".into();
-    opts.palette_map = Some(&mut palette);
-    let mut svg = Vec::new();
-    let drawn = flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), &mut svg);
-    if let Err(e) = drawn {
-        // With no samples inferno still writes a valid SVG that says so; anything else is a real failure.
-        if !lines.is_empty() || svg.is_empty() {
-            return Err(Error::invalid(format!(
-                "inferno could not draw the flame graph: {e}"
-            )));
-        }
-    }
-    let svg =
-        String::from_utf8(svg).map_err(|e| Error::invalid(format!("inferno wrote invalid UTF-8: {e}")))?;
-    Ok(add_tooltips(&svg, &info))
+/// The colour of a node: dependency code by package, everything else by label.
+fn node_colour(node: &FlameNode) -> (u8, u8, u8) {
+    let key = match (node.group, &node.package) {
+        (Group::Kind(Kind::Dependency), Some(p)) => p.as_str(),
+        _ => node.label.as_str(),
+    };
+    colour(node.group, key)
 }
 
-/// Adds each frame's tooltip text to its `<title>` (`label (N samples, P%)`). Labels have no `(` issue:
-/// the lookup key is everything before the last ` (`, and the tooltip texts contain no parentheses.
-fn add_tooltips(svg: &str, info: &HashMap<String, (Group, String)>) -> String {
-    const OPEN: &str = "<title>";
-    const CLOSE: &str = "</title>";
-    let mut out = String::with_capacity(svg.len() + svg.len() / 4);
-    let mut rest = svg;
-    while let Some(start) = rest.find(OPEN) {
-        let body_start = start + OPEN.len();
-        let Some(len) = rest[body_start..].find(CLOSE) else {
-            break;
-        };
-        out.push_str(&rest[..body_start]);
-        let body = &rest[body_start..body_start + len];
-        let line = quick_xml::escape::unescape(body).ok().and_then(|text| {
-            let cut = text.rfind(" (")?;
-            info.get(&text[..cut]).map(|(_, line)| line.as_str())
-        });
-        match line {
-            // Inside the count's parentheses: inferno's script shows the title minus its last
-            // parenthesised group as the frame's text, so the text stays the bare label.
-            Some(line) if body.ends_with(')') => {
-                out.push_str(&body[..body.len() - 1]);
-                out.push_str("; ");
-                out.push_str(&quick_xml::escape::escape(line));
-                out.push(')');
-            }
-            _ => out.push_str(body),
-        }
-        rest = &rest[body_start + len..];
+/// `12.5`, `100`, `33.33`: a percentage with at most two decimals.
+fn percent(part: u64, total: u64) -> String {
+    let p = if total == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / total as f64
+    };
+    let s = format!("{p:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut groups = Vec::new();
+    let mut end = digits.len();
+    while end > 3 {
+        groups.push(&digits[end - 3..end]);
+        end -= 3;
     }
-    out.push_str(rest);
+    groups.push(&digits[..end]);
+    groups.reverse();
+    groups.join(",")
+}
+
+fn check_width(options: &FlameGraphOptions) -> Result<()> {
+    match options.width {
+        Some(w) if !(10..=100_000).contains(&w) => Err(Error::invalid(format!(
+            "options.width must be between 10 and 100000 px, got {w}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+const FRAME_HEIGHT: f64 = 16.0;
+const FONT_SIZE: f64 = 12.0;
+/// The advance of one character of the monospace font at [`FONT_SIZE`], in px.
+const CHAR_WIDTH: f64 = FONT_SIZE * 0.6;
+/// Frames narrower than this are not drawn (their samples still count in their parents).
+const MIN_WIDTH: f64 = 0.1;
+const TOP: f64 = 56.0;
+const BOTTOM: f64 = 12.0;
+
+/// An SVG flame graph: root at the bottom, each frame a `<g>` with a `<title>` tooltip
+/// (`label (N samples, P%; kind: …)`), a `<rect>` filled by kind and its label, cut to fit.
+pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
+    check_width(options)?;
+    let tree = FlameTree::new(trace);
+    let width = options.width.unwrap_or(1200) as f64;
+    let pad = 10.0_f64.min(width / 10.0);
+    let inner = width - 2.0 * pad;
+    let total = tree.total();
+    let max_depth = tree.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
+    let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
+    let title = options.title.as_deref().unwrap_or("Flame Graph");
+    let subtitle = options.subtitle.as_deref().unwrap_or(LEGEND);
+    let mut out = String::with_capacity(512 + tree.nodes.len() * 200);
+    let _ = write!(
+        out,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n\
+         <svg version=\"1.1\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
+         xmlns=\"http://www.w3.org/2000/svg\">\n\
+         <style>text{{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:{fs}px;fill:#000;white-space:pre}}\
+         .title{{font-size:17px;text-anchor:middle}}.subtitle{{fill:#555;text-anchor:middle}}\
+         g:hover rect{{stroke:#000;stroke-width:0.5}}</style>\n\
+         <rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfdfd\"/>\n\
+         <text class=\"title\" x=\"{cx}\" y=\"24\">{title}</text>\n\
+         <text class=\"subtitle\" x=\"{cx}\" y=\"44\">{subtitle}</text>\n",
+        w = width,
+        h = height,
+        fs = FONT_SIZE,
+        cx = width / 2.0,
+        title = markup_text(title),
+        subtitle = markup_text(subtitle),
+    );
+    if total == 0 {
+        let _ = writeln!(
+            out,
+            "<text class=\"subtitle\" x=\"{}\" y=\"{}\">No samples</text>",
+            width / 2.0,
+            TOP + FRAME_HEIGHT - 4.0
+        );
+        out.push_str("</svg>\n");
+        return Ok(out);
+    }
+    // x offset (in samples) of each node: its parent's offset plus its earlier siblings' samples.
+    let mut offset = vec![0u64; tree.nodes.len()];
+    let mut next_child = vec![0u64; tree.nodes.len()];
+    let scale = inner / total as f64;
+    for (i, n) in tree.nodes.iter().enumerate() {
+        if let Some(p) = n.parent {
+            offset[i] = offset[p] + next_child[p];
+            next_child[p] += n.samples;
+        }
+        let w = n.samples as f64 * scale;
+        if w < MIN_WIDTH {
+            continue;
+        }
+        let x = pad + offset[i] as f64 * scale;
+        let y = TOP + (max_depth - n.depth) as f64 * FRAME_HEIGHT;
+        let (r, g, b) = node_colour(n);
+        let line = tooltip(n);
+        let mut title = format!(
+            "{} ({} samples, {}%",
+            visible(&n.label),
+            thousands(n.samples),
+            percent(n.samples, total)
+        );
+        if !line.is_empty() {
+            title.push_str("; ");
+            title.push_str(&line);
+        }
+        title.push(')');
+        let label = fit(&visible(&n.label), w - 6.0);
+        let _ = writeln!(
+            out,
+            "<g><title>{}</title><rect x=\"{x:.2}\" y=\"{y:.1}\" width=\"{w:.2}\" height=\"{fh}\" \
+             fill=\"rgb({r},{g},{b})\" rx=\"2\" ry=\"2\"/><text x=\"{tx:.2}\" y=\"{ty:.1}\">{}</text></g>",
+            markup_text(&title),
+            markup_text(&label),
+            fh = FRAME_HEIGHT - 1.0,
+            tx = x + 3.0,
+            ty = y + FRAME_HEIGHT - 4.5,
+        );
+    }
+    out.push_str("</svg>\n");
+    Ok(out)
+}
+
+/// The start of `label` that fits in `px` (with `..` when cut; empty when not even 3 characters fit).
+fn fit(label: &str, px: f64) -> String {
+    let room = (px / CHAR_WIDTH).floor().max(0.0) as usize;
+    let count = label.chars().count();
+    if count <= room {
+        label.to_owned()
+    } else if room < 3 {
+        String::new()
+    } else {
+        let mut s: String = label.chars().take(room - 2).collect();
+        s.push_str("..");
+        s
+    }
+}
+
+/// The explorable page's script and style; the data goes into `<script type="application/json">`.
+const HTML_TEMPLATE: &str = include_str!("flamegraph.html");
+
+/// A single self-contained HTML page (no external requests; a Content-Security-Policy forbids them)
+/// with the flame graph: click a frame to zoom into it, search (highlights frames and says what share
+/// of the samples matched), colours by kind and package, tooltips with time, share, package@version
+/// and source location.
+pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
+    check_width(options)?;
+    let tree = FlameTree::new(trace);
+    let title = options.title.as_deref().unwrap_or("Flame Graph");
+    // The page draws its own colour legend.
+    let subtitle = options.subtitle.as_deref().unwrap_or("");
+    // Column arrays keep the page small: one entry per node, in depth-first order.
+    let mut labels: Vec<String> = Vec::new();
+    let mut label_ids: HashMap<String, usize> = HashMap::new();
+    let mut packages: Vec<String> = Vec::new();
+    let mut package_ids: HashMap<String, usize> = HashMap::new();
+    let intern = |table: &mut Vec<String>, ids: &mut HashMap<String, usize>, s: String| -> usize {
+        *ids.entry(s.clone()).or_insert_with(|| {
+            table.push(s);
+            table.len() - 1
+        })
+    };
+    let n = tree.nodes.len();
+    let (mut label, mut parent, mut group, mut samples, mut self_samples) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut ms, mut package, mut colours) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for node in &tree.nodes {
+        label.push(intern(
+            &mut labels,
+            &mut label_ids,
+            visible(&node.label).into_owned(),
+        ));
+        parent.push(node.parent.map_or(-1, |p| p as i64));
+        group.push(node.group.code());
+        samples.push(node.samples);
+        self_samples.push(node.self_samples);
+        ms.push((node.ms * 1000.0).round() / 1000.0);
+        package.push(node.package.as_ref().map_or(-1, |p| {
+            let shown = match &node.version {
+                Some(v) => format!("{p}@{v}"),
+                None => p.clone(),
+            };
+            intern(&mut packages, &mut package_ids, visible(&shown).into_owned()) as i64
+        }));
+        let (r, g, b) = node_colour(node);
+        colours.push(((r as u32) << 16) | ((g as u32) << 8) | b as u32);
+    }
+    let data = serde_json::json!({
+        "title": visible(title),
+        "subtitle": visible(subtitle),
+        "labels": labels,
+        "packages": packages,
+        "nodes": {
+            "label": label, "parent": parent, "group": group, "samples": samples,
+            "self": self_samples, "ms": ms, "package": package, "colour": colours,
+        },
+    });
+    let json = script_safe_json(&data.to_string());
+    // Split once, so text from the trace is never searched for placeholders.
+    let (head, rest) = HTML_TEMPLATE
+        .split_once("{{TITLE}}")
+        .expect("template has {{TITLE}}");
+    let (middle, tail) = rest.split_once("{{DATA}}").expect("template has {{DATA}}");
+    Ok([head, &markup_text(title), middle, &json, tail].concat())
+}
+
+/// JSON text that can sit inside a `<script>` element: `<`, `>` and `&` (only ever inside JSON
+/// strings) as `\u` escapes, so `</script>` or `<!--` in a name cannot end or change the element;
+/// U+2028/U+2029 too, for any reader that takes it as JavaScript.
+fn script_safe_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
     out
 }
 
@@ -195,6 +567,107 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_merges_stacks_by_label_and_sums_samples_and_time() {
+        let tree = FlameTree::new(&sample_trace());
+        let labels: Vec<(&str, usize, u64, u64)> = tree
+            .nodes
+            .iter()
+            .map(|n| (n.label.as_str(), n.depth, n.samples, n.self_samples))
+            .collect();
+        assert_eq!(
+            labels,
+            vec![
+                ("all", 0, 9, 0),
+                ("(garbage collector)", 1, 2, 2),
+                ("(idle)", 1, 1, 1),
+                ("(program)", 1, 1, 1),
+                ("main (/app/main.js:1:1)", 1, 5, 0),
+                ("(anonymous) (/app/main.js:20:1)", 2, 1, 1),
+                ("now", 2, 1, 1),
+                ("work (/app/main.js:10:1)", 2, 3, 1),
+                ("chunk (/app/node_modules/lodash/chunk.js:5:1)", 3, 2, 2),
+            ]
+        );
+        for (i, n) in tree.nodes.iter().enumerate().skip(1) {
+            assert!(n.parent.unwrap() < i, "parents come first");
+        }
+        // Durations: gaps to the next sample; the last weighs the median gap (1 ms).
+        assert!((tree.nodes[0].ms - 9.0).abs() < 1e-9, "{}", tree.nodes[0].ms);
+        assert_eq!(tree.nodes[8].package.as_deref(), Some("lodash"));
+    }
+
+    /// The sample trace with the native frame `now` (one sample, under `main`) renamed.
+    fn one_frame(name: &str) -> ProfilerTrace {
+        let mut trace = sample_trace();
+        trace.frames[3].name = name.into();
+        trace
+    }
+
+    #[test]
+    fn names_are_kept_as_the_trace_spells_them_and_shown_safely() {
+        for (name, shown) in [
+            ("x 999", "x 999"),
+            (" lead", " lead"),
+            ("a;b", "a;b"),
+            (
+                "</script><img src=x onerror=alert(1)>",
+                "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;",
+            ),
+            ("nul\0bell\x07tab\tnl\n", "nul\\x00bell\\x07tab\tnl\\x0a"),
+            ("\u{fffe}\u{ffff}\u{202e}", "\\u{fffe}\\u{ffff}\\u{202e}"),
+        ] {
+            let svg = to_flame_graph(&one_frame(name), &FlameGraphOptions::default()).unwrap();
+            let title = format!("<title>{shown} (1 samples, 11.11%; kind: native)</title>");
+            assert!(svg.contains(&title), "{name:?}: {svg}");
+            assert!(!svg.contains(['\0', '\x07', '\u{fffe}']));
+            let tree = FlameTree::new(&one_frame(name));
+            assert!(tree.nodes.iter().any(|n| n.label == name && n.depth == 2));
+        }
+        assert_eq!(visible("a\\b"), "a\\b");
+    }
+
+    #[test]
+    fn html_embeds_the_data_so_no_name_ends_the_script() {
+        let html = to_flame_graph_html(
+            &one_frame("</script><script>alert(1)</script>\u{2028}&"),
+            &FlameGraphOptions {
+                title: Some("<b>t</b>".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            html.matches("</script>").count(),
+            2,
+            "only the page's own two script elements"
+        );
+        assert!(html.contains("<title>&lt;b&gt;t&lt;/b&gt;</title>"));
+        let start = html
+            .find("<script type=\"application/json\" id=\"data\">")
+            .unwrap();
+        let json = &html[start..];
+        let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+        assert!(!json.contains(['<', '>', '&', '\u{2028}']));
+        let value: serde_json::Value = serde_json::from_str(json).unwrap();
+        let labels = value["labels"].as_array().unwrap();
+        assert!(labels.contains(&"</script><script>alert(1)</script>\\u{2028}&".into()));
+        assert_eq!(value["nodes"]["samples"][0], 9);
+    }
+
+    #[test]
+    fn fits_labels_by_characters() {
+        assert_eq!(fit("abcdef", 100.0), "abcdef");
+        assert_eq!(fit("abcdefghijklmnop", 6.0 * CHAR_WIDTH), "abcd..");
+        assert_eq!(fit("ééééééé", 5.0 * CHAR_WIDTH), "ééé..");
+        assert_eq!(fit("abcdef", 2.0 * CHAR_WIDTH), "");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(percent(1, 3), "33.33");
+        assert_eq!(percent(1, 2), "50");
+        assert_eq!(percent(3, 3), "100");
+    }
+
+    #[test]
     fn kind_bands_do_not_overlap() {
         let kinds = [Kind::App, Kind::Dependency, Kind::Node, Kind::Native];
         for (i, a) in kinds.iter().enumerate() {
@@ -211,7 +684,9 @@ mod tests {
     #[test]
     fn an_empty_trace_still_gives_an_svg_and_bad_widths_are_rejected() {
         let svg = to_flame_graph(&ProfilerTrace::default(), &FlameGraphOptions::default()).unwrap();
-        assert!(svg.contains("<svg"));
+        assert!(svg.contains("<svg") && svg.contains("No samples"));
+        let html = to_flame_graph_html(&ProfilerTrace::default(), &FlameGraphOptions::default()).unwrap();
+        assert!(html.contains("\"samples\":[0]"));
         let e = to_flame_graph(
             &sample_trace(),
             &FlameGraphOptions {

@@ -7,7 +7,7 @@
 //! - [`speedscope`]: speedscope's file format.
 //! - [`pprof`]: gzipped `profile.proto` (`go tool pprof`).
 //! - [`collapsed`]: folded stacks (`flamegraph.pl`, inferno).
-//! - [`flamegraph`]: an SVG flame graph coloured by package kind (inferno).
+//! - [`flamegraph`]: flame graphs from the stack tree, coloured by kind: SVG, and an explorable HTML page.
 //!
 //! Stackless samples are shown as one pseudo-frame each, named as V8 names them: `(idle)` (no marker),
 //! `(garbage collector)` (`gc`) and `(program)` (any other marker).
@@ -26,10 +26,62 @@ use crate::trace::{Marker, ProfilerTrace, TraceSample};
 /// Parses and validates a trace given as JSON text (the JS facade passes `JSON.stringify(trace)`).
 /// Every problem is a `Type` error: the value came from JS as an object, so a bad one has the wrong shape.
 pub fn parse_trace(json: &str) -> Result<ProfilerTrace> {
-    let trace: ProfilerTrace =
-        serde_json::from_str(json).map_err(|e| Error::invalid(format!("not a valid ProfilerTrace: {e}")))?;
+    let parse = |json: &str| serde_json::from_str::<ProfilerTrace>(json);
+    let trace = parse(json)
+        .or_else(|e| match lone_surrogates_visible(json) {
+            std::borrow::Cow::Owned(fixed) => parse(&fixed),
+            std::borrow::Cow::Borrowed(_) => Err(e),
+        })
+        .map_err(|e| Error::invalid(format!("not a valid ProfilerTrace: {e}")))?;
     validate(&trace)?;
     Ok(trace)
+}
+
+/// JSON text with each lone surrogate escape (`\ud800` with no partner: `JSON.stringify` writes them for
+/// JS strings that are not well-formed UTF-16, and serde_json rejects them) replaced by the visible text
+/// `\u{d800}`, as [`flamegraph::visible`] writes other characters no output may hold. Borrowed as is
+/// when there is none. The readers call it only after serde_json failed, so good text pays nothing.
+pub fn lone_surrogates_visible(json: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = json.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(at) = bytes.get(i..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let at = i + at;
+        if bytes.get(at + 1) != Some(&b'u') {
+            i = at + 2; // \\, \", \n…: never the start of a \u escape
+            continue;
+        }
+        let Some(code) = hex(at + 2) else {
+            i = at + 2;
+            continue;
+        };
+        let paired = (0xD800..=0xDBFF).contains(&code)
+            && bytes.get(at + 6..at + 8) == Some(&b"\\u"[..])
+            && hex(at + 8).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low));
+        if paired {
+            i = at + 12;
+        } else if (0xD800..=0xDFFF).contains(&code) {
+            let out = out.get_or_insert_with(|| String::with_capacity(json.len() + 16));
+            out.push_str(&json[copied..at]);
+            out.push_str(&format!("\\\\u{{{code:x}}}"));
+            copied = at + 6;
+            i = at + 6;
+        } else {
+            i = at + 6;
+        }
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(json),
+        Some(mut out) => {
+            out.push_str(&json[copied..]);
+            std::borrow::Cow::Owned(out)
+        }
+    }
 }
 
 /// Checks what serde cannot: every id in range, stack parents acyclic, timestamps finite. One function
@@ -367,6 +419,23 @@ pub(crate) mod tests {
         assert!(err(&cycle).contains("parentId cycle"));
         let self_loop = format!(r#"{{{base},"stacks":[{{"frameId":0,"parentId":0}}],"samples":[]}}"#);
         assert!(err(&self_loop).contains("parentId cycle"));
+    }
+
+    #[test]
+    fn lone_surrogates_become_visible_text_and_pairs_stay() {
+        let json = r#"{"resources":[],"frames":[{"name":"a\ud800b\udc00c\ud83d\ude00\\ud800\u00e9"}],"stacks":[],"samples":[]}"#;
+        let trace = parse_trace(json).unwrap();
+        assert_eq!(
+            trace.frames[0].name,
+            "a\\u{d800}b\\u{dc00}c\u{1f600}\\ud800\u{e9}"
+        );
+        let plain = r#"{"a":"\n\u0041"}"#;
+        assert!(matches!(
+            lone_surrogates_visible(plain),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(lone_surrogates_visible(r#""\udbff\u""#), r#""\\u{dbff}\u""#);
+        assert_eq!(lone_surrogates_visible(r#""\ud800"#), r#""\\u{d800}"#);
     }
 
     #[test]
