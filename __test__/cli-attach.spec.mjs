@@ -181,8 +181,19 @@ describe('jsprof attach', { skip: !linux && 'attach reads /proc: Linux only' }, 
     children.add(sh)
     oneLine(await jsprof(['attach', String(sh.pid)]), new RegExp(`pid ${sh.pid} is not a Node.js process \\(sleep\\)`))
     sh.kill()
-    // Not ours to signal: pid 1 when not root.
-    if (process.getuid && process.getuid() !== 0) oneLine(await jsprof(['attach', '1']), /not ours \(EPERM/)
+    // Not ours to signal: a process of another user (as root: jsprof run as nobody against ours).
+    if (process.getuid && process.getuid() !== 0) {
+      oneLine(await jsprof(['attach', '1']), /not ours \(EPERM/)
+    } else {
+      const { spawnSync } = await import('node:child_process')
+      const asNobody = { uid: 65534, gid: 65534, cwd: os.tmpdir(), encoding: 'utf8', timeout: 60_000 }
+      // Only where nobody can read this checkout (a clone under /root cannot be).
+      const readable = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path.join(root, 'lib', 'cli', 'common.js'))})`], asNobody).status === 0
+      if (readable) {
+        const r = spawnSync(process.execPath, [BIN, 'attach', String(process.pid)], asNobody)
+        oneLine({ code: r.status, stderr: r.stderr }, new RegExp(`^jsprof: cannot signal pid ${process.pid}: not ours \\(EPERM`))
+      }
+    }
     // The inspector port is taken by another process.
     const blocker = net.createServer().listen(0, '127.0.0.1')
     await new Promise((resolve) => blocker.once('listening', resolve))

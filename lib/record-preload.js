@@ -109,6 +109,8 @@ function start(config) {
     profile = startProfile(config.intervalUs)
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
+    if (chunks) chunks.close()
+    fs.rmSync(chunksFile, { force: true })
     return
   }
 
