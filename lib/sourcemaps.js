@@ -6,6 +6,7 @@
 // samples' stack ids with the map Rust gives back (the samples, which dominate, never cross).
 
 const { binding, rethrowTyped } = require('./native')
+const { makeSample, makeTrace } = require('./trace')
 
 const DEFAULT_MAX_MAP_SIZE = 256 * 1024 * 1024
 
@@ -178,19 +179,10 @@ async function renumberSamples(samples, stackMap) {
     for (let i = start; i < end; i++) {
       const s = element('samples', i, samples[i])
       const { timestamp, stackId, marker } = s
-      // A literal of the members a sample has (absent, never undefined), in WebIDL's lexicographic
-      // order {marker, stackId, timestamp}: V8 builds these fastest.
-      let copy
-      if (stackId === undefined) {
-        copy = marker === undefined ? { timestamp } : { marker, timestamp }
-      } else {
-        if (!Number.isInteger(stackId) || stackId < 0 || stackId >= stackMap.length) {
-          throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${stackId} names no stack (the trace has ${stackMap.length})`)
-        }
-        const id = stackMap[stackId]
-        copy = marker === undefined ? { stackId: id, timestamp } : { marker, stackId: id, timestamp }
+      if (stackId !== undefined && (!Number.isInteger(stackId) || stackId < 0 || stackId >= stackMap.length)) {
+        throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${stackId} names no stack (the trace has ${stackMap.length})`)
       }
-      out[i] = copy
+      out[i] = makeSample(marker, stackId === undefined ? undefined : stackMap[stackId], timestamp)
     }
   }
   return out
@@ -216,7 +208,7 @@ async function resolveSourceMaps(trace, options) {
   const { frames, resources, stacks } = fromColumns(out.tables)
   await nextTurn()
   const samples = await renumberSamples(trace.samples, out.stackMap)
-  return { trace: { frames, resources, samples, stacks }, stats: JSON.parse(out.stats) }
+  return { trace: makeTrace(frames, resources, samples, stacks), stats: JSON.parse(out.stats) }
 }
 
 module.exports = { resolveSourceMaps, DEFAULT_MAX_MAP_SIZE }
