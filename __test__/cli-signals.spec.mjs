@@ -11,6 +11,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { watchChild } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -69,26 +70,12 @@ function startRecording(out, mode, extra = []) {
     detached: true,
   })
   running.add(child)
-  let stdout = ''
-  let stderr = ''
-  child.stderr.on('data', (d) => (stderr += d))
   const timer = setTimeout(() => killGroup(child, 'SIGKILL'), EXIT_BOUND_MS + 10_000)
-  const exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer)
-      running.delete(child)
-      resolve({ code, signal, stdout, stderr, at: Date.now() })
-    }),
-  )
-  const ready = new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      stdout += d
-      const m = /ready (\d+)/.exec(stdout)
-      if (m) resolve(Number(m[1]))
-    })
-    child.on('exit', () => reject(new Error(`exited before ready: ${stderr}`)))
+  child.on('exit', () => {
+    clearTimeout(timer)
+    running.delete(child)
   })
-  return { child, ready, exited }
+  return watchChild(child)
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))

@@ -8,6 +8,7 @@ import path from 'node:path'
 import zlib from 'node:zlib'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { watchChild } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -49,19 +50,7 @@ function startRecording(out, mode) {
     cwd: tmp,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  let stdout = ''
-  let stderr = ''
-  child.stderr.on('data', (d) => (stderr += d))
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })))
-  const ready = new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      stdout += d
-      const m = /ready (\d+)/.exec(stdout)
-      if (m) resolve(Number(m[1]))
-    })
-    child.on('exit', () => reject(new Error(`exited before ready: ${stderr}`)))
-  })
-  return { child, ready, exited }
+  return watchChild(child)
 }
 
 function readJson(file) {

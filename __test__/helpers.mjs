@@ -103,3 +103,25 @@ export function assertWellFormed(trace) {
     }
   }
 }
+
+/**
+ * Follows a child process that prints `ready <pid>` once it is running: `ready` resolves with that
+ * pid (rejects if the child exits first), `exited` with { code, signal, stdout, stderr, at }.
+ */
+export function watchChild(child) {
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const exited = new Promise((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr, at: Date.now() })),
+  )
+  const ready = new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      stdout += d
+      const m = /ready (\d+)/.exec(stdout)
+      if (m) resolve(Number(m[1]))
+    })
+    child.on('exit', () => reject(new Error(`exited before ready: ${stderr}`)))
+  })
+  return { child, ready, exited }
+}
