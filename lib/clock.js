@@ -4,21 +4,28 @@
 // performance.now() = (hrtime - timeOrigin), and each thread (worker) has its own time origin, so the
 // offset is measured once per thread, from the tightest of a few paired readings.
 
-const { performance } = require('node:perf_hooks')
-
 /** The process.hrtime clock in µs, as a double (exact to the ns for any realistic uptime). */
 function nowUs() {
   const ns = process.hrtime.bigint()
   return Number(ns / 1000n) + Number(ns % 1000n) / 1000
 }
 
-function calibrate() {
+/**
+ * Measures this thread's time origin: µs on the hrtime clock at which performance.now() reads 0, from
+ * the tightest of a few paired readings. Self-contained (globals only), so that `jsprof attach` can
+ * run the same function's source inside the process it profiles (TIME_ORIGIN_SOURCE).
+ */
+function measureTimeOriginUs() {
+  const us = () => {
+    const ns = process.hrtime.bigint()
+    return Number(ns / 1000n) + Number(ns % 1000n) / 1000
+  }
   let best = Infinity
   let origin = 0
   for (let i = 0; i < 7; i++) {
-    const before = nowUs()
+    const before = us()
     const now = performance.now()
-    const after = nowUs()
+    const after = us()
     if (after - before < best) {
       best = after - before
       origin = (before + after) / 2 - now * 1000
@@ -27,11 +34,14 @@ function calibrate() {
   return origin
 }
 
+/** An expression that measures the time origin of the process it is evaluated in. */
+const TIME_ORIGIN_SOURCE = `(${measureTimeOriginUs.toString()})()`
+
 let originUs
 /** µs on the hrtime clock at which this thread's performance.now() reads 0. */
 function timeOriginUs() {
-  if (originUs === undefined) originUs = calibrate()
+  if (originUs === undefined) originUs = measureTimeOriginUs()
   return originUs
 }
 
-module.exports = { nowUs, timeOriginUs }
+module.exports = { nowUs, timeOriginUs, TIME_ORIGIN_SOURCE }

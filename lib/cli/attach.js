@@ -11,6 +11,7 @@ const http = require('node:http')
 const path = require('node:path')
 const { CliError, usage, parse, info, api } = require('./common')
 const { stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS } = require('./record')
+const { TIME_ORIGIN_SOURCE } = require('../clock')
 
 const DEFAULT_DURATION_MS = 10_000
 const OPEN_TIMEOUT_MS = 5000
@@ -214,13 +215,6 @@ async function evaluate(cdp, expression) {
   return r.result.value
 }
 
-// The process's performance.now() origin on the process.hrtime clock, in µs (the tightest of a few
-// paired readings, as lib/clock.js does in-process).
-const TIME_ORIGIN = `(() => { let best = Infinity, origin = 0
-  const us = () => { const ns = process.hrtime.bigint(); return Number(ns / 1000n) + Number(ns % 1000n) / 1000 }
-  for (let i = 0; i < 7; i++) { const a = us(), now = performance.now(), b = us()
-    if (b - a < best) { best = b - a; origin = (a + b) / 2 - now * 1000 } }
-  return origin })()`
 
 // Closes the inspector from inside, at once (an event-loop turn would never come in a spinning
 // process); the connection this runs on closes with it, so no answer is expected. And once more on
@@ -299,7 +293,8 @@ async function attach(args) {
   try {
     const seen = await evaluate(cdp, 'process.pid')
     if (seen !== pid) throw new CliError(`the inspector on port ${inspector.port} belongs to pid ${seen}, not ${pid}`)
-    origin = await evaluate(cdp, TIME_ORIGIN)
+    // The process's performance.now() origin, measured there as lib/clock.js measures it in-process.
+    origin = await evaluate(cdp, TIME_ORIGIN_SOURCE)
     await cdp.send('Profiler.enable')
     await cdp.send('Profiler.setSamplingInterval', { interval: Math.max(1, Math.round(intervalMs * 1000)) })
     await cdp.send('Profiler.start')
