@@ -141,6 +141,9 @@ export interface MappedTables {
   stats: string
 }
 
+/** [`visible_text`] with XML/HTML markup escaped, for SVG/HTML text and attribute values. */
+export declare function markupText(text: string): string
+
 /**
  * Puts the native handler back for `signal` if nothing handles it now (`SIG_DFL`: libuv restores
  * that when the app removes its last `process.on(signal)` listener). Returns whether it did.
@@ -207,6 +210,9 @@ export interface TraceParts {
  * act on deliveries any more). Returns whether it did.
  */
 export declare function unwatchSignal(signal: number): boolean
+
+/** `text` with controls, bidi overrides and line separators written as visible escapes. */
+export declare function visibleText(text: string): string
 
 /**
  * Watches `signals` with a native handler; each delivery calls `onSignal(signalNumber)` on the

@@ -19,6 +19,7 @@ mod export;
 mod prod;
 mod signals;
 mod sourcemap;
+mod text;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {

@@ -5,6 +5,8 @@
 // from the folded stacks the collapsed exporter writes for each trace, so the stacks are the same
 // ones `jsprof convert --to collapsed` gives. Frames only in the base have no width and are not drawn.
 
+const { markup } = require('../text')
+
 const WIDTH = 1200
 const ROW = 16
 const PAD = 24
@@ -50,15 +52,6 @@ function sameFrame(node, name) {
   return found
 }
 
-function escapeXml(text) {
-  // Names come from code nobody here wrote: no control characters, no markup.
-  return String(text)
-    .replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-}
 
 function colour(delta, maxAbs) {
   if (maxAbs <= 0 || Math.abs(delta) < 1e-12) return 'rgb(220,220,220)'
@@ -103,19 +96,19 @@ function diffFlameGraph(baseFolded, newFolded, { title = 'jsprof diff' } = {}) {
     `<?xml version="1.0" encoding="UTF-8"?>`,
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="monospace" font-size="11">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
-    `<text x="${WIDTH / 2}" y="${PAD - 6}" text-anchor="middle" font-size="14">${escapeXml(title)}</text>`,
+    `<text x="${WIDTH / 2}" y="${PAD - 6}" text-anchor="middle" font-size="14">${markup(title)}</text>`,
     `<text x="${PAD}" y="${height - 8}" fill="#555">width: share of the new profile; red: grew since the base (slower), blue: shrank (faster); hover for figures</text>`,
   ]
   for (const b of boxes) {
     const y = height - 2 * PAD - (b.level + 1) * ROW
     const tip = `${b.name} — ${(b.share * 100).toFixed(2)}% of samples (base ${(b.baseShare * 100).toFixed(2)}%, ${points(b.delta)} points)`
     out.push(
-      `<g><title>${escapeXml(tip)}</title><rect x="${b.x.toFixed(2)}" y="${y}" width="${b.w.toFixed(2)}" height="${ROW - 1}" fill="${colour(b.delta, maxAbs)}" rx="2"/>`,
+      `<g><title>${markup(tip)}</title><rect x="${b.x.toFixed(2)}" y="${y}" width="${b.w.toFixed(2)}" height="${ROW - 1}" fill="${colour(b.delta, maxAbs)}" rx="2"/>`,
     )
     const chars = Math.floor((b.w - 6) / 6.6)
     if (chars >= 3) {
       const label = b.name.length > chars ? `${b.name.slice(0, chars - 2)}..` : b.name
-      out.push(`<text x="${(b.x + 3).toFixed(2)}" y="${y + ROW - 5}">${escapeXml(label)}</text>`)
+      out.push(`<text x="${(b.x + 3).toFixed(2)}" y="${y + ROW - 5}">${markup(label)}</text>`)
     }
     out.push('</g>')
   }

@@ -7,6 +7,7 @@ const { api, parse, positiveInt, oneOf, usage, writeOutput, writeStdout, info, C
 const { readTrace } = require('./input')
 const { table, label } = require('./report')
 const { diffFlameGraph, unplaced } = require('./diff-svg')
+const { visible } = require('../text')
 
 const BY = ['function', 'package', 'resource']
 const DEFAULT_TOP = 20
@@ -95,7 +96,7 @@ function pairRows(before, after) {
 }
 
 /** A row's label with control characters (names come from code nobody here wrote) made visible. */
-const safeLabel = (row) => label(row).replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD')
+const safeLabel = (row) => visible(label(row))
 const pct = (share) => `${(share * 100).toFixed(1)}%`
 const pts = (delta) => `${delta >= 0 ? '+' : ''}${(delta * 100).toFixed(1)}`
 

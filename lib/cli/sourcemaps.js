@@ -4,6 +4,7 @@
 // given. It says on stderr how many frames were mapped, and which maps were named but could not be used.
 
 const { api, info } = require('./common')
+const { visible } = require('../text')
 
 /** The parseArgs options every command that reads a trace takes. */
 const SOURCE_MAP_OPTIONS = { 'no-source-maps': { type: 'boolean' } }
@@ -16,12 +17,6 @@ const SOURCE_MAP_HELP = `      --no-source-maps  keep the generated positions (d
 const WORTH_A_WARNING = new Set(['mapNotFound', 'mapUnreadable', 'mapTooLarge', 'mapInvalid'])
 const MAX_WARNINGS = 3
 
-/** Text from a profile made safe for a terminal: control characters shown as escapes. */
-function printable(text) {
-  // eslint-disable-next-line no-control-regex
-  return String(text).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
-}
-
 /** `trace` mapped through its source maps (or as it is with --no-source-maps). */
 async function applySourceMaps(trace, values) {
   if (values['no-source-maps']) return trace
@@ -30,9 +25,9 @@ async function applySourceMaps(trace, values) {
     info(`mapped ${stats.mapped} of ${stats.frames} frames through source maps (--no-source-maps to keep generated positions)`)
   }
   const failed = stats.resources.filter((r) => r.error && WORTH_A_WARNING.has(r.error.reason))
-  for (const r of failed.slice(0, MAX_WARNINGS)) info(`warning: source map not used: ${printable(r.error.message)}`)
+  for (const r of failed.slice(0, MAX_WARNINGS)) info(`warning: source map not used: ${visible(r.error.message)}`)
   if (failed.length > MAX_WARNINGS) info(`warning: ${failed.length - MAX_WARNINGS} more source maps not used`)
   return mapped
 }
 
-module.exports = { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP, printable }
+module.exports = { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP }

@@ -14,6 +14,7 @@ pub mod intervals;
 pub mod recording;
 pub mod sourcemap;
 pub mod summary;
+pub mod text;
 pub mod trace;
 
 pub use convert::{trace_from_profile, OwnCode};

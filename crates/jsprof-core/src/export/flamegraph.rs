@@ -21,6 +21,7 @@ use std::fmt::Write as _;
 use super::{frame_attributions, frame_label, kind_name, sample_durations, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
+use crate::text::{markup as markup_text, visible};
 use crate::trace::ProfilerTrace;
 
 #[derive(Debug, Clone, Default)]
@@ -234,48 +235,6 @@ fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
             n
         })
         .collect()
-}
-
-/// Text from the trace made safe to show: characters XML 1.0 forbids, other controls and the ones that
-/// reorder or break lines of text are written as visible escapes (`\x01`, `\u{202e}`); a backslash
-/// itself stays as it is. The result is valid in XML 1.0 and HTML and terminal-safe.
-pub fn visible(s: &str) -> std::borrow::Cow<'_, str> {
-    let needs = |c: char| {
-        matches!(c, '\0'..='\x08' | '\n'..='\x1f' | '\x7f'..='\u{9f}'
-            | '\u{fffe}' | '\u{ffff}' | '\u{200e}' | '\u{200f}' | '\u{2028}'..='\u{202e}'
-            | '\u{2066}'..='\u{2069}')
-    };
-    if !s.chars().any(needs) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if !needs(c) {
-            out.push(c);
-        } else if (c as u32) < 0x100 {
-            let _ = write!(out, "\\x{:02x}", c as u32);
-        } else {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// [`visible`] text with XML/HTML markup escaped, for element text and attribute values.
-pub fn markup_text(s: &str) -> String {
-    let v = visible(s);
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// `kind: dependency, package: lodash`: the tooltip line of a frame.
@@ -613,7 +572,7 @@ mod tests {
                 "</script><img src=x onerror=alert(1)>",
                 "&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;",
             ),
-            ("nul\0bell\x07tab\tnl\n", "nul\\x00bell\\x07tab\tnl\\x0a"),
+            ("nul\0bell\x07tab\tnl\n", "nul\\x00bell\\x07tab\\x09nl\\x0a"),
             ("\u{fffe}\u{ffff}\u{202e}", "\\u{fffe}\\u{ffff}\\u{202e}"),
         ] {
             let svg = to_flame_graph(&one_frame(name), &FlameGraphOptions::default()).unwrap();
