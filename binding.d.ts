@@ -18,9 +18,15 @@ export declare class Chunk {
    * request that has no sample in a chunk, without a native object per request.
    */
   countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
-  /** A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at. */
-  static fromInspector(columns: InspectorColumns, intervalUs: number): Chunk
+  /**
+   * A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
+   * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
+   * dropped (see `Chunk::drop_samples_within`).
+   */
+  static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null): Chunk
   get sampleCount(): number
+  /** How many of V8's samples were dropped as the sampler's own (see `ownWindows`). */
+  get droppedOwnSamples(): number
   /**
    * The chunk's sample times (µs, V8's clock) in ascending order (V8 records a few samples out of
    * time order). The engine reads them once per chunk, so each subscription can tell in JS, by a

@@ -153,6 +153,38 @@ test('no frame of jsprof-node in Profilers that span many harvests, in request p
   traces.forEach((t, i) => assertNoOwnCode(t, `trace ${i}`))
 })
 
+test("the sampler's harvests leave no sample of themselves: V8's start samples of each restart are dropped", async () => {
+  // V8 stamps a sample of the current stack whenever a profile starts; a harvest restarts V8's profile,
+  // so without the drop each one put a sample of itself (charged to Node's processImmediate) into
+  // every running Profiler: one sample in ten at 10 harvests a second and 10 ms.
+  const { getSampler } = require('../lib/sampler.js')
+  const stats = getSampler().stats
+  const { nowUs, timeOriginUs } = require('../lib/clock.js')
+  const before = { harvests: stats.harvests, dropped: stats.ownSamplesDropped, startUs: nowUs() }
+  const long = new Profiler({ sampleInterval: 10, maxBufferSize: 10_000 })
+  for (let i = 0; i < 30; i++) {
+    const p = new Profiler({ sampleInterval: 10, maxBufferSize: 100 })
+    workload.runAlpha(5)
+    p.stop() // frequent stops: harvests at the stop rate (one per 100 ms)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  const windows = stats.recentOwnWindows.filter(([from]) => from > before.startUs)
+  const trace = await long.stop()
+  const harvests = stats.harvests - before.harvests
+  assert.ok(harvests >= 2, `${harvests} harvests`)
+  // Each harvest that restarted V8 began a profile with a start sample, dropped at the next harvest
+  // (and a bridged one also left its bridge's start sample in the profile it ended).
+  assert.ok(stats.ownSamplesDropped - before.dropped >= harvests - 1, `${stats.ownSamplesDropped - before.dropped} dropped of ${harvests} harvests`)
+  assert.ok(windows.length >= 1)
+  const inside = trace.samples.filter((sample) => {
+    const us = sample.timestamp * 1000 + timeOriginUs()
+    return windows.some(([from, to]) => us >= from - 1 && us <= to + 1)
+  })
+  assert.deepEqual(inside, [], 'no sample of the trace lies within a harvest')
+  assertWellFormed(trace)
+  assertNoOwnCode(trace, 'long')
+})
+
 test('a sample with only jsprof-node code and no caller has no stack and the marker other', () => {
   const { fromCpuProfile } = require('jsprof-node')
   const { binding } = require('../lib/native.js')

@@ -26,6 +26,8 @@ export class FakeSession {
   running = false
   intervalUs = 0
   calls = []
+  /** The ownWindows argument of each toChunks call. */
+  ownWindows = []
   pending = []
   /** Make the next take() or stop() throw this. */
   failNext = null
@@ -67,8 +69,9 @@ export class FakeSession {
     this.running = false
   }
 
-  toChunks(profiles, intervalUs) {
-    return profiles.map((p) => binding.Chunk.fromInspector(packColumns(p), intervalUs))
+  toChunks(profiles, intervalUs, ownWindows = []) {
+    this.ownWindows.push(ownWindows)
+    return profiles.map((p) => binding.Chunk.fromInspector(packColumns(p), intervalUs, ownWindows))
   }
 
   count(call) {
@@ -82,7 +85,15 @@ export class FakeSession {
  * session, as V8 does. The test says which samples the main profile and each bridge hold.
  */
 export function stubInspector() {
-  const state = { mainSamples: [], bridgeSamples: [], calls: [], session: null, url: undefined }
+  // now: when set, a profile start (Profiler.start, console.profile) stamps a sample of the current
+  // stack at now() into every running profile, as V8's CpuProfiler::StartProfiling does.
+  const state = { mainSamples: [], bridgeSamples: [], calls: [], session: null, url: undefined, now: null, bridgeOn: false }
+  const startSample = () => {
+    if (!state.now) return
+    const t = state.now()
+    state.mainSamples.push(t)
+    if (state.bridgeOn) state.bridgeSamples.push(t)
+  }
   class Session {
     #listeners = new Map()
     constructor() {
@@ -102,6 +113,8 @@ export function stubInspector() {
       if (method === 'Profiler.stop') {
         result = { profile: profileAt(state.mainSamples) }
         state.mainSamples = []
+      } else if (method === 'Profiler.start') {
+        startSample()
       }
       callback(null, result)
     }
@@ -109,9 +122,12 @@ export function stubInspector() {
   const consoleStub = {
     profile() {
       state.calls.push('console.profile')
+      state.bridgeOn = true
+      startSample()
     },
     profileEnd(title) {
       state.calls.push('console.profileEnd')
+      state.bridgeOn = false
       state.session.emit('Profiler.consoleProfileFinished', { params: { title, profile: profileAt(state.bridgeSamples) } })
       state.bridgeSamples = []
     },

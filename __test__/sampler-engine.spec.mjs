@@ -167,12 +167,13 @@ test('samples reach only the subscriptions live when they were taken; a stopped 
   const b = sub(clock.us)
   engine.add(b)
   await doneA
-  session.tick(clock.us + 1000)
-  clock.us += 2000
+  // A tick well after that harvest (the engine drops what V8 stamps during its own harvests).
+  clock.us += 200_000
+  session.tick(clock.us - 1000)
   b.stopAt(clock.us)
   await engine.finish(b)
   assert.deepEqual(timesOf(a.trace(1_000_000)), [1])
-  assert.deepEqual(timesOf(b.trace(1_000_000)), [2.5])
+  assert.deepEqual(timesOf(b.trace(1_000_000)), [200.5])
 })
 
 test('a subscription whose window holds no sample costs no Recording', async () => {
@@ -198,6 +199,7 @@ test('a full buffer calls onFull once, and the subscription takes nothing more',
   const s = new Subscription({ startUs: clock.us, intervalUs: 1000, maxSamples: 2, onFull: () => fulls++ })
   engine.add(s)
   session.tick(clock.us + 1000, clock.us + 2000, clock.us + 3000)
+  clock.us += 5000 // the ticks are before the harvest (the engine drops what V8 stamps during it)
   engine.harvestWithin(0)
   await turn()
   await turn()
@@ -230,37 +232,70 @@ test('listeners see every chunk with its sorted sample times', async () => {
   const seen = []
   const l = new Subscription({ startUs: clock.us, intervalUs: 1000, record: false, onChunk: (h) => seen.push([...h.times]) })
   engine.add(l)
-  session.tick(clock.us + 2000, clock.us + 1000, clock.us + 3000)
+  const t0 = clock.us
+  session.tick(t0 + 2000, t0 + 1000, t0 + 3000)
+  clock.us += 5000
   engine.harvestWithin(0)
   await turn()
   await turn()
-  assert.deepEqual(seen, [[clock.us + 1000, clock.us + 2000, clock.us + 3000]])
+  assert.deepEqual(seen, [[t0 + 1000, t0 + 2000, t0 + 3000]])
   assert.equal(l.recording, null)
   engine.remove(l)
 })
 
-test('inspector session: a restart keeps V8 alive with a bridge, and the bridge samples are delivered', async () => {
+test('inspector session: a harvest keeps V8 alive with a bridge; the samples V8 stamps at its restarts are dropped', async () => {
   const stub = stubInspector()
   const session = new InspectorSession({ inspector: stub.inspector, console: stub.console })
   const { clock, now } = movingClock()
+  stub.state.now = now // V8 stamps a sample of the current stack at each profile start
   const engine = new SamplerEngine(session, { now })
-  const s = new Subscription({ startUs: clock.us, intervalUs: 1000, maxSamples: 100 })
+  const s = new Subscription({ startUs: clock.us, intervalUs: 1, maxSamples: 100 })
   engine.add(s)
   assert.deepEqual(stub.state.calls, ['Profiler.enable', 'Profiler.setSamplingInterval', 'Profiler.start'])
-  // The main profile up to the stop, then a tick in the instant between stop and start: only the
-  // bridge (a console profile kept running across the restart) has it.
-  stub.state.mainSamples = [clock.us + 1000, clock.us + 2000]
-  stub.state.bridgeSamples = [clock.us + 2000, clock.us + 2500]
+  // The cold start's sample is the constructor's caller (Chrome's first sample): kept.
+  const [coldStart] = stub.state.mainSamples
+  clock.us += 2000
+  stub.state.mainSamples.push(clock.us - 1000, clock.us - 500)
   engine.harvestWithin(0)
   await turn()
   await turn()
   assert.deepEqual(stub.state.calls.slice(3), ['console.profile', 'Profiler.stop', 'Profiler.start', 'console.profileEnd'])
   assert.deepEqual(session.stats, { fullRestarts: 0, bridgedRestarts: 1 })
-  stub.state.mainSamples = [clock.us + 3000]
-  clock.us += 3500
+  // Two start samples of the harvest: one in the profile it stopped, one in the profile it began.
+  assert.equal(stub.state.mainSamples.length, 1, 'the new profile begins with its start sample')
+  clock.us += 2000
+  stub.state.mainSamples.push(clock.us - 500)
   s.stopAt(clock.us)
   await engine.finish(s)
-  assert.deepEqual(timesOf(s.trace(1_000_000)), [1, 2, 2.5, 3], 'every tick once, the bridge one included')
+  const expected = [coldStart, clock.us - 3000, clock.us - 2500, clock.us - 500].map((us) => Number(((us - 1_000_000) / 1000).toFixed(3)))
+  const got = timesOf(s.trace(1_000_000)).map((ms) => Number(ms.toFixed(3)))
+  assert.deepEqual(got, expected, 'every tick outside the harvests once; none of the harvest itself')
+})
+
+test('the engine hands the session the windows of its own harvests, not of a restart inside a constructor', async () => {
+  const { clock, session, engine, sub } = setup()
+  const a = sub(clock.us, { intervalUs: 2000 })
+  engine.add(a)
+  clock.us += 5000
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  const [first] = session.ownWindows.splice(0)
+  assert.equal(first.length, 2, 'the harvest the engine ran: its own window')
+  assert.ok(first[0] >= clock.us && first[1] >= first[0])
+  clock.us += 5000
+  engine.add(sub(clock.us, { intervalUs: 500 })) // faster: restarts V8 inside the constructor
+  await turn()
+  await turn()
+  const [second] = session.ownWindows.splice(0)
+  assert.deepEqual(second, first, 'only the previous harvest window (its restart sample is in these samples)')
+  clock.us += 5000
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  const [third] = session.ownWindows.splice(0)
+  assert.equal(third.length, 2, 'the constructor restart began no window of its own: its start sample is the caller')
+  assert.ok(third[0] >= clock.us)
 })
 
 test('inspector session: with another profiler client possible, restarts are full (no bridge seen elsewhere)', async () => {

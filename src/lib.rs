@@ -211,13 +211,21 @@ pub struct InspectorColumns {
 #[napi]
 pub struct Chunk {
     inner: Arc<core::Chunk>,
+    /// Samples dropped because the sampler's own harvest windows held them.
+    dropped_own: u32,
 }
 
 #[napi]
 impl Chunk {
-    /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at.
+    /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
+    /// `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
+    /// dropped (see `Chunk::drop_samples_within`).
     #[napi(factory, catch_unwind)]
-    pub fn from_inspector(columns: InspectorColumns, interval_us: f64) -> Result<Chunk> {
+    pub fn from_inspector(
+        columns: InspectorColumns,
+        interval_us: f64,
+        own_windows: Option<Vec<f64>>,
+    ) -> Result<Chunk> {
         let c = &columns;
         let n = c.ids.len();
         let same_length = [
@@ -265,14 +273,28 @@ impl Chunk {
         let profile = builder
             .finish(&samples, &c.time_deltas, c.start_time, c.end_time)
             .map_err(core_error)?;
+        let mut chunk = core::Chunk { profile, interval_us };
+        let windows: Vec<(f64, f64)> = own_windows
+            .unwrap_or_default()
+            .chunks_exact(2)
+            .map(|w| (w[0], w[1]))
+            .collect();
+        let dropped_own = chunk.drop_samples_within(&windows) as u32;
         Ok(Chunk {
-            inner: Arc::new(core::Chunk { profile, interval_us }),
+            inner: Arc::new(chunk),
+            dropped_own,
         })
     }
 
     #[napi(getter)]
     pub fn sample_count(&self) -> u32 {
         self.inner.profile.samples.len() as u32
+    }
+
+    /// How many of V8's samples were dropped as the sampler's own (see `ownWindows`).
+    #[napi(getter)]
+    pub fn dropped_own_samples(&self) -> u32 {
+        self.dropped_own
     }
 
     /// The chunk's sample times (µs, V8's clock) in ascending order (V8 records a few samples out of

@@ -20,7 +20,14 @@
 // next one, a moment later, costs no cold start (V8 re-logging all compiled code, 3-15 ms).
 //
 // The V8 side is a session object (inspector-session.js in production, a fake in the tests) with
-// start(intervalUs), take(), stop(), toChunks(taken, intervalUs), and optionally reset().
+// start(intervalUs), take(), stop(), toChunks(taken, intervalUs, ownWindows), and optionally reset().
+//
+// V8 stamps a sample of the current stack whenever a profile starts, so every restart in a harvest
+// would put a sample of the harvest itself into the profiles (one sample in ten at 10 harvests a
+// second and 10 ms). The engine hands the session the time windows of its own harvests, and their
+// samples are dropped: the harvest (~1 ms of main thread) shows in no trace, as in Chrome, where the
+// profiler works off the main thread. A restart inside a constructor (a faster interval) is not one of
+// them: its start sample is the caller's stack, which Chrome's first sample shows too.
 
 const { nowUs: realNowUs } = require('../clock')
 const schedule = require('./schedule')
@@ -41,7 +48,7 @@ class SamplerEngine {
   #stopping = new Map()
   /**
    * Harvests not converted yet, oldest first (see the two turns above). Entries:
-   * { taken, intervalUs, harvestUs, receivers, stopping, failure }.
+   * { taken, intervalUs, harvestUs, ownWindows, receivers, stopping, failure }.
    */
   #unconverted = []
   #convertQueued = false
@@ -54,8 +61,23 @@ class SamplerEngine {
   #warmOwners = new Map()
   /** Last time a subscription that needs samples was seen (µs). */
   #lastActiveUs = -Infinity
+  /**
+   * [from, to] µs of the last harvest run by the engine itself when V8 went on sampling: the start
+   * sample of the profile it began is in the next harvest's samples.
+   */
+  #lastOwnWindow = null
   /** Figures for benchmarks and tests. */
-  stats = { harvests: 0, coldStarts: 0, restarts: 0, chunks: 0, harvestMsMax: 0, harvestMsTotal: 0 }
+  stats = {
+    harvests: 0,
+    coldStarts: 0,
+    restarts: 0,
+    chunks: 0,
+    /** Samples V8 stamped within the engine's own harvests, dropped; the last 16 such windows (µs). */
+    ownSamplesDropped: 0,
+    recentOwnWindows: [],
+    harvestMsMax: 0,
+    harvestMsTotal: 0,
+  }
 
   /** `options` override schedule.DEFAULTS; `now()` is the µs clock (V8's: process.hrtime). */
   constructor(session, { now = realNowUs, ...options } = {}) {
@@ -228,6 +250,7 @@ class SamplerEngine {
       this.#stopDueUs = Infinity
       const entry = {
         taken: null,
+        ownWindows: [],
         intervalUs: this.#intervalUs,
         harvestUs: this.#now(),
         // Who gets these samples: every subscription sampling now (including the stopping ones).
@@ -242,6 +265,12 @@ class SamplerEngine {
           entry.failure = err
           this.#reset()
         }
+        // fasterUs is Infinity when the engine harvests on its own (timer, immediate), the new
+        // interval when a constructor asked for a faster one.
+        const own = fasterUs === Infinity ? [entry.harvestUs, this.#now()] : []
+        if (own.length > 0) this.stats.recentOwnWindows = [...this.stats.recentOwnWindows.slice(-15), own]
+        entry.ownWindows = [...(this.#lastOwnWindow || []), ...own]
+        this.#lastOwnWindow = own.length > 0 && this.#running ? own : null
       }
       this.#stopping = new Map()
       // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
@@ -304,7 +333,8 @@ class SamplerEngine {
     let harvested = []
     if (!failure && entry.taken) {
       try {
-        harvested = this.#session.toChunks(entry.taken, entry.intervalUs).map((chunk) => {
+        harvested = this.#session.toChunks(entry.taken, entry.intervalUs, entry.ownWindows).map((chunk) => {
+          this.stats.ownSamplesDropped += chunk.droppedOwnSamples || 0
           const times = chunk.sortedSampleTimes()
           const n = times.length
           return { chunk, times, earliestUs: n ? times[0] : NaN, latestUs: n ? times[n - 1] : NaN, harvestUs: entry.harvestUs }

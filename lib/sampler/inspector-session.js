@@ -4,13 +4,15 @@
 //   start(intervalUs)  V8 starts sampling (cold: it logs all compiled code first, 3-15 ms)
 //   take()             V8's samples so far; V8 goes on sampling at the same interval, without a gap
 //   stop()             V8's samples so far; V8 stops
-//   toChunks(taken, intervalUs)   what take()/stop() returned, as Rust chunks (done a turn later)
+//   toChunks(taken, intervalUs, ownWindows)   what take()/stop() returned, as Rust chunks (done a
+//                      turn later), without the samples stamped in the engine's own harvest windows
 //
 // The inspector hands samples out only by stopping a profile, and disposes its CpuProfiler (and
 // with it the log of compiled code) when its last profile stops. take() therefore starts a bridge,
 // a console.profile(), just before Profiler.stop and ends it right after Profiler.start: the
-// CpuProfiler stays alive (the restart costs ~0.05 ms instead of a re-log), and the bridge's own
-// samples cover the instant between the stop and the start, so no sample is lost.
+// CpuProfiler stays alive (the restart costs ~0.05 ms instead of a re-log). The ticks between the
+// stop and the start fall within the harvest, whose samples the engine drops anyway (see engine.js):
+// the bridge's own profile is not converted.
 
 const { binding } = require('../native')
 
@@ -182,11 +184,12 @@ class InspectorSession {
     const { profile } = this.#post('Profiler.stop')
     this.#post('Profiler.start')
     this.#console.profileEnd.call(console, this.#bridgeTitle)
-    const bridge = this.#bridgeProfile
+    // The bridge's samples all lie within the harvest, whose samples the engine drops (V8's start
+    // samples of the restart are among them): it is not converted, only checked to have worked.
+    this.#bridgeWorks = this.#bridgeProfile !== null
     this.#bridgeProfile = null
-    this.#bridgeWorks = bridge !== null
     this.stats[this.#bridgeWorks ? 'bridgedRestarts' : 'fullRestarts']++
-    return bridge ? [profile, bridge] : [profile]
+    return [profile]
   }
 
   stop() {
@@ -205,8 +208,8 @@ class InspectorSession {
     } catch {}
   }
 
-  toChunks(profiles, intervalUs) {
-    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs))
+  toChunks(profiles, intervalUs, ownWindows = []) {
+    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows))
   }
 }
 

@@ -20,6 +20,23 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// Drops the samples stamped within any of `windows` (`[from_us, to_us]` pairs, µs on V8's clock):
+    /// the sampler's own harvests. V8 adds a sample of the current stack whenever a profile starts
+    /// (`CpuProfiler::StartProfiling` calls `AddCurrentStack`), and a harvest starts two (the bridge
+    /// and the next profile): without this, each harvest put a sample of itself into every running
+    /// profile — one sample in ten at 10 harvests a second and a 10 ms interval, all charged to the
+    /// Node internals that ran the harvest. Returns how many samples were dropped.
+    pub fn drop_samples_within(&mut self, windows: &[(f64, f64)]) -> usize {
+        let before = self.profile.samples.len();
+        if windows.is_empty() {
+            return 0;
+        }
+        self.profile
+            .samples
+            .retain(|s| !windows.iter().any(|&(from, to)| s.time >= from && s.time <= to));
+        before - self.profile.samples.len()
+    }
+
     /// The sample times (µs) in ascending order.
     pub fn sorted_sample_times(&self) -> Vec<f64> {
         let mut times: Vec<f64> = self.profile.samples.iter().map(|s| s.time).collect();
@@ -206,6 +223,14 @@ mod tests {
         let samples = vec![2; times.len()];
         let profile = b.finish(&samples, &deltas, 0.0, last).unwrap();
         Arc::new(Chunk { profile, interval_us })
+    }
+
+    #[test]
+    fn the_samplers_own_windows_are_dropped() {
+        let mut c = Arc::try_unwrap(chunk(&[10.0, 20.0, 30.0, 40.0, 50.0], 10.0)).unwrap();
+        assert_eq!(c.drop_samples_within(&[]), 0);
+        assert_eq!(c.drop_samples_within(&[(19.5, 30.0), (49.0, 49.9)]), 2);
+        assert_eq!(c.sorted_sample_times(), vec![10.0, 40.0, 50.0]);
     }
 
     fn every(from: f64, to: f64, step: f64) -> Vec<f64> {
