@@ -59,14 +59,55 @@ function writeOutput(file, data) {
   }
 }
 
-/** Writes to stdout; a closed pipe (`jsprof report t.json | head`) is not an error. */
+/** Set once stdout was closed by its reader: nothing more is written to it. */
+let stdoutClosed = false
+
+/**
+ * Writes to stdout. A closed pipe (`jsprof report t.json | head`) ends the output quietly, as Unix
+ * tools do; any other failure (`> /dev/full`: ENOSPC) is one line and exit status 1, never an
+ * unhandled 'error' event with a stack trace.
+ */
 function writeStdout(data) {
-  return new Promise((resolve) => {
-    process.stdout.write(data, (err) => {
-      if (err && err.code !== 'EPIPE') process.exitCode = 1
-      resolve()
-    })
+  if (stdoutClosed) return Promise.resolve()
+  // The stream reports a failure twice, to the write's callback and then as an 'error' event on a
+  // later tick: a listener that stays keeps the event from being unhandled.
+  if (process.stdout.listenerCount('error') === 0) process.stdout.on('error', () => {})
+  return new Promise((resolve, reject) => {
+    let settled = false
+    const settle = (err) => {
+      if (settled) return
+      settled = true
+      if (!err) return resolve()
+      if (err.code === 'EPIPE') {
+        stdoutClosed = true
+        return resolve()
+      }
+      reject(new CliError(`cannot write to stdout: ${describeIoError(err)}`, 1))
+    }
+    try {
+      process.stdout.write(data, settle)
+    } catch (err) {
+      settle(err)
+    }
   })
+}
+
+/** An I/O error in the user's words. */
+function describeIoError(err) {
+  const words = {
+    ENOENT: 'no such file or directory',
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    EISDIR: 'is a directory',
+    ENOTDIR: 'a parent is not a directory',
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'disk quota exceeded',
+    EROFS: 'read-only file system',
+    EEXIST: 'already exists',
+    EPIPE: 'the reader closed the pipe',
+    EIO: 'input/output error',
+  }
+  return words[err && err.code] || String((err && err.message) || err)
 }
 
 /** A function of the jsprof-node API (loaded on first use: --help works without the addon). */
@@ -76,8 +117,21 @@ function api(name) {
   return exports[name]
 }
 
-function info(text) {
-  process.stderr.write(`jsprof: ${text}\n`)
+/**
+ * A message as one terminal-safe line: messages quote file names and pieces of bad input, so
+ * controls and bidi overrides are shown as escapes (lib/text.js). Without the addon — the message
+ * then says why it failed to load — as is.
+ */
+function shown(message) {
+  try {
+    return require('../text').visible(message)
+  } catch {
+    return String(message)
+  }
 }
 
-module.exports = { CliError, usage, parse, positiveInt, oneOf, writeOutput, writeStdout, info, api }
+function info(text) {
+  process.stderr.write(`jsprof: ${shown(text)}\n`)
+}
+
+module.exports = { CliError, usage, parse, positiveInt, oneOf, writeOutput, writeStdout, describeIoError, shown, info, api }

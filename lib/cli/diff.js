@@ -5,9 +5,9 @@
 
 const { api, parse, positiveInt, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('./common')
 const { readTrace } = require('./input')
+const { visible } = require('../text')
 const { table, label } = require('./report')
 const { diffFlameGraph, unplaced } = require('./diff-svg')
-const { visible } = require('../text')
 
 const BY = ['function', 'package', 'resource']
 const DEFAULT_TOP = 20
@@ -95,8 +95,6 @@ function pairRows(before, after) {
   return pairs
 }
 
-/** A row's label with control characters (names come from code nobody here wrote) made visible. */
-const safeLabel = (row) => visible(label(row))
 const pct = (share) => `${(share * 100).toFixed(1)}%`
 const pts = (delta) => `${delta >= 0 ? '+' : ''}${(delta * 100).toFixed(1)}`
 
@@ -166,13 +164,13 @@ async function diff(args) {
       pts(r.totalDelta),
       pct(r.baseTotal),
       pct(r.newTotal),
-      String(r.kind ?? ''),
-      safeLabel(r),
+      visible(r.kind ?? ''),
+      label(r),
     ])
     const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'r', 'l', 'l'])
     if (process.stdout.isTTY && !('NO_COLOR' in process.env)) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
     if (cells.length === 0) lines.push('(no samples)')
-    const summary = `${baseFile} (${before.total} samples) → ${newFile} (${after.total} samples), by ${by}; Δ in percentage points of all samples`
+    const summary = `${visible(baseFile)} (${before.total} samples) → ${visible(newFile)} (${after.total} samples), by ${by}; Δ in percentage points of all samples`
     await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
   }
 
@@ -181,7 +179,7 @@ async function diff(args) {
     if (grown.length > 0) {
       const first = grown[0]
       const more = grown.length > 1 ? ` and ${grown.length - 1} more` : ''
-      throw new CliError(`${safeLabel(first)} grew by ${pts(first.selfDelta)} points of self time${more}, above --fail-above ${failAbove}`, 1)
+      throw new CliError(`${label(first)} grew by ${pts(first.selfDelta)} points of self time${more}, above --fail-above ${failAbove}`, 1)
     }
   }
   return 0

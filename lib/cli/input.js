@@ -4,7 +4,64 @@
 // a trace fully, so that every consumer gets a well-formed one and a bad file is one clear line.
 
 const fs = require('node:fs')
-const { CliError } = require('./common')
+const { CliError, describeIoError } = require('./common')
+
+/**
+ * The largest input read: V8's longest string (2^29 - 24 characters on 64-bit) holds the file's
+ * text, so a larger file could not be parsed at all. Refused up front (a regular file's size), or as
+ * soon as a pipe delivers more, in one line: never read without end (`jsprof report /dev/zero`).
+ */
+const MAX_INPUT_BYTES = 512 * 1024 * 1024
+const MIB = 1024 * 1024
+
+/**
+ * The text of an input: a regular file, a pipe (`<(…)`, a FIFO) or stdin (`-`). A device, socket or
+ * directory is refused: reading one is never what was meant, and /dev/zero would never end.
+ */
+function readInput(file) {
+  const name = file === '-' ? 'stdin' : file
+  const fail = (why) => new CliError(`cannot read ${name}: ${why}`)
+  let fd
+  try {
+    fd = file === '-' ? 0 : fs.openSync(file, 'r')
+  } catch (err) {
+    throw fail(describeIoError(err))
+  }
+  try {
+    let stat
+    try {
+      stat = fs.fstatSync(fd)
+    } catch (err) {
+      throw fail(describeIoError(err))
+    }
+    if (stat.isDirectory()) throw fail('is a directory')
+    if (!stat.isFile() && !stat.isFIFO() && !(file === '-' && (stat.isSocket() || stat.isCharacterDevice()))) {
+      throw fail(`is ${stat.isCharacterDevice() || stat.isBlockDevice() ? 'a device' : 'a socket'}, not a file or a pipe`)
+    }
+    if (stat.isFile() && stat.size > MAX_INPUT_BYTES) {
+      throw fail(`it has ${Math.round(stat.size / MIB)} MiB, more than jsprof reads (${MAX_INPUT_BYTES / MIB} MiB)`)
+    }
+    const chunks = []
+    let total = 0
+    const chunk = Buffer.allocUnsafe(1 << 20)
+    for (;;) {
+      let n
+      try {
+        n = fs.readSync(fd, chunk, 0, chunk.length, null)
+      } catch (err) {
+        if (err.code === 'EAGAIN') continue // stdin in non-blocking mode: wait for more
+        throw fail(describeIoError(err))
+      }
+      if (n === 0) break
+      total += n
+      if (total > MAX_INPUT_BYTES) throw fail(`more than jsprof reads (${MAX_INPUT_BYTES / MIB} MiB)`)
+      chunks.push(Buffer.from(chunk.subarray(0, n)))
+    }
+    return Buffer.concat(chunks, total).toString('utf8')
+  } finally {
+    if (fd !== 0) fs.closeSync(fd)
+  }
+}
 
 const MARKERS = new Set(['script', 'gc', 'style', 'layout', 'paint', 'other'])
 
@@ -74,14 +131,7 @@ function traceProblem(trace) {
  * message names the file and the problem.
  */
 function readTrace(file) {
-  let text
-  try {
-    text = fs.readFileSync(file, 'utf8')
-  } catch (err) {
-    const why =
-      err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message
-    throw new CliError(`cannot read ${file}: ${why}`)
-  }
+  const text = readInput(file)
   let data
   try {
     data = JSON.parse(text)
@@ -109,4 +159,4 @@ function readTrace(file) {
   return { trace: data, format: 'trace' }
 }
 
-module.exports = { readTrace, traceProblem }
+module.exports = { readTrace, readInput, traceProblem, MAX_INPUT_BYTES }

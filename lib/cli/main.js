@@ -3,7 +3,7 @@
 // stderr (`jsprof: …`) and exit status 2 for bad arguments or input files — never a stack trace
 // (set JSPROF_DEBUG=1 to see one for an internal error).
 
-const { CliError, usage } = require('./common')
+const { CliError, usage, shown } = require('./common')
 
 const COMMANDS = {
   record: () => require('./record').record,
@@ -82,11 +82,11 @@ async function main(argv = process.argv.slice(2)) {
     code = await run(argv)
   } catch (err) {
     if (err instanceof CliError) {
-      process.stderr.write(`jsprof: ${err.message}\n`)
+      process.stderr.write(`jsprof: ${shown(err.message)}\n`)
       code = err.code
     } else {
       const message = err && err.message ? String(err.message).split('\n')[0] : String(err)
-      process.stderr.write(`jsprof: internal error: ${message}\n`)
+      process.stderr.write(`jsprof: internal error: ${shown(message)}\n`)
       if (process.env.JSPROF_DEBUG && err && err.stack) process.stderr.write(`${err.stack}\n`)
       code = 1
     }

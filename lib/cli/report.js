@@ -5,6 +5,7 @@
 const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('./common')
 const { readTrace } = require('./input')
 const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
+const { visible } = require('../text')
 
 const BY = ['package', 'function', 'resource']
 const DEFAULT_TOP = 20
@@ -56,11 +57,19 @@ function table(header, rows, align) {
   return [line(header), ...rows.map(line)]
 }
 
-/** `express (4.18.2)` for a package; `fn (file:…:1:2) (express 4.18.2)` for a function or resource. */
+/**
+ * `express (4.18.2)` for a package; `fn (file:…:1:2) (express 4.18.2)` for a function or resource.
+ * Names come from the profiled code: controls, bidi overrides and newlines are shown as escapes, so
+ * a name can neither drive the terminal nor start a row of its own.
+ */
 function label(row) {
   const name = String(row.name)
-  if (row.package) return `${name} (${row.version ? `${row.package} ${row.version}` : row.package})`
-  return row.version ? `${name} (${row.version})` : name
+  const text = row.package
+    ? `${name} (${row.version ? `${row.package} ${row.version}` : row.package})`
+    : row.version
+      ? `${name} (${row.version})`
+      : name
+  return visible(text)
 }
 
 async function report(args) {
@@ -93,7 +102,7 @@ async function report(args) {
   }
   const shown = rows.length < all.length ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}` : ''
   const summary =
-    `${file}: ${total} samples over ${formatDuration(durationMs)}` +
+    `${visible(file)}: ${total} samples over ${formatDuration(durationMs)}` +
     (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +
     `, by ${by}${shown}`
   const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']
@@ -103,7 +112,7 @@ async function report(args) {
     percent(row.totalSamples, total),
     ms(row.totalTime),
     String(row.selfSamples),
-    String(row.kind ?? ''),
+    visible(row.kind ?? ''),
     label(row),
   ])
   const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'l', 'l'])

@@ -108,14 +108,23 @@ impl Default for Attributor {
     }
 }
 
-/// Reads from the filesystem, but never a path in the other platform's style (a Windows path on
-/// Linux would otherwise be read as a relative path).
+/// The largest `package.json` read (real ones are a few KB; the biggest on npm are under 1 MB).
+const MAX_MANIFEST_BYTES: u64 = 4 << 20;
+
+/// The longest path the filesystem opens (Linux's PATH_MAX). A resource longer than this names no file
+/// on disk, so no folder of it is looked up: a crafted 100,000-component path costs no reads.
+const MAX_DISK_PATH_BYTES: usize = 4096;
+
+/// Reads a `package.json` from the filesystem: a regular file of at most [`MAX_MANIFEST_BYTES`],
+/// opened without blocking (a FIFO or a symlink to `/dev/zero` is skipped, not waited on), and never
+/// a path in the other platform's style (a Windows path on Linux would be read as a relative path).
 fn read_from_disk(path: &str) -> Option<String> {
     let posix = path.starts_with('/');
     if posix == cfg!(windows) {
         return None;
     }
-    std::fs::read_to_string(path).ok()
+    let bytes = crate::files::read_regular(std::path::Path::new(path), MAX_MANIFEST_BYTES).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 impl Attributor {
@@ -179,13 +188,21 @@ impl Attributor {
 
     fn attribute_file(&mut self, path: &FsPath) -> Attribution {
         let windows = path.style == Style::Windows;
+        let full = path.join(path.segments.len());
+        let on_disk = full.len() <= MAX_DISK_PATH_BYTES;
         if let Some(dep) = find_dependency(&path.segments, windows) {
             let Some(name) = dep.name.clone() else {
                 return Attribution::bare(Kind::Dependency);
             };
             let root = path.join(dep.end);
-            let on_disk = self.manifest(&root, path.style).and_then(|m| m.version);
-            let version = on_disk.or_else(|| version_from_path(&path.segments, &dep, &name));
+            let manifest = if on_disk {
+                self.manifest(&root, path.style)
+            } else {
+                None
+            };
+            let version = manifest
+                .and_then(|m| m.version)
+                .or_else(|| version_from_path(&path.segments, &dep, &name));
             return Attribution {
                 kind: Kind::Dependency,
                 package: Some(name),
@@ -193,19 +210,35 @@ impl Attributor {
                 root: Some(root),
             };
         }
+        if !on_disk {
+            return Attribution::bare(Kind::App);
+        }
         // App code: the nearest package.json that names a package, from the file's folder upwards.
-        for depth in (0..path.segments.len()).rev() {
-            let folder = path.join(depth);
+        // Each folder is a prefix of the full path (cut at a separator), not joined anew per level.
+        let mut ends: Vec<usize> = full
+            .char_indices()
+            .filter(|&(_, c)| c == path.style.separator())
+            .map(|(i, _)| i)
+            .collect();
+        ends.retain(|&i| i >= path.prefix.len());
+        ends.truncate(path.segments.len()); // the last segment is the file itself
+        for (depth, &end) in ends.iter().enumerate().rev() {
+            // The root folder keeps its separator (`/`, `C:\`); deeper ones end before it.
+            let folder = if depth == 0 {
+                &full[..end + 1]
+            } else {
+                &full[..end]
+            };
             if let Some(Manifest {
                 name: Some(name),
                 version,
-            }) = self.manifest(&folder, path.style)
+            }) = self.manifest(folder, path.style)
             {
                 return Attribution {
                     kind: Kind::App,
                     package: Some(name),
                     version,
-                    root: Some(folder),
+                    root: Some(folder.to_owned()),
                 };
             }
         }
@@ -792,5 +825,53 @@ mod tests {
         if !cfg!(windows) {
             assert_eq!(read_from_disk(r"C:\x\package.json"), None);
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_package_json_that_is_a_fifo_or_dev_zero_is_skipped_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo_app = dir.path().join("fifo-app");
+        std::fs::create_dir_all(&fifo_app).unwrap();
+        let c = std::ffi::CString::new(fifo_app.join("package.json").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let zero_app = dir.path().join("zero-app");
+        std::fs::create_dir_all(&zero_app).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", zero_app.join("package.json")).unwrap();
+        std::fs::write(dir.path().join("package.json"), pkg("outer", "1.0.0")).unwrap();
+        let mut a = Attributor::new();
+        for app in [&fifo_app, &zero_app] {
+            let got = a.attribute(app.join("index.js").to_str().unwrap());
+            assert_eq!(got.package.as_deref(), Some("outer"), "{got:?}");
+        }
+    }
+
+    #[test]
+    fn the_upward_walk_is_bounded_and_linear_for_crafted_paths() {
+        // Longer than any path the filesystem opens: no folder is looked up at all.
+        let deep = format!("/{}index.js", "a/".repeat(100_000));
+        let (mut a, log) = fake(&[]);
+        assert_eq!(a.attribute(&deep), Attribution::bare(Kind::App));
+        assert_eq!(log.lock().unwrap().len(), 0);
+        let deep_dep = format!("/{}node_modules/x/index.js", "a/".repeat(100_000));
+        assert_eq!(a.attribute(&deep_dep).package.as_deref(), Some("x"));
+        assert_eq!(log.lock().unwrap().len(), 0);
+        // Within the limit: each folder once, deepest first, the root last.
+        let (mut a, log) = fake(&[]);
+        a.attribute("/p/q/r.js");
+        assert_eq!(
+            *log.lock().unwrap(),
+            ["/p/q/package.json", "/p/package.json", "/package.json"]
+        );
+        let (mut a, log) = fake(&[]);
+        a.attribute(r"\\srv\share\d\f.js");
+        assert_eq!(
+            *log.lock().unwrap(),
+            [
+                r"\\srv\share\d\package.json",
+                r"\\srv\share\package.json",
+                r"\\srv\package.json"
+            ]
+        );
     }
 }

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod cpuprofile;
 pub mod error;
 pub mod export;
+pub mod files;
 pub mod interner;
 pub mod intervals;
 pub mod recording;

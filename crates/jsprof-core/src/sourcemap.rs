@@ -30,7 +30,6 @@
 //! modification time and inode (a rewritten file is read again), within [`CACHE_BUDGET`] bytes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -39,6 +38,7 @@ use serde::Serialize;
 use sourcemap::DecodedMap;
 use url::Url;
 
+use crate::files::{self, ReadProblem};
 use crate::trace::{Frame, ProfilerTrace, Stack, TraceBuilder};
 
 /// Default cap on the bytes read of one file (generated script or map).
@@ -466,69 +466,28 @@ fn file_url(path: &Path) -> Option<Url> {
 
 /// The metadata of a regular file, or why it is not one.
 fn regular_file(path: &Path, max_bytes: u64, what: &str) -> std::result::Result<std::fs::Metadata, Failure> {
-    let meta = std::fs::metadata(path).map_err(|e| io_failure(&e, path, what))?;
-    check_regular(&meta, path, max_bytes, what)?;
-    Ok(meta)
+    files::regular_metadata(path, max_bytes).map_err(|p| failure(p, path, what))
 }
 
-fn check_regular(
-    meta: &std::fs::Metadata,
-    path: &Path,
-    max_bytes: u64,
-    what: &str,
-) -> std::result::Result<(), Failure> {
-    if !meta.is_file() {
-        return Err(Failure::new(
-            Reason::MapUnreadable,
-            format!("{what} {} is not a regular file", path.display()),
-        ));
-    }
-    if meta.len() > max_bytes {
-        return Err(Failure::new(
-            Reason::MapTooLarge,
-            format!(
-                "{what} {} has {} bytes, more than the limit of {max_bytes}",
-                path.display(),
-                meta.len()
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn io_failure(e: &std::io::Error, path: &Path, what: &str) -> Failure {
-    let reason = if e.kind() == std::io::ErrorKind::NotFound {
-        Reason::MapNotFound
-    } else {
-        Reason::MapUnreadable
-    };
-    Failure::new(reason, format!("{what} {}: {e}", path.display()))
-}
-
-/// Reads a regular file of at most `max_bytes`. Opened without blocking (a FIFO swapped in after the
-/// `stat` cannot stall the thread), checked again on the open file, and read with a hard cap.
+/// Reads a regular file of at most `max_bytes`, without blocking (see `files::read_regular`).
 fn read_regular(path: &Path, max_bytes: u64, what: &str) -> std::result::Result<Vec<u8>, Failure> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = options.open(path).map_err(|e| io_failure(&e, path, what))?;
-    let meta = file.metadata().map_err(|e| io_failure(&e, path, what))?;
-    check_regular(&meta, path, max_bytes, what)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| io_failure(&e, path, what))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(Failure::new(
+    files::read_regular(path, max_bytes).map_err(|p| failure(p, path, what))
+}
+
+fn failure(problem: ReadProblem, path: &Path, what: &str) -> Failure {
+    let shown = path.display();
+    match problem {
+        ReadProblem::NotFound(e) => Failure::new(Reason::MapNotFound, format!("{what} {shown}: {e}")),
+        ReadProblem::Unreadable(e) => Failure::new(Reason::MapUnreadable, format!("{what} {shown}: {e}")),
+        ReadProblem::NotRegular => Failure::new(
+            Reason::MapUnreadable,
+            format!("{what} {shown} is not a regular file"),
+        ),
+        ReadProblem::TooLarge { len, max } => Failure::new(
             Reason::MapTooLarge,
-            format!(
-                "{what} {} grew past the limit of {max_bytes} bytes while read",
-                path.display()
-            ),
-        ));
+            format!("{what} {shown} has {len} bytes or more, more than the limit of {max}"),
+        ),
     }
-    Ok(bytes)
 }
 
 /// Decodes a map. A panic of the decoder on a hostile map makes that one map invalid, not the call.

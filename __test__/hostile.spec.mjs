@@ -1,0 +1,169 @@
+// Hostile data (issue 16): names, URLs and files in a profile come from code nobody here wrote, and
+// input files from whoever sent them. Every fixture is made by the test; nothing large is committed.
+
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+
+const require = createRequire(import.meta.url)
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const BIN = path.join(root, 'bin', 'jsprof.js')
+const jsprof = require(root)
+
+let tmp
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-hostile-'))
+})
+after(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+function run(args, options = {}) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { cwd: tmp, encoding: 'utf8', timeout: 30_000, ...options })
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr }
+}
+
+/** A trace whose frames are named `names`, each sampled `each` times, in a resource named `url`. */
+function traceOf(names, { url = 'file:///app/a.js', each = 5 } = {}) {
+  const trace = { resources: [url], frames: [], stacks: [], samples: [] }
+  names.forEach((name, i) => {
+    trace.frames.push({ name, resourceId: 0, line: 1, column: 1 })
+    trace.stacks.push({ frameId: i })
+  })
+  let t = 0
+  for (let k = 0; k < each; k++) names.forEach((_, i) => trace.samples.push({ timestamp: (t += 10), stackId: i }))
+  return trace
+}
+
+function writeTrace(name, trace) {
+  const file = path.join(tmp, name)
+  fs.writeFileSync(file, JSON.stringify(trace))
+  return file
+}
+
+// Terminal escapes (OSC title, clear screen, an OSC 8 link), a bidi override, a forged row.
+const EVIL = ['\x1b]0;owned\x07t', '\x1b[2Jclear', '\x1b]8;;http://x\x07ln\x1b]8;;\x07', 'rtl\u202egnp.js', 'a\nforged 99.9%', 'nul\0del\x7fc1\x9b']
+// What no terminal may receive from a name: C0 (but the table's own \n), DEL, C1, bidi controls.
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/
+
+test('report and diff show controls, bidi overrides and newlines in names as visible escapes', () => {
+  const file = writeTrace('evil\x1b[31m.json', traceOf(EVIL, { url: 'file:///app/\x1b]0;x\x07.js' }))
+  const byResource = run(['report', file, '--by', 'resource'])
+  assert.equal(byResource.code, 0, byResource.stderr)
+  assert.doesNotMatch(byResource.stdout, UNSAFE)
+  assert.match(byResource.stdout, /file:\/\/\/app\/\\x1b\]0;x\\x07\.js/)
+  assert.match(byResource.stdout, /evil\\x1b\[31m\.json: 30 samples/)
+  for (const args of [['report', file, '--by', 'function'], ['diff', file, file, '--by', 'function']]) {
+    const r = run(args)
+    assert.equal(r.code, 0, r.stderr)
+    assert.doesNotMatch(r.stdout, UNSAFE, `${args[0]}: ${JSON.stringify(r.stdout)}`)
+    assert.match(r.stdout, /\\x1b\]0;owned\\x07t/)
+    assert.match(r.stdout, /rtl\\u\{202e\}gnp\.js/)
+    // The newline in a name did not start a row of its own.
+    const rows = r.stdout.split('\n').filter((l) => l.includes('forged'))
+    assert.equal(rows.length, 1)
+    assert.match(rows[0], /a\\x0aforged 99\.9%/)
+  }
+})
+
+test('error messages quote file names and bad input as escapes, on one line', () => {
+  const bad = path.join(tmp, 'bad\x1b]0;t\x07.json')
+  fs.writeFileSync(bad, '{"resources": [], "frames": [], "stacks": [], "samples": [\x1b[2J')
+  const r = run(['report', bad])
+  assert.equal(r.code, 2)
+  assert.doesNotMatch(r.stderr, UNSAFE)
+  assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr)
+  assert.match(r.stderr, /bad\\x1b\]0;t\\x07\.json/)
+})
+
+test('stdout: a closed pipe ends quietly (exit 0), a full device is one line and exit 1', () => {
+  const names = Array.from({ length: 3000 }, (_, i) => `function${i}`)
+  const file = writeTrace('many.json', traceOf(names, { each: 1 }))
+  // `| head -1`: the reader goes away after the first line.
+  const piped = spawnSync('sh', ['-c', `"${process.execPath}" "${BIN}" report many.json --by function --top 3000 | head -1; exit "\${PIPESTATUS:-0}"`], {
+    cwd: tmp,
+    encoding: 'utf8',
+  })
+  assert.equal(piped.status, 0)
+  assert.match(piped.stdout, /many\.json: 3000 samples/)
+  assert.equal(piped.stderr, '')
+  if (fs.existsSync('/dev/full')) {
+    const full = fs.openSync('/dev/full', 'w')
+    try {
+      const r = spawnSync(process.execPath, [BIN, 'report', file], { cwd: tmp, encoding: 'utf8', stdio: ['ignore', full, 'pipe'] })
+      assert.equal(r.status, 1)
+      assert.equal(r.stderr, 'jsprof: cannot write to stdout: no space left on the device\n')
+    } finally {
+      fs.closeSync(full)
+    }
+  }
+})
+
+test('inputs: devices, directories and sockets are refused up front; pipes and stdin are read', () => {
+  for (const [file, why] of [
+    ['/dev/zero', 'is a device, not a file or a pipe'],
+    ['/dev/null', 'is a device, not a file or a pipe'],
+    [tmp, 'is a directory'],
+    [path.join(tmp, 'none.json'), 'no such file or directory'],
+  ]) {
+    if (!fs.existsSync(file) && file.startsWith('/dev/')) continue
+    const r = run(['report', file])
+    assert.equal(r.code, 2, `${file}: ${r.stderr}`)
+    assert.equal(r.stderr, `jsprof: cannot read ${file}: ${why}\n`)
+  }
+  const file = writeTrace('ok.json', traceOf(['handler']))
+  const text = fs.readFileSync(file, 'utf8')
+  const viaStdin = run(['report', '-'], { input: text })
+  assert.equal(viaStdin.code, 0, viaStdin.stderr)
+  assert.match(viaStdin.stdout, /^-: 5 samples/)
+  if (process.platform !== 'win32') {
+    const fifo = path.join(tmp, 'in.fifo')
+    spawnSync('mkfifo', [fifo])
+    const r = spawnSync('sh', ['-c', `cat ok.json > in.fifo & "${process.execPath}" "${BIN}" report in.fifo`], { cwd: tmp, encoding: 'utf8', timeout: 30_000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.match(r.stdout, /in\.fifo: 5 samples/)
+  }
+})
+
+test('a private character device made with mknod is refused, not read', (t) => {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return t.skip('needs root on Linux to mknod')
+  const device = path.join(tmp, 'zero-device')
+  const made = spawnSync('mknod', [device, 'c', '1', '5']) // the same device as /dev/zero
+  if (made.status !== 0) return t.skip(`mknod failed: ${made.stderr}`)
+  const r = run(['report', device])
+  assert.equal(r.code, 2)
+  assert.equal(r.stderr, `jsprof: cannot read ${device}: is a device, not a file or a pipe\n`)
+})
+
+test('attribution: a package.json that is a FIFO or a symlink to /dev/zero is skipped, never waited on', (t) => {
+  if (process.platform === 'win32') return t.skip('no FIFOs')
+  const outer = path.join(tmp, 'outer')
+  for (const name of ['fifo-app', 'zero-app']) fs.mkdirSync(path.join(outer, name), { recursive: true })
+  fs.writeFileSync(path.join(outer, 'package.json'), JSON.stringify({ name: 'outer-app', version: '1.0.0' }))
+  spawnSync('mkfifo', [path.join(outer, 'fifo-app', 'package.json')])
+  fs.symlinkSync('/dev/zero', path.join(outer, 'zero-app', 'package.json'))
+  // In a child, so that a hang is a failed test (timeout), not a hung test run.
+  const script = `
+    const j = require(${JSON.stringify(root)})
+    const out = ['fifo-app', 'zero-app'].map((d) => j.attribute(${JSON.stringify(outer)} + '/' + d + '/index.js').package)
+    const trace = { resources: [${JSON.stringify(`file://${outer}/fifo-app/index.js`)}], frames: [{ name: 'f', resourceId: 0 }], stacks: [{ frameId: 0 }], samples: [{ timestamp: 1, stackId: 0 }] }
+    out.push(j.summarize(trace)[0].name, typeof j.toPprof(trace).length)
+    console.log(JSON.stringify(out))`
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 })
+  assert.equal(r.signal, null, 'no hang')
+  assert.equal(r.status, 0, r.stderr)
+  assert.deepEqual(JSON.parse(r.stdout), ['outer-app', 'outer-app', 'outer-app', 'number'])
+})
+
+test('attribute() of a crafted 100,000-component path does bounded work', () => {
+  const deep = `/${'a/'.repeat(100_000)}index.js`
+  const before = jsprof.attribute('/nowhere/x.js') && require(path.join(root, 'lib', 'native.js')).binding.attributionReads()
+  assert.deepEqual(jsprof.attribute(deep), { kind: 'app' })
+  assert.equal(jsprof.attribute(`/${'a/'.repeat(100_000)}node_modules/lodash/index.js`).package, 'lodash')
+  const reads = require(path.join(root, 'lib', 'native.js')).binding.attributionReads() - before
+  assert.equal(reads, 0, 'a path no filesystem can open is not looked up')
+})
