@@ -167,3 +167,29 @@ test('attribute() of a crafted 100,000-component path does bounded work', () => 
   const reads = require(path.join(root, 'lib', 'native.js')).binding.attributionReads() - before
   assert.equal(reads, 0, 'a path no filesystem can open is not looked up')
 })
+
+const EXPORTERS = ['toCpuProfile', 'toPprof', 'toGeckoProfile', 'toSpeedscope', 'toCollapsed', 'toFlameGraph']
+
+test('every exporter and summarize accept what JSON.parse accepts: a lone surrogate is shown, not thrown', () => {
+  const trace = JSON.parse('{"resources":["file:///a\\ud800.js"],"frames":[{"name":"f\\udc00x","resourceId":0,"line":1,"column":1}],"stacks":[{"frameId":0}],"samples":[{"timestamp":1,"stackId":0},{"timestamp":2,"stackId":0}]}')
+  for (const name of EXPORTERS) assert.doesNotThrow(() => jsprof[name](trace), name)
+  assert.match(jsprof.toCollapsed(trace), /^f\\u\{dc00\}x \(\/a\\u\{d800\}\.js:1:1\) 2$/m)
+  const [row] = jsprof.summarize(trace, { by: 'function' })
+  assert.equal(row.selfSamples, 2)
+})
+
+test('a timestamp no output can hold is a TypeError naming the sample, never null in a number field', () => {
+  const trace = { resources: [], frames: [{ name: 'f' }], stacks: [{ frameId: 0 }], samples: [{ timestamp: 0, stackId: 0 }, { timestamp: 1e305, stackId: 0 }] }
+  for (const name of [...EXPORTERS, 'summarize']) {
+    assert.throws(() => jsprof[name](trace), (err) => err instanceof TypeError && /samples\[1\]\.timestamp 1e\+?305 is further from the time origin/.test(err.message), name)
+  }
+  // The largest that fits: every number in every output is a number.
+  trace.samples[1].timestamp = 1e12
+  const finite = (values, what) => values.forEach((v, i) => assert.ok(Number.isFinite(v), `${what}[${i}] = ${v}`))
+  const cpu = jsprof.toCpuProfile(trace)
+  finite([...cpu.timeDeltas, cpu.startTime, cpu.endTime], 'cpuprofile')
+  const [sp] = jsprof.toSpeedscope(trace).profiles
+  finite([...sp.weights, sp.startValue, sp.endValue], 'speedscope')
+  finite(jsprof.toGeckoProfile(trace).threads[0].samples.time, 'gecko samples.time')
+  for (const row of jsprof.summarize(trace)) finite([row.selfTime, row.totalTime], 'summarize')
+})

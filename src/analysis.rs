@@ -56,8 +56,9 @@ pub fn summarize_trace(trace_json: String, by: String, sample_interval: Option<f
         let message = format!("RangeError: sampleInterval must be a finite number of ms >= 0, got {i}");
         return Err(Error::new(Status::InvalidArg, message));
     }
-    let trace: ProfilerTrace = serde_json::from_str(&trace_json)
-        .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {e}"))))?;
+    // The exporters' reader: lone surrogates (which JSON.stringify writes) are read as visible text.
+    let trace: ProfilerTrace = jsprof_core::export::parse_trace(&trace_json)
+        .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
     let rows = summary::summarize(&trace, by, sample_interval, &mut attributor())
         .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))

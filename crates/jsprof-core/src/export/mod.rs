@@ -84,6 +84,11 @@ pub fn lone_surrogates_visible(json: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The furthest a sample may be from its trace's time origin, ms (31 years). Every output can hold
+/// the times within it exactly: µs stay below 2^53 (cpuprofile `timeDeltas`, speedscope), ns within
+/// an i64 (pprof), and no sum of durations overflows to infinity (`null` in JSON).
+pub const MAX_TIMESTAMP_MS: f64 = 1e12;
+
 /// Checks what serde cannot: every id in range, stack parents acyclic, timestamps finite. One function
 /// for every exporter, so they can index the tables without further checks.
 pub fn validate(trace: &ProfilerTrace) -> Result<()> {
@@ -117,6 +122,13 @@ pub fn validate(trace: &ProfilerTrace) -> Result<()> {
         if !s.timestamp.is_finite() {
             return Err(Error::invalid(format!(
                 "samples[{i}].timestamp is not a finite number"
+            )));
+        }
+        if s.timestamp.abs() > MAX_TIMESTAMP_MS {
+            return Err(Error::invalid(format!(
+                "samples[{i}].timestamp {:e} is further from the time origin than a trace can hold \
+                 (±1e12 ms, 31 years)",
+                s.timestamp
             )));
         }
         if let Some(id) = s.stack_id {
