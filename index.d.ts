@@ -337,7 +337,10 @@ export interface PyroscopeExporterOptions {
   maxRetries?: number
   /** First retry delay (ms, doubled each retry, with jitter; default 500). */
   retryBaseMs?: number
-  /** Per-request timeout (ms, default 10000). */
+  /**
+   * Total deadline of each push (connect, send, whole answer; ms, default 10000); also how long
+   * close() waits for the queue before it aborts the push in flight.
+   */
   timeoutMs?: number
   /** Trace -> gzipped pprof (default: the package's toPprof). */
   encode?: (trace: ProfilerTrace, chunk: ContinuousChunk) => Uint8Array
@@ -351,6 +354,8 @@ export interface PyroscopeExporter {
     sent: number
     retries: number
     failed: number
+    /** Every failed attempt, retried or not (lastError is the last one). */
+    errors: number
     dropped: number
     queued: number
     queuedBytes: number

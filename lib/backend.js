@@ -6,11 +6,12 @@
 // Pushing never blocks or throws into the profiler: chunks wait in a bounded queue (a count and a byte
 // budget), sent one at a time; a failed push (network error, timeout, 429, 5xx) is retried a bounded
 // number of times with exponential backoff, then dropped. When the queue is full the oldest chunk is
-// dropped. Every outcome is counted in `stats`.
+// dropped; a 429/503's Retry-After is honoured (up to 5 minutes). Every outcome is counted in `stats`,
+// and every failed attempt is `lastError`. Requests go through lib/transport.js: kept-alive sockets,
+// a total deadline per request (`timeoutMs`), bounded response bodies, no password in any message.
 
-const http = require('node:http')
-const https = require('node:https')
 const { numberOption } = require('./options')
+const { Transport, parseUrl, retryAfterMs } = require('./transport')
 
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_.]*$/
 const FORBIDDEN_IN_VALUE = /[{},=]/
@@ -52,27 +53,24 @@ class PyroscopeExporter {
   #maxRetries
   #retryBaseMs
   #timeoutMs
+  #credentials
+  #transport
   #queue = []
   #queueBytes = 0
   #sending = false
   #idle = []
   #closed = false
   #timer = null
-  stats = { pushed: 0, sent: 0, retries: 0, failed: 0, dropped: 0, queued: 0, queuedBytes: 0, encodeErrors: 0 }
+  stats = { pushed: 0, sent: 0, retries: 0, failed: 0, errors: 0, dropped: 0, queued: 0, queuedBytes: 0, encodeErrors: 0 }
+  /** The last failed attempt's error (retried or not); its message never holds the password. */
+  lastError = undefined
 
   constructor(options) {
     if (options === null || typeof options !== 'object') throw new TypeError('pyroscopeExporter: options must be an object')
-    let url
-    try {
-      url = new URL(options.url)
-    } catch {
-      throw new TypeError(`pyroscopeExporter: url must be an absolute http(s) URL, got ${String(options.url)}`)
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new TypeError('pyroscopeExporter: url must be http: or https:')
-    }
+    const { url, credentials } = parseUrl(options.url, 'pyroscopeExporter')
     if (!url.pathname.endsWith('/ingest')) url.pathname = url.pathname.replace(/\/?$/, '/ingest')
     this.#url = url
+    this.#credentials = credentials
     this.#name = appNameWithLabels(options.appName, options.labels)
     this.#spyName = options.spyName === undefined ? 'nodespy' : String(options.spyName)
     this.#headers = { ...(options.headers || {}) }
@@ -85,6 +83,7 @@ class PyroscopeExporter {
     this.#maxRetries = Math.floor(option(options, 'maxRetries', 3, 0, 100))
     this.#retryBaseMs = option(options, 'retryBaseMs', 500, 0, 3_600_000)
     this.#timeoutMs = option(options, 'timeoutMs', 10_000, 1, 3_600_000)
+    this.#transport = new Transport({ who: 'pyroscope ingest', timeoutMs: this.#timeoutMs })
     this.push = this.push.bind(this)
   }
 
@@ -149,11 +148,15 @@ class PyroscopeExporter {
       },
       (err) => {
         this.#sending = false
+        this.stats.errors++
+        this.lastError = err
         if (err.retryable && item.attempts < this.#maxRetries && !this.#closed) {
           item.attempts++
           this.stats.retries++
-          // Exponential backoff with jitter; the retried chunk goes back to the front.
-          const delay = this.#retryBaseMs * 2 ** (item.attempts - 1) * (0.5 + Math.random() / 2)
+          // Exponential backoff with jitter, or longer if the server asked (Retry-After); the retried
+          // chunk goes back to the front.
+          const backoff = this.#retryBaseMs * 2 ** (item.attempts - 1) * (0.5 + Math.random() / 2)
+          const delay = Math.max(backoff, err.retryAfterMs ?? 0)
           this.#queue.unshift(item)
           this.#queueBytes += item.body.length
           this.#updateGauges()
@@ -165,49 +168,28 @@ class PyroscopeExporter {
           if (this.#idle.length === 0) this.#timer.unref()
         } else {
           this.stats.failed++
-          this.lastError = err
           this.#pump()
         }
       },
     )
   }
 
-  #send(item) {
-    return new Promise((resolve, reject) => {
-      const url = this.#url
-      const lib = url.protocol === 'https:' ? https : http
-      const req = lib.request(
-        {
-          protocol: url.protocol,
-          hostname: url.hostname,
-          port: url.port,
-          path: `${url.pathname}?${item.query}`,
-          method: 'POST',
-          agent: false,
-          headers: {
-            ...this.#headers,
-            'content-type': 'application/octet-stream',
-            'content-length': item.body.length,
-            ...(url.username ? { authorization: `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}` } : {}),
-          },
-          timeout: this.#timeoutMs,
-        },
-        (res) => {
-          res.resume()
-          res.on('end', () => {
-            const status = res.statusCode
-            if (status >= 200 && status < 300) return resolve()
-            const err = new Error(`pyroscope ingest answered ${status}`)
-            err.retryable = status === 429 || status >= 500
-            reject(err)
-          })
-          res.on('error', (err) => reject(Object.assign(err, { retryable: true })))
-        },
-      )
-      req.on('timeout', () => req.destroy(Object.assign(new Error('pyroscope ingest timed out'), { retryable: true })))
-      req.on('error', (err) => reject(Object.assign(err, { retryable: true })))
-      req.end(item.body)
+  async #send(item) {
+    const url = new URL(this.#url)
+    url.search = item.query
+    const res = await this.#transport.post(url, {
+      headers: { ...this.#headers, 'content-type': 'application/octet-stream' },
+      body: item.body,
+      credentials: this.#credentials,
     })
+    if (res.status >= 200 && res.status < 300) return
+    const said = res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
+    const err = new Error(`pyroscope ingest answered ${res.status}${said}`)
+    err.status = res.status
+    err.retryable = res.status === 429 || res.status >= 500
+    const wait = retryAfterMs(res.headers['retry-after'])
+    if (wait !== null) err.retryAfterMs = wait
+    throw err
   }
 
   /** Resolves when every queued chunk was sent or given up on. */
@@ -217,12 +199,21 @@ class PyroscopeExporter {
     return new Promise((resolve) => this.#idle.push(resolve))
   }
 
-  /** Stops accepting chunks; waits (at most `timeoutMs`) for the queue to drain, then drops the rest. */
+  /**
+   * Stops accepting chunks; waits (at most `timeoutMs`) for the queue to drain, then aborts the push in
+   * flight and drops the rest: the process can exit within `timeoutMs` of this call.
+   */
   async close() {
     this.#closed = true
     let timer
     await Promise.race([this.flush(), new Promise((resolve) => (timer = setTimeout(resolve, this.#timeoutMs)))])
     clearTimeout(timer)
+    // What did not make it in time is dropped: the push in flight is aborted (its socket closed, so
+    // nothing keeps the process alive), a waiting retry cancelled.
+    clearTimeout(this.#timer)
+    this.#timer = null
+    this.#transport.close('closed before the push finished')
+    for (const resolve of this.#idle.splice(0)) resolve()
     this.stats.dropped += this.#queue.length
     this.#queue = []
     this.#queueBytes = 0

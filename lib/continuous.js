@@ -29,6 +29,7 @@ class ContinuousProfiler {
   #index = 0
   #stopped = false
   #deliveries = new Set()
+  #onBeforeExit = null
   stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
@@ -47,6 +48,13 @@ class ContinuousProfiler {
       options.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
     this.#current = this.#subscribe(nowUs(), false)
     this.#arm()
+    // An app that ends by itself (its event loop empty) still gets its last, partial chunk: on
+    // 'beforeExit' the chunk is cut and handed to onChunk, whose work (an exporter's push, bounded by
+    // its own timeout) keeps the process alive until done. Once: stop() removes the listener.
+    this.#onBeforeExit = () => {
+      this.stop().catch(() => {})
+    }
+    process.on('beforeExit', this.#onBeforeExit)
   }
 
   get sampleInterval() {
@@ -123,6 +131,7 @@ class ContinuousProfiler {
   async stop() {
     if (!this.#stopped) {
       this.#stopped = true
+      process.off('beforeExit', this.#onBeforeExit)
       clearTimeout(this.#timer)
       this.#rotate(true)
     }
