@@ -193,3 +193,64 @@ test('a timestamp no output can hold is a TypeError naming the sample, never nul
   finite(jsprof.toGeckoProfile(trace).threads[0].samples.time, 'gecko samples.time')
   for (const row of jsprof.summarize(trace)) finite([row.selfTime, row.totalTime], 'summarize')
 })
+
+test('outputs: symlinks written through, pipes and devices written to, files never replaced unasked, inputs never', (t) => {
+  const input = writeTrace('in.json', traceOf(['handler']))
+  const derived = path.join(tmp, 'in.cpuprofile')
+  fs.writeFileSync(derived, 'precious')
+  // A default name beside the input does not replace what is there; -o naming it, or --force, does.
+  let r = run(['convert', input, '--to', 'cpuprofile'])
+  assert.equal(r.code, 1)
+  assert.equal(r.stderr, `jsprof: ${derived} exists: name it with -o, or add --force, to replace it\n`)
+  assert.equal(fs.readFileSync(derived, 'utf8'), 'precious')
+  assert.equal(run(['convert', input, '--to', 'cpuprofile', '--force']).code, 0)
+  assert.ok(JSON.parse(fs.readFileSync(derived, 'utf8')).nodes)
+  fs.writeFileSync(derived, 'precious')
+  assert.equal(run(['convert', input, '--to', 'cpuprofile', '-o', derived]).code, 0)
+  assert.ok(JSON.parse(fs.readFileSync(derived, 'utf8')).nodes)
+  // The input itself, under any name: refused, even with --force.
+  fs.symlinkSync(input, path.join(tmp, 'alias.json'))
+  for (const out of [input, path.join(tmp, 'alias.json')]) {
+    r = run(['convert', input, '--to', 'collapsed', '-o', out, '--force'])
+    assert.equal(r.code, 1)
+    assert.match(r.stderr, /is the input .*in\.json: refusing to write over it/)
+  }
+  assert.ok(JSON.parse(fs.readFileSync(input, 'utf8')).samples)
+  // A symlink: its target gets the data, the link stays.
+  const link = path.join(tmp, 'link.svg')
+  fs.symlinkSync('target.svg', link)
+  assert.equal(run(['flamegraph', input, '-o', link]).code, 0)
+  assert.ok(fs.lstatSync(link).isSymbolicLink())
+  assert.match(fs.readFileSync(path.join(tmp, 'target.svg'), 'utf8'), /<svg/)
+  // /dev/null stays a device.
+  assert.equal(run(['convert', input, '--to', 'collapsed', '-o', '/dev/null']).code, 0)
+  assert.ok(fs.statSync('/dev/null').isCharacterDevice())
+  if (process.platform === 'win32') return t.skip('no FIFOs')
+  // A FIFO: its reader gets the data; it stays a FIFO.
+  const fifo = path.join(tmp, 'out.fifo')
+  spawnSync('mkfifo', [fifo])
+  r = spawnSync('sh', ['-c', `cat out.fifo > got.txt & "${process.execPath}" "${BIN}" convert in.json --to collapsed -o out.fifo; wait`], { cwd: tmp, encoding: 'utf8', timeout: 30_000 })
+  assert.equal(r.status, 0, r.stderr)
+  assert.ok(fs.statSync(fifo).isFIFO())
+  assert.match(fs.readFileSync(path.join(tmp, 'got.txt'), 'utf8'), /^handler .* 5$/m)
+})
+
+test('record -o a private character device (mknod, as root) writes to it and leaves the device node', (t) => {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return t.skip('needs root on Linux to mknod')
+  const device = path.join(tmp, 'null-device')
+  const made = spawnSync('mknod', [device, 'c', '1', '3']) // the same device as /dev/null
+  if (made.status !== 0) return t.skip(`mknod failed: ${made.stderr}`)
+  const app = path.join(tmp, 'app.js')
+  fs.writeFileSync(app, 'let x = 0; for (let i = 0; i < 1e7; i++) x += i')
+  const r = run(['record', '-o', device, '--', process.execPath, app])
+  assert.equal(r.code, 0, r.stderr)
+  assert.ok(fs.statSync(device).isCharacterDevice(), 'still a device node')
+  assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.endsWith('.tmp')), [])
+})
+
+test('negative numbers get the option\'s own plain message', () => {
+  const file = writeTrace('neg.json', traceOf(['f']))
+  const r = run(['report', file, '--top', '-3'])
+  assert.equal(r.code, 2)
+  assert.equal(r.stderr, "jsprof: --top must be a positive integer, got '-3' (see 'jsprof report --help')\n")
+})

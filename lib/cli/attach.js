@@ -329,7 +329,7 @@ async function attach(args) {
   }
   const { writeTrace } = require('../record/chunks')
   const trace = api('fromCpuProfile')(profile, { timeOrigin: origin })
-  const result = writeTrace(output, trace, process.pid)
+  const result = writeTrace(output, trace)
   info(
     `wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}; ` +
       `${opened ? (closed ? 'inspector closed again' : 'inspector NOT closed') : 'inspector was open before and stays open'})`,

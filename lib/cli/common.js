@@ -2,8 +2,9 @@
 // Shared pieces of the `jsprof` command line: the error type that becomes one stderr line and an exit
 // status, argument parsing on node:util parseArgs with one-line messages, and output helpers.
 
-const fs = require('node:fs')
+const path = require('node:path')
 const { parseArgs } = require('node:util')
+const { writeOutputFile } = require('../output')
 
 /** An error the user can act on: printed as one line, `jsprof: <message>`, exit status `code`. */
 class CliError extends Error {
@@ -19,11 +20,37 @@ function usage(command, message) {
   return new CliError(`${message} (see '${where} --help')`, 2)
 }
 
+/**
+ * `--top -3` as `--top=-3`: parseArgs takes a value that starts with '-' for an option ("argument is
+ * ambiguous"), so a negative number reaches the option's own check and its plain message instead.
+ */
+function joinNegativeValues(args, options) {
+  const byShort = new Map(Object.entries(options).filter(([, o]) => o.short).map(([name, o]) => [`-${o.short}`, name]))
+  const out = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]
+    const name = arg.startsWith('--') ? arg.slice(2) : byShort.get(arg)
+    if (name && options[name]?.type === 'string' && /^-\d/.test(args[i + 1] ?? '')) {
+      out.push(`--${name}=${args[++i]}`)
+    } else {
+      out.push(arg)
+      if (arg === '--') out.push(...args.slice(i + 1))
+      if (arg === '--') break
+    }
+  }
+  return out
+}
+
 /** parseArgs, strict, with its errors turned into one-line CliErrors. */
 function parse(command, args, options, { positionals = 0 } = {}) {
   let parsed
   try {
-    parsed = parseArgs({ args, options: { help: { type: 'boolean', short: 'h' }, ...options }, strict: true, allowPositionals: true })
+    parsed = parseArgs({
+      args: joinNegativeValues(args, options),
+      options: { help: { type: 'boolean', short: 'h' }, ...options },
+      strict: true,
+      allowPositionals: true,
+    })
   } catch (err) {
     const first = String(err.message).split(/\.\s/)[0].replace(/\.$/, '')
     throw usage(command, first.charAt(0).toLowerCase() + first.slice(1))
@@ -50,12 +77,19 @@ function oneOf(command, name, text, choices) {
   return text
 }
 
-/** Writes a whole file, turning failures into one line (exit status 1: not the user's arguments). */
-function writeOutput(file, data) {
+/**
+ * Writes a whole output file by lib/output.js's rules (symlinks written through, pipes and devices
+ * written to, regular files replaced atomically): failures are one line and exit status 1.
+ * `replace`: an existing file may be replaced (-o named it, or --force); `inputs`: never written.
+ */
+function writeOutput(file, data, { replace = true, inputs = [] } = {}) {
   try {
-    fs.writeFileSync(file, data)
+    return writeOutputFile(file, data, { replace, inputs })
   } catch (err) {
-    throw new CliError(`cannot write ${file}: ${err.code === 'ENOENT' ? 'no such directory' : err.message}`, 1)
+    if (err.code === 'EEXIST') throw new CliError(`${file} exists: name it with -o, or add --force, to replace it`, 1)
+    if (err.code === 'EINPUT') throw new CliError(err.message, 1)
+    const why = err.code === 'ENOENT' ? `no such directory ${path.dirname(path.resolve(file))}` : describeIoError(err)
+    throw new CliError(`cannot write ${file}: ${why}`, 1)
   }
 }
 

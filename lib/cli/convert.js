@@ -15,6 +15,9 @@ const FORMATS = {
   collapsed: { fn: 'toCollapsed', suffix: '.collapsed.txt' },
 }
 
+const FORCE_OPTION = { force: { type: 'boolean', short: 'f' } }
+const FORCE_HELP = `  -f, --force           replace an existing file at the default output name`
+
 const CONVERT_HELP = `Usage: jsprof convert <trace.json|profile.cpuprofile> --to <format> [-o <file>]
 
 Converts a ProfilerTrace (or a V8 .cpuprofile) for other tools.
@@ -29,7 +32,9 @@ Formats:
 Options:
       --to <format>     the output format (required)
   -o, --output <file>   where to write ('-' for stdout; never for pprof on a terminal)
-                        (default: next to the input, with the suffix above)
+                        (default: next to the input, with the suffix above; an existing
+                        file there is not replaced without --force)
+${FORCE_HELP}
 ${SOURCE_MAP_HELP}
   -h, --help            show this help`
 
@@ -39,7 +44,9 @@ Draws a flame graph: an SVG image with a tooltip per frame, or with --html one s
 (works offline) to explore it: click a frame to zoom, search, tooltips with time, share and package.
 
 Options:
-  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg or .html)
+  -o, --output <file>   where to write ('-' for stdout) (default: next to the input, .svg or .html;
+                        an existing file there is not replaced without --force)
+${FORCE_HELP}
       --html            write the explorable HTML page instead of the SVG image
       --title <text>    the title drawn on top (default: the input file name)
 ${SOURCE_MAP_HELP}
@@ -54,7 +61,12 @@ function derivedPath(input, suffix) {
   return candidate
 }
 
-async function emit(command, output, data, { binary = false } = {}) {
+/**
+ * Writes the result: to stdout for '-', else a file. A file -o names (or any with --force) may be
+ * replaced; a default name beside the input never replaces an existing file; the input never.
+ */
+async function emit(command, values, input, defaultOutput, data, { binary = false } = {}) {
+  const output = values.output ?? defaultOutput
   if (output === '-') {
     if (binary && process.stdout.isTTY) {
       throw usage(command, 'refusing to write binary pprof data to a terminal: use -o <file> or a pipe')
@@ -62,15 +74,16 @@ async function emit(command, output, data, { binary = false } = {}) {
     await writeStdout(data)
     return
   }
-  writeOutput(output, data)
+  writeOutput(output, data, { replace: values.output !== undefined || values.force === true, inputs: [input] })
   info(`wrote ${output}`)
 }
+
 
 async function convert(args) {
   const { values, positionals } = parse(
     'convert',
     args,
-    { to: { type: 'string' }, output: { type: 'string', short: 'o' }, ...SOURCE_MAP_OPTIONS },
+    { to: { type: 'string' }, output: { type: 'string', short: 'o' }, ...FORCE_OPTION, ...SOURCE_MAP_OPTIONS },
     { positionals: 1 },
   )
   if (values.help) {
@@ -85,7 +98,7 @@ async function convert(args) {
   const trace = await applySourceMaps(readTrace(input).trace, values)
   const result = api(format.fn)(trace)
   const data = format.json ? JSON.stringify(result) : result
-  await emit('convert', values.output ?? derivedPath(input, format.suffix), data, format)
+  await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0
 }
 
@@ -93,7 +106,7 @@ async function flamegraph(args) {
   const { values, positionals } = parse(
     'flamegraph',
     args,
-    { output: { type: 'string', short: 'o' }, title: { type: 'string' }, html: { type: 'boolean' }, ...SOURCE_MAP_OPTIONS },
+    { output: { type: 'string', short: 'o' }, title: { type: 'string' }, html: { type: 'boolean' }, ...FORCE_OPTION, ...SOURCE_MAP_OPTIONS },
     { positionals: 1 },
   )
   if (values.help) {
@@ -106,7 +119,7 @@ async function flamegraph(args) {
   const trace = await applySourceMaps(readTrace(input).trace, values)
   const format = values.html ? 'html' : 'svg'
   const text = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input), format })
-  await emit('flamegraph', values.output ?? derivedPath(input, `.${format}`), text)
+  await emit('flamegraph', values, input, derivedPath(input, `.${format}`), text)
   return 0
 }
 

@@ -148,7 +148,9 @@ async function diff(args) {
 
   if (values.output !== undefined) {
     const toCollapsed = api('toCollapsed')
-    writeOutput(values.output, diffFlameGraph(toCollapsed(baseTrace), toCollapsed(newTrace), { title: `${baseFile} → ${newFile}` }))
+    writeOutput(values.output, diffFlameGraph(toCollapsed(baseTrace), toCollapsed(newTrace), { title: `${baseFile} → ${newFile}` }), {
+      inputs: [baseFile, newFile],
+    })
     info(`wrote ${values.output}`)
   }
 

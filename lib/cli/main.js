@@ -42,8 +42,9 @@ Options:
   -h, --help            show help ('jsprof <command> --help' for a command's)
   -v, --version         print the version
 
-Exit status: the profiled command's for 'record'; 1 for 'diff' when a row grew past --fail-above;
-2 for bad arguments or unreadable input; 0 otherwise.`
+Exit status: 0 done; 2 bad arguments, or an input that cannot be read or is not a trace; 1 an
+output that cannot be written (or exists: -o names it, --force replaces it), 'diff' when a row grew
+past --fail-above, or an internal error; 'record': the profiled command's own (127: not found).`
 
 function version() {
   return require('../../package.json').version

@@ -144,7 +144,7 @@ async function record(args) {
   const output = path.resolve(values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`)
   if (values.output !== undefined) {
     const dir = path.dirname(output)
-    if (!fs.existsSync(dir)) throw new CliError(`cannot write ${values.output}: no such directory ${dir}`)
+    if (!fs.existsSync(dir)) throw new CliError(`cannot write ${values.output}: no such directory ${dir}`, 1)
   }
 
   const statusDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-'))

@@ -7,6 +7,7 @@
 
 const fs = require('node:fs')
 const { toTrace } = require('./profile')
+const { writeOutputFile } = require('../output')
 
 const MAGIC = 'jsprof-record-chunks'
 
@@ -67,11 +68,13 @@ function span(trace) {
   return trace.samples.length ? last - first : 0
 }
 
-/** Writes the trace to a temporary name and renames it: a trace file is never half-written. */
-function writeTrace(output, trace, pid) {
-  const tmp = `${output}.${pid}.tmp`
-  fs.writeFileSync(tmp, JSON.stringify(trace))
-  fs.renameSync(tmp, output)
+/**
+ * Writes the trace by lib/output.js's rules: a regular file through a temporary name and a rename
+ * (never half-written), a symlink through to its target, a pipe or device (-o /dev/stdout) written to,
+ * never replaced by a file.
+ */
+function writeTrace(output, trace) {
+  writeOutputFile(output, JSON.stringify(trace))
   return { path: output, samples: trace.samples.length, durationMs: span(trace) }
 }
 
@@ -81,7 +84,7 @@ function assemble(file, output, last) {
   if (!chunks) return null
   if (last) chunks.pieces.push(last)
   const trace = toTrace(chunks.pieces, chunks.header.timeOriginUs)
-  return { ...writeTrace(output, trace, chunks.header.pid), pieces: chunks.pieces.length }
+  return { ...writeTrace(output, trace), pieces: chunks.pieces.length }
 }
 
 /** Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. */
