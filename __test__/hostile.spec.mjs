@@ -254,3 +254,22 @@ test('negative numbers get the option\'s own plain message', () => {
   assert.equal(r.code, 2)
   assert.equal(r.stderr, "jsprof: --top must be a positive integer, got '-3' (see 'jsprof report --help')\n")
 })
+
+test('deep stacks: a 20,000-deep chain is summarized and drawn; formats that repeat whole stacks refuse with a RangeError', () => {
+  const depth = 20_000
+  const trace = { resources: ['file:///app/deep.js'], frames: [], stacks: [], samples: [] }
+  for (let i = 0; i < depth; i++) {
+    trace.frames.push({ name: `f${i}`, resourceId: 0, line: i + 1, column: 1 })
+    trace.stacks.push(i === 0 ? { frameId: 0 } : { frameId: i, parentId: i - 1 })
+    trace.samples.push({ timestamp: i, stackId: i })
+  }
+  const rows = jsprof.summarize(trace, { by: 'function' })
+  assert.equal(rows.length, depth)
+  assert.equal(rows.find((r) => r.name.startsWith('f0 ')).totalSamples, depth)
+  assert.equal(jsprof.toCpuProfile(trace).samples.length, depth)
+  assert.equal(jsprof.toGeckoProfile(trace).threads[0].samples.length, depth)
+  assert.match(jsprof.toFlameGraph(trace), /<\/svg>\s*$/)
+  for (const name of ['toPprof', 'toSpeedscope', 'toCollapsed']) {
+    assert.throws(() => jsprof[name](trace), (err) => err instanceof RangeError && /hold 200010000 frames in all, more than its limit of 50000000/.test(err.message), name)
+  }
+})

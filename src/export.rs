@@ -41,10 +41,7 @@ pub fn export_gecko_profile(
 /// speedscope JSON text.
 #[napi(catch_unwind)]
 pub fn export_speedscope(trace_json: String, name: Option<String>) -> Result<String> {
-    to_json(&export::speedscope::to_speedscope(
-        &trace(&trace_json)?,
-        name.as_deref(),
-    ))
+    to_json(&export::speedscope::to_speedscope(&trace(&trace_json)?, name.as_deref()).map_err(core_error)?)
 }
 
 /// Gzipped `profile.proto` bytes.
@@ -58,7 +55,7 @@ pub fn export_pprof(trace_json: String) -> Result<Buffer> {
 /// Folded stacks text.
 #[napi(catch_unwind)]
 pub fn export_collapsed(trace_json: String) -> Result<String> {
-    Ok(export::collapsed::to_collapsed(&trace(&trace_json)?))
+    export::collapsed::to_collapsed(&trace(&trace_json)?).map_err(core_error)
 }
 
 /// SVG text, or with `html` the self-contained HTML page.

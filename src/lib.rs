@@ -25,6 +25,7 @@ pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {
         ErrorKind::Syntax => "SyntaxError",
         ErrorKind::Type => "TypeError",
+        ErrorKind::Range => "RangeError",
     };
     Error::new(Status::InvalidArg, format!("{constructor}: {}", e.message))
 }

@@ -9,6 +9,8 @@ pub enum ErrorKind {
     Syntax,
     /// The value has the wrong shape or inconsistent contents.
     Type,
+    /// The value is well-formed but outside what can be done with it (an output past its limit).
+    Range,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +29,12 @@ impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Error {
             kind: ErrorKind::Type,
+            message: message.into(),
+        }
+    }
+    pub fn range(message: impl Into<String>) -> Self {
+        Error {
+            kind: ErrorKind::Range,
             message: message.into(),
         }
     }

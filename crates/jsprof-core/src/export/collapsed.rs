@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::{frame_label, stack_frames, Pseudo};
+use crate::error::Result;
 use crate::trace::ProfilerTrace;
 
 /// The folded text of a stack.
@@ -48,7 +49,22 @@ pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
     counts
 }
 
-pub fn to_collapsed(trace: &ProfilerTrace) -> String {
+pub fn to_collapsed(trace: &ProfilerTrace) -> Result<String> {
+    // One line per distinct sampled stack, each the whole stack: refused past the limit.
+    let depths = super::stack_depths(trace);
+    let mut sampled = vec![false; trace.stacks.len()];
+    for s in &trace.samples {
+        if let Some(id) = s.stack_id {
+            sampled[id as usize] = true;
+        }
+    }
+    let references = depths
+        .iter()
+        .zip(&sampled)
+        .filter(|(_, &s)| s)
+        .map(|(d, _)| d)
+        .sum();
+    super::check_frame_references(references, "toCollapsed")?;
     let mut out = String::new();
     for (stack, count) in folded_counts(trace) {
         out.push_str(&stack);
@@ -56,7 +72,7 @@ pub fn to_collapsed(trace: &ProfilerTrace) -> String {
         out.push_str(&count.to_string());
         out.push('\n');
     }
-    out
+    Ok(out)
 }
 
 pub(crate) fn sanitize(label: &str) -> String {
@@ -70,7 +86,7 @@ mod tests {
 
     #[test]
     fn folds_counts_and_sorts() {
-        let text = to_collapsed(&sample_trace());
+        let text = to_collapsed(&sample_trace()).unwrap();
         assert_eq!(
             text,
             "(garbage collector) 2\n\
@@ -87,6 +103,8 @@ mod tests {
     fn separators_in_names_are_replaced() {
         let mut t = sample_trace();
         t.frames[3].name = "a;b\nc".into();
-        assert!(to_collapsed(&t).contains("main (/app/main.js:1:1);a:b c 1\n"));
+        assert!(to_collapsed(&t)
+            .unwrap()
+            .contains("main (/app/main.js:1:1);a:b c 1\n"));
     }
 }

@@ -211,6 +211,60 @@ impl Pseudo {
     pub const ALL: [Pseudo; 3] = [Pseudo::Idle, Pseudo::GarbageCollector, Pseudo::Program];
 }
 
+/// The most frame references a format that repeats whole stacks per sample (pprof, speedscope's
+/// sampled profiles, collapsed stacks per distinct stack) writes: their size grows with samples ×
+/// depth, so a deep trace (a 20,000-deep recursion sampled at each level: 200 million references)
+/// would take minutes and gigabytes, then fail in V8. Beyond it they refuse with a RangeError that
+/// names the limit; the tree formats (cpuprofile, Gecko, the flame graphs) have no such limit.
+pub const MAX_FRAME_REFERENCES: u64 = 50_000_000;
+
+/// The number of frames of every stack (its depth), in one pass over the stacks. Only for validated
+/// traces (parent chains end).
+pub fn stack_depths(trace: &ProfilerTrace) -> Vec<u64> {
+    let mut depth = vec![0u64; trace.stacks.len()];
+    let mut path = Vec::new();
+    for start in 0..trace.stacks.len() {
+        let mut cursor = Some(start);
+        let mut base = 0;
+        while let Some(v) = cursor {
+            if depth[v] > 0 {
+                base = depth[v];
+                break;
+            }
+            path.push(v);
+            cursor = trace.stacks[v].parent_id.map(|p| p as usize);
+        }
+        for v in path.drain(..).rev() {
+            base += 1;
+            depth[v] = base;
+        }
+    }
+    depth
+}
+
+/// Refuses (RangeError) a trace whose `references` (frames `format` would write in all) exceed
+/// [`MAX_FRAME_REFERENCES`].
+pub fn check_frame_references(references: u64, format: &str) -> Result<()> {
+    if references > MAX_FRAME_REFERENCES {
+        return Err(Error::range(format!(
+            "{format} repeats each sample's whole stack, and this trace's stacks hold {references} frames \
+             in all, more than its limit of {MAX_FRAME_REFERENCES}: its stacks are too deep for the format \
+             (toCpuProfile, toGeckoProfile and the flame graphs have no such limit)"
+        )));
+    }
+    Ok(())
+}
+
+/// Frames written per sample (pprof, speedscope): the sum of the sampled stacks' depths.
+pub fn sample_frame_references(trace: &ProfilerTrace) -> u64 {
+    let depths = stack_depths(trace);
+    trace
+        .samples
+        .iter()
+        .filter_map(|s| s.stack_id.map(|id| depths[id as usize]))
+        .sum()
+}
+
 /// Frame ids of a stack from the outermost frame to the leaf. Only for validated traces.
 pub fn stack_frames(trace: &ProfilerTrace, stack_id: u32) -> Vec<u32> {
     let mut frames = Vec::new();
@@ -477,6 +531,21 @@ pub(crate) mod tests {
         let d = sample_durations(&[s(0.0), s(1.0), s(3.0), s(6.0)]);
         assert_eq!(d, vec![1.0, 2.0, 3.0, 2.0]);
         assert_eq!(sample_durations(&[s(5.0)]), vec![0.0]);
+    }
+
+    #[test]
+    fn depths_in_one_pass_and_the_frame_reference_limit() {
+        let t = sample_trace();
+        let depths = stack_depths(&t);
+        for (id, &d) in depths.iter().enumerate() {
+            assert_eq!(d, stack_frames(&t, id as u32).len() as u64);
+        }
+        assert!(check_frame_references(MAX_FRAME_REFERENCES, "toPprof").is_ok());
+        let err = check_frame_references(MAX_FRAME_REFERENCES + 1, "toPprof").unwrap_err();
+        assert_eq!(err.kind, crate::error::ErrorKind::Range);
+        assert!(err
+            .message
+            .starts_with("toPprof repeats each sample's whole stack"));
     }
 
     #[test]

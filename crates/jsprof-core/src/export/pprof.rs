@@ -309,6 +309,7 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
 
 /// The gzipped bytes of [`to_profile`].
 pub fn to_pprof(trace: &ProfilerTrace) -> Result<Vec<u8>> {
+    super::check_frame_references(super::sample_frame_references(trace), "toPprof")?;
     let bytes = to_profile(trace).encode_to_vec();
     let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 64), Compression::default());
     gz.write_all(&bytes)

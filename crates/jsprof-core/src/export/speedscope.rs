@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::{display_name, sample_durations, stack_frames, time_order, Pseudo};
+use crate::error::Result;
 use crate::trace::ProfilerTrace;
 
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
@@ -52,7 +53,8 @@ pub struct SampledProfile {
     pub weights: Vec<f64>,
 }
 
-pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> File {
+pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> {
+    super::check_frame_references(super::sample_frame_references(trace), "toSpeedscope")?;
     let mut frames: Vec<SpeedscopeFrame> = trace
         .frames
         .iter()
@@ -90,7 +92,7 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> File {
     let start_value = order.first().map_or(0.0, |&i| trace.samples[i].timestamp);
     let end_value = round_ns(start_value + weights.iter().sum::<f64>());
     let name = name.unwrap_or("jsprof-node profile").to_owned();
-    File {
+    Ok(File {
         schema: SCHEMA,
         shared: Shared { frames },
         profiles: vec![SampledProfile {
@@ -105,7 +107,7 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> File {
         name,
         active_profile_index: 0,
         exporter: format!("jsprof-node@{}", env!("CARGO_PKG_VERSION")),
-    }
+    })
 }
 
 /// Rounds ms to ns, so sums of µs-precision gaps print without float noise.
@@ -120,7 +122,7 @@ mod tests {
 
     #[test]
     fn samples_are_frame_paths_weighted_by_duration() {
-        let f = to_speedscope(&sample_trace(), Some("run"));
+        let f = to_speedscope(&sample_trace(), Some("run")).unwrap();
         let p = &f.profiles[0];
         assert_eq!(f.shared.frames.len(), 5 + 3);
         assert_eq!(f.shared.frames[4].name, "(anonymous)");
