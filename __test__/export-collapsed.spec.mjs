@@ -80,6 +80,21 @@ test('separators inside names cannot break the format', () => {
   const t = handTrace()
   t.frames[3].name = 'a;b\nc'
   const counts = parseCollapsed(toCollapsed(t))
-  assert.equal(counts.get('main (/app/main.js:1:1);a:b c'), 1)
+  assert.equal(counts.get('main (/app/main.js:1:1);a:b\\x0ac'), 1)
   assert.equal(expand(t).length, 11)
+})
+
+test('a name cannot read as a count, lose its leading space, or carry a control into the format', () => {
+  const t = handTrace()
+  for (const [name, shown] of [
+    ['x 999', 'x\u00a0999'],
+    [' lead', '\u00a0lead'],
+    ['esc\x1b[2J', 'esc\\x1b[2J'],
+  ]) {
+    t.frames[3].name = name
+    const text = toCollapsed(t)
+    assert.ok(text.includes(`main (/app/main.js:1:1);${shown} 1\n`), JSON.stringify(text))
+    // Every line still ends in exactly one count after its only ASCII space-separated stack.
+    for (const line of text.trimEnd().split('\n')) assert.match(line, /^[^ ]+( [^ ]+)*? \d+$/)
+  }
 })

@@ -2,8 +2,11 @@
 //! `outer;…;leaf count`, the count being the number of samples. Frames are named
 //! `name (path:line:column)` (see [`frame_label`]), anonymous functions `(anonymous)`; stackless samples
 //! are one-frame stacks `(idle)`, `(garbage collector)` and `(program)`. Lines are sorted by their stack
-//! text (byte order), so the output is deterministic. `;` inside a name becomes `:` and line breaks
-//! become spaces, since both are separators of the format.
+//! text (byte order), so the output is deterministic. The format has no escapes, and its readers split
+//! on `;`, on the last spaces and on line ends, and trim: so `;` inside a name becomes `:`; other
+//! controls (line breaks included) are visible escapes (`\x0a`, [`crate::text::visible`]); and a space
+//! that would let a name read as a count (`x 999`: inferno takes `… 999 5` for a differential line) or be
+//! trimmed (a leading one) is a no-break space (U+00A0), which looks the same and no reader splits on.
 
 use std::collections::BTreeMap;
 
@@ -76,7 +79,18 @@ pub fn to_collapsed(trace: &ProfilerTrace) -> Result<String> {
 }
 
 pub(crate) fn sanitize(label: &str) -> String {
-    label.replace(';', ":").replace(['\n', '\r'], " ")
+    let mut text = crate::text::visible(label).replace(';', ":");
+    if text.starts_with(' ') {
+        text.replace_range(0..1, "\u{a0}");
+    }
+    // `name 123` at the end of a line would read as one more count column.
+    if let Some(at) = text.rfind(' ') {
+        let tail = &text[at + 1..];
+        if !tail.is_empty() && tail.parse::<f64>().is_ok() {
+            text.replace_range(at..at + 1, "\u{a0}");
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -100,11 +114,24 @@ mod tests {
     }
 
     #[test]
+    fn names_that_would_read_as_counts_or_lose_a_space_keep_their_text() {
+        let mut t = sample_trace();
+        t.frames[3].name = "x 999".into();
+        assert!(to_collapsed(&t)
+            .unwrap()
+            .contains("main (/app/main.js:1:1);x\u{a0}999 1\n"));
+        t.frames[3].name = " lead\x1b".into();
+        assert!(to_collapsed(&t)
+            .unwrap()
+            .contains("main (/app/main.js:1:1);\u{a0}lead\\x1b 1\n"));
+    }
+
+    #[test]
     fn separators_in_names_are_replaced() {
         let mut t = sample_trace();
         t.frames[3].name = "a;b\nc".into();
         assert!(to_collapsed(&t)
             .unwrap()
-            .contains("main (/app/main.js:1:1);a:b c 1\n"));
+            .contains("main (/app/main.js:1:1);a:b\\x0ac 1\n"));
     }
 }
