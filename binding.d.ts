@@ -64,6 +64,26 @@ export declare class Recording {
   build(timeOriginUs: number): Promise<TraceParts>
 }
 
+export declare class TraceHandle {
+  /**
+   * A V8 CPU profile (`.cpuprofile` JSON as UTF-8 bytes) as a trace, by the rules of
+   * `fromCpuProfile` (times relative to the profile's start).
+   */
+  static fromCpuProfile(bytes: Uint8Array): TraceHandle
+  /** A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do. */
+  static fromTraceJson(bytes: Uint8Array): TraceHandle
+  get sampleCount(): number
+  /** How many samples, over how long, at which interval (what `jsprof report` prints first). */
+  timing(): TraceTiming
+  /** `{ resources, frames, stacks }` as JSON text: the trace without its samples. */
+  tablesJson(): string
+  /**
+   * The same samples over new tables (`{ resources, frames, stacks }` JSON, from source maps),
+   * each sample's stack renumbered through `stackMap` (old id -> new id).
+   */
+  withTables(tablesJson: string, stackMap: Uint32Array): TraceHandle
+}
+
 export interface Added {
   accepted: number
   becameFull: boolean
@@ -99,22 +119,22 @@ export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: numbe
 export declare function dieOfSignal(signal: number): void
 
 /** Folded stacks text. */
-export declare function exportCollapsed(traceJson: string): string
+export declare function exportCollapsed(trace: TraceInput): string
 
 /** `.cpuprofile` JSON text. */
-export declare function exportCpuProfile(traceJson: string): string
+export declare function exportCpuProfile(trace: TraceInput): string
 
 /** SVG text, or with `html` the self-contained HTML page. */
-export declare function exportFlameGraph(traceJson: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
+export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON text. */
-export declare function exportGeckoProfile(traceJson: string, threadName?: string | undefined | null, startTime?: number | undefined | null): string
+export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null): string
 
 /** Gzipped `profile.proto` bytes. */
-export declare function exportPprof(traceJson: string): Buffer
+export declare function exportPprof(trace: TraceInput): Buffer
 
 /** speedscope JSON text. */
-export declare function exportSpeedscope(traceJson: string, name?: string | undefined | null): string
+export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null): string
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -178,7 +198,7 @@ export declare function setOwnCode(prefixes: Array<string>): void
 export declare function sourceMapReads(): number
 
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
-export declare function summarizeTrace(traceJson: string, by: string, sampleInterval?: number | undefined | null): string
+export declare function summarizeTrace(trace: TraceInput, by: string, sampleInterval?: number | undefined | null): string
 
 /**
  * A trace's tables as columns, the cheapest shape to build and read on the main thread: strings as
@@ -209,6 +229,14 @@ export interface TraceParts {
   stackIds: Int32Array
   /** 0 none, 1 script, 2 gc, 3 other, 4 style, 5 layout, 6 paint. */
   markers: Uint8Array
+}
+
+export interface TraceTiming {
+  samples: number
+  /** Latest minus earliest sample time, ms. */
+  durationMs: number
+  /** The median gap between samples in time order, ms (0 with fewer than 2). */
+  intervalMs: number
 }
 
 /**

@@ -837,6 +837,7 @@ module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __n
 module.exports = nativeBinding
 module.exports.Chunk = nativeBinding.Chunk
 module.exports.Recording = nativeBinding.Recording
+module.exports.TraceHandle = nativeBinding.TraceHandle
 module.exports.attributeResource = nativeBinding.attributeResource
 module.exports.attributionReads = nativeBinding.attributionReads
 module.exports.clearAttributionCache = nativeBinding.clearAttributionCache

@@ -6,7 +6,7 @@
 //  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
 //
 // Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|loop|server,
+// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server,
 // BENCH_SERVER_ROUNDS (default 3).
 
 import { readFileSync } from 'node:fs'
@@ -168,6 +168,7 @@ function child(script, args) {
   })
 }
 if (!ONLY || ONLY === 'deep') await child('./deep.mjs', [])
+if (!ONLY || ONLY === 'large') await child('./large-input.mjs', [])
 if (!ONLY || ONLY === 'loop') await child('./per-request-loop.mjs', [])
 if (!ONLY || ONLY === 'server') {
   await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '3', '--duration', '6'])

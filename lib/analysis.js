@@ -60,16 +60,19 @@ function summarize(trace, options) {
       sampleInterval = options.sampleInterval
     }
   }
-  for (const table of ['resources', 'frames', 'stacks', 'samples']) {
-    if (!Array.isArray(trace[table])) {
-      throw new TypeError(`summarize: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`)
+  let text = trace
+  // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.
+  if (!(trace instanceof binding.TraceHandle)) {
+    for (const table of ['resources', 'frames', 'stacks', 'samples']) {
+      if (!Array.isArray(trace[table])) {
+        throw new TypeError(`summarize: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`)
+      }
     }
-  }
-  let text
-  try {
-    text = JSON.stringify(trace)
-  } catch (err) {
-    throw new TypeError(`summarize: malformed trace: ${err.message}`)
+    try {
+      text = JSON.stringify(trace)
+    } catch (err) {
+      throw new TypeError(`summarize: malformed trace: ${err.message}`)
+    }
   }
   const json = callNative(() => {
     try {

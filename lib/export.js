@@ -5,7 +5,12 @@
 
 const { binding, callNative } = require('./native')
 
+/**
+ * The trace for the binding: JSON text of a ProfilerTrace object, or a native TraceHandle as it is
+ * (a trace kept in Rust, as the CLI reads large .cpuprofile files: no sample object ever made).
+ */
 function traceJson(trace, fn) {
+  if (trace instanceof binding.TraceHandle) return trace
   if (trace === null || typeof trace !== 'object' || Array.isArray(trace)) {
     throw new TypeError(
       `${fn}: expected a ProfilerTrace object ({ resources, frames, stacks, samples }), got ${describe(trace)}`,
@@ -51,25 +56,33 @@ function readOptions(options, fn, spec) {
   return out
 }
 
-/** V8's `.cpuprofile` object; `fromCpuProfile(result, { timeOrigin: 0 })` gives the trace back. */
-function toCpuProfile(trace) {
-  const text = traceJson(trace, 'toCpuProfile')
-  return JSON.parse(callNative(() => binding.exportCpuProfile(text)))
+// The JSON formats as the text Rust writes: the public functions parse it into objects; the CLI
+// writes it as it is (a large profile's Gecko JSON parsed and stringified again tripled its memory).
+const JSON_TEXT = {
+  toCpuProfile(trace) {
+    const text = traceJson(trace, 'toCpuProfile')
+    return callNative(() => binding.exportCpuProfile(text))
+  },
+  toGeckoProfile(trace, options) {
+    const text = traceJson(trace, 'toGeckoProfile')
+    const o = readOptions(options, 'toGeckoProfile', { threadName: 'string', startTime: 'finite' })
+    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime))
+  },
+  toSpeedscope(trace, options) {
+    const text = traceJson(trace, 'toSpeedscope')
+    const o = readOptions(options, 'toSpeedscope', { name: 'string' })
+    return callNative(() => binding.exportSpeedscope(text, o.name))
+  },
 }
+
+/** V8's `.cpuprofile` object; `fromCpuProfile(result, { timeOrigin: 0 })` gives the trace back. */
+const toCpuProfile = (trace) => JSON.parse(JSON_TEXT.toCpuProfile(trace))
 
 /** The Firefox Profiler's processed profile (version 58) object. */
-function toGeckoProfile(trace, options) {
-  const text = traceJson(trace, 'toGeckoProfile')
-  const o = readOptions(options, 'toGeckoProfile', { threadName: 'string', startTime: 'finite' })
-  return JSON.parse(callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime)))
-}
+const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(trace, options))
 
 /** A speedscope file object. */
-function toSpeedscope(trace, options) {
-  const text = traceJson(trace, 'toSpeedscope')
-  const o = readOptions(options, 'toSpeedscope', { name: 'string' })
-  return JSON.parse(callNative(() => binding.exportSpeedscope(text, o.name)))
-}
+const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options))
 
 /** Gzipped pprof `profile.proto` bytes, as a Buffer. */
 function toPprof(trace) {
@@ -93,4 +106,4 @@ function toFlameGraph(trace, options) {
   return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
-module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph }
+module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph, JSON_TEXT }

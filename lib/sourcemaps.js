@@ -5,7 +5,7 @@
 // pool; this file checks the arguments, sends the small tables across as JSON text and renumbers the
 // samples' stack ids with the map Rust gives back (the samples, which dominate, never cross).
 
-const { binding, rethrowTyped } = require('./native')
+const { binding, rethrowTyped, callNative: callNativeTyped } = require('./native')
 const { makeSample, makeTrace } = require('./trace')
 
 const DEFAULT_MAX_MAP_SIZE = 256 * 1024 * 1024
@@ -195,6 +195,10 @@ async function renumberSamples(samples, stackMap) {
  * Never rejects for a missing or broken map; rejects with a TypeError/RangeError for bad arguments.
  */
 async function resolveSourceMaps(trace, options) {
+  // A native TraceHandle (the CLI's large .cpuprofile files): its tables are mapped, its samples
+  // renumbered in Rust.
+  const handle = trace instanceof binding.TraceHandle ? trace : null
+  if (handle) trace = { ...JSON.parse(handle.tablesJson()), samples: [] }
   checkTrace(trace)
   const opts = readOptions(options)
   const columns = toColumns(trace)
@@ -206,6 +210,11 @@ async function resolveSourceMaps(trace, options) {
     rethrowTyped(err)
   }
   const { frames, resources, stacks } = fromColumns(out.tables)
+  if (handle) {
+    const tables = JSON.stringify({ resources, frames, stacks })
+    const mapped = callNativeTyped(() => handle.withTables(tables, Uint32Array.from(out.stackMap)))
+    return { trace: mapped, stats: JSON.parse(out.stats) }
+  }
   await nextTurn()
   const samples = await renumberSamples(trace.samples, out.stackMap)
   return { trace: makeTrace(frames, resources, samples, stacks), stats: JSON.parse(out.stats) }

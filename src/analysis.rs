@@ -7,7 +7,7 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use jsprof_core::attribution::Attributor;
 use jsprof_core::summary::{self, By};
-use jsprof_core::{Error as CoreError, ProfilerTrace};
+use jsprof_core::Error as CoreError;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -44,7 +44,11 @@ pub fn attribute_resource(resource: String) -> ResourceAttribution {
 
 /// A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows.
 #[napi(catch_unwind)]
-pub fn summarize_trace(trace_json: String, by: String, sample_interval: Option<f64>) -> Result<String> {
+pub fn summarize_trace(
+    trace: crate::export::TraceInput<'_>,
+    by: String,
+    sample_interval: Option<f64>,
+) -> Result<String> {
     let Some(by) = By::parse(&by) else {
         let expected = By::NAMES.map(|n| format!("'{n}'")).join(", ");
         return Err(Error::new(
@@ -56,9 +60,15 @@ pub fn summarize_trace(trace_json: String, by: String, sample_interval: Option<f
         let message = format!("RangeError: sampleInterval must be a finite number of ms >= 0, got {i}");
         return Err(Error::new(Status::InvalidArg, message));
     }
-    // The exporters' reader: lone surrogates (which JSON.stringify writes) are read as visible text.
-    let trace: ProfilerTrace = jsprof_core::export::parse_trace(&trace_json)
-        .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
+    // The exporters' reader (lone surrogates, which JSON.stringify writes, read as visible text), or a
+    // TraceHandle's trace as it is.
+    let trace = match trace {
+        Either::A(json) => std::sync::Arc::new(
+            jsprof_core::export::parse_trace(&json)
+                .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?,
+        ),
+        Either::B(handle) => handle.inner.clone(),
+    };
     let rows = summary::summarize(&trace, by, sample_interval, &mut attributor())
         .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))

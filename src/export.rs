@@ -7,10 +7,20 @@ use jsprof_core::ProfilerTrace;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use crate::core_error;
+use std::sync::Arc;
 
-fn trace(json: &str) -> Result<ProfilerTrace> {
-    export::parse_trace(json).map_err(core_error)
+use crate::core_error;
+use crate::trace_handle::TraceHandle;
+
+/// A trace given as JSON text (parsed and validated here) or as a [`TraceHandle`] (validated when
+/// it was made): the exporters and `summarize` take either.
+pub(crate) type TraceInput<'a> = Either<String, &'a TraceHandle>;
+
+pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
+    match input {
+        Either::A(json) => Ok(Arc::new(export::parse_trace(&json).map_err(core_error)?)),
+        Either::B(handle) => Ok(handle.inner.clone()),
+    }
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
@@ -20,14 +30,14 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
 
 /// `.cpuprofile` JSON text.
 #[napi(catch_unwind)]
-pub fn export_cpu_profile(trace_json: String) -> Result<String> {
-    to_json(&export::cpuprofile::to_cpu_profile(&trace(&trace_json)?))
+pub fn export_cpu_profile(trace: TraceInput<'_>) -> Result<String> {
+    to_json(&export::cpuprofile::to_cpu_profile(&*trace_of(trace)?))
 }
 
 /// Firefox Profiler processed-profile JSON text.
 #[napi(catch_unwind)]
 pub fn export_gecko_profile(
-    trace_json: String,
+    trace: TraceInput<'_>,
     thread_name: Option<String>,
     start_time: Option<f64>,
 ) -> Result<String> {
@@ -35,33 +45,33 @@ pub fn export_gecko_profile(
         thread_name,
         start_time,
     };
-    to_json(&export::gecko::to_gecko_profile(&trace(&trace_json)?, &options))
+    to_json(&export::gecko::to_gecko_profile(&*trace_of(trace)?, &options))
 }
 
 /// speedscope JSON text.
 #[napi(catch_unwind)]
-pub fn export_speedscope(trace_json: String, name: Option<String>) -> Result<String> {
-    to_json(&export::speedscope::to_speedscope(&trace(&trace_json)?, name.as_deref()).map_err(core_error)?)
+pub fn export_speedscope(trace: TraceInput<'_>, name: Option<String>) -> Result<String> {
+    to_json(&export::speedscope::to_speedscope(&*trace_of(trace)?, name.as_deref()).map_err(core_error)?)
 }
 
 /// Gzipped `profile.proto` bytes.
 #[napi(catch_unwind)]
-pub fn export_pprof(trace_json: String) -> Result<Buffer> {
-    Ok(export::pprof::to_pprof(&trace(&trace_json)?)
+pub fn export_pprof(trace: TraceInput<'_>) -> Result<Buffer> {
+    Ok(export::pprof::to_pprof(&*trace_of(trace)?)
         .map_err(core_error)?
         .into())
 }
 
 /// Folded stacks text.
 #[napi(catch_unwind)]
-pub fn export_collapsed(trace_json: String) -> Result<String> {
-    export::collapsed::to_collapsed(&trace(&trace_json)?).map_err(core_error)
+pub fn export_collapsed(trace: TraceInput<'_>) -> Result<String> {
+    export::collapsed::to_collapsed(&*trace_of(trace)?).map_err(core_error)
 }
 
 /// SVG text, or with `html` the self-contained HTML page.
 #[napi(catch_unwind)]
 pub fn export_flame_graph(
-    trace_json: String,
+    trace: TraceInput<'_>,
     title: Option<String>,
     subtitle: Option<String>,
     width: Option<u32>,
@@ -72,7 +82,7 @@ pub fn export_flame_graph(
         subtitle,
         width,
     };
-    let trace = trace(&trace_json)?;
+    let trace = trace_of(trace)?;
     if html == Some(true) {
         export::flamegraph::to_flame_graph_html(&trace, &options).map_err(core_error)
     } else {

@@ -20,6 +20,7 @@ mod prod;
 mod signals;
 mod sourcemap;
 mod text;
+mod trace_handle;
 
 pub(crate) fn core_error(e: core::Error) -> Error {
     let constructor = match e.kind {

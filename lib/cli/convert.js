@@ -96,8 +96,8 @@ async function convert(args) {
   if (values.output === '') throw usage('convert', '--output must not be empty')
   const input = positionals[0]
   const trace = await applySourceMaps(readTrace(input).trace, values)
-  const result = api(format.fn)(trace)
-  const data = format.json ? JSON.stringify(result) : result
+  // JSON formats as the text Rust writes (no object parsed to be stringified again).
+  const data = format.json ? require('../export').JSON_TEXT[format.fn](trace) : api(format.fn)(trace)
   await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0
 }

@@ -4,7 +4,7 @@
 // `jsprof report`), compared as shares of each profile's samples, so runs of different length compare.
 
 const { api, parse, positiveInt, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('./common')
-const { readTrace } = require('./input')
+const { readTrace, timingOf } = require('./input')
 const { visible } = require('../text')
 const { table, label } = require('./report')
 const { diffFlameGraph, unplaced } = require('./diff-svg')
@@ -46,7 +46,7 @@ function parsePct(text) {
 }
 
 function shares(trace, by) {
-  const total = trace.samples.length
+  const total = timingOf(trace).samples
   return {
     total,
     rows: api('summarize')(trace, { by }).map((row) => ({

@@ -3,7 +3,7 @@
 // as an aligned table (summarize() rows), or JSON for machines.
 
 const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('./common')
-const { readTrace } = require('./input')
+const { readTrace, timingOf } = require('./input')
 const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
 const { visible } = require('../text')
 
@@ -24,15 +24,6 @@ ${SOURCE_MAP_HELP}
 Columns: self % and total % are shares of all samples (idle included); self ms / total ms are the time
 those samples stand for; samples counts the self samples; kind is app, dependency, node or native (idle, gc or other for samples
 without a JS stack).`
-
-/** Median distance between consecutive sample times (sorted), ms (0 with fewer than 2). */
-function medianInterval(times) {
-  const deltas = []
-  for (let i = 1; i < times.length; i++) deltas.push(times[i] - times[i - 1])
-  if (deltas.length === 0) return 0
-  deltas.sort((a, b) => a - b)
-  return deltas[deltas.length >> 1]
-}
 
 function percent(part, whole) {
   return whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : '-'
@@ -90,11 +81,7 @@ async function report(args) {
   const trace = await applySourceMaps(readTrace(file).trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
-  const total = trace.samples.length
-  // In time order: a trace keeps V8's sample order, which now and then puts one out of time order.
-  const times = trace.samples.map((s) => s.timestamp).sort((a, b) => a - b)
-  const durationMs = total > 1 ? times[total - 1] - times[0] : 0
-  const intervalMs = medianInterval(times)
+  const { samples: total, durationMs, intervalMs } = timingOf(trace)
 
   if (values.json) {
     await writeStdout(`${JSON.stringify({ file, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`)

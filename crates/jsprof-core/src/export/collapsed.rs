@@ -54,20 +54,7 @@ pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
 
 pub fn to_collapsed(trace: &ProfilerTrace) -> Result<String> {
     // One line per distinct sampled stack, each the whole stack: refused past the limit.
-    let depths = super::stack_depths(trace);
-    let mut sampled = vec![false; trace.stacks.len()];
-    for s in &trace.samples {
-        if let Some(id) = s.stack_id {
-            sampled[id as usize] = true;
-        }
-    }
-    let references = depths
-        .iter()
-        .zip(&sampled)
-        .filter(|(_, &s)| s)
-        .map(|(d, _)| d)
-        .sum();
-    super::check_frame_references(references, "toCollapsed")?;
+    super::check_frame_references(super::distinct_frame_references(trace), "toCollapsed")?;
     let mut out = String::new();
     for (stack, count) in folded_counts(trace) {
         out.push_str(&stack);

@@ -211,9 +211,8 @@ impl Pseudo {
     pub const ALL: [Pseudo; 3] = [Pseudo::Idle, Pseudo::GarbageCollector, Pseudo::Program];
 }
 
-/// The most frame references a format that repeats whole stacks per sample (pprof, speedscope's
-/// sampled profiles, collapsed stacks per distinct stack) writes: their size grows with samples ×
-/// depth, so a deep trace (a 20,000-deep recursion sampled at each level: 200 million references)
+/// The most frame references a format that repeats whole stacks writes (speedscope's sampled profiles
+/// per sample; pprof and collapsed stacks per distinct stack): their size grows with stacks × depth, so a deep trace (a 20,000-deep recursion sampled at each level: 200 million references)
 /// would take minutes and gigabytes, then fail in V8. Beyond it they refuse with a RangeError that
 /// names the limit; the tree formats (cpuprofile, Gecko, the flame graphs) have no such limit.
 pub const MAX_FRAME_REFERENCES: u64 = 50_000_000;
@@ -255,7 +254,24 @@ pub fn check_frame_references(references: u64, format: &str) -> Result<()> {
     Ok(())
 }
 
-/// Frames written per sample (pprof, speedscope): the sum of the sampled stacks' depths.
+/// Frames written once per distinct sampled stack (pprof, collapsed): the sum of their depths.
+pub fn distinct_frame_references(trace: &ProfilerTrace) -> u64 {
+    let depths = stack_depths(trace);
+    let mut sampled = vec![false; trace.stacks.len()];
+    for s in &trace.samples {
+        if let Some(id) = s.stack_id {
+            sampled[id as usize] = true;
+        }
+    }
+    depths
+        .iter()
+        .zip(&sampled)
+        .filter(|(_, &s)| s)
+        .map(|(d, _)| d)
+        .sum()
+}
+
+/// Frames written per sample (speedscope's sampled profiles): the sum of the sampled stacks' depths.
 pub fn sample_frame_references(trace: &ProfilerTrace) -> u64 {
     let depths = stack_depths(trace);
     trace
@@ -323,7 +339,9 @@ pub fn sample_durations_with_last(samples: &[TraceSample], last: Option<f64>) ->
         durations[pair[0]] = samples[pair[1]].timestamp - samples[pair[0]].timestamp;
     }
     if let Some(&index) = order.last() {
-        durations[index] = last.unwrap_or_else(|| median_interval(samples));
+        // The gaps are the durations so far (in time order): no second sort of the times.
+        durations[index] =
+            last.unwrap_or_else(|| median(order.windows(2).map(|p| durations[p[0]]).collect()));
     }
     durations
 }
@@ -333,16 +351,23 @@ pub fn sample_durations_with_last(samples: &[TraceSample], last: Option<f64>) ->
 pub fn median_interval(samples: &[TraceSample]) -> f64 {
     let mut times: Vec<f64> = samples.iter().map(|s| s.timestamp).collect();
     times.sort_by(f64::total_cmp);
-    let mut gaps: Vec<f64> = times.windows(2).map(|w| w[1] - w[0]).collect();
-    if gaps.is_empty() {
+    median(times.windows(2).map(|w| w[1] - w[0]).collect())
+}
+
+/// The median of `values` (the mean of the two middle ones for an even count; 0 for none), found by
+/// selection in linear time.
+fn median(mut values: Vec<f64>) -> f64 {
+    let n = values.len();
+    if n == 0 {
         return 0.0;
     }
-    gaps.sort_by(f64::total_cmp);
-    let mid = gaps.len() / 2;
-    if gaps.len() % 2 == 1 {
-        gaps[mid]
+    let mid = n / 2;
+    let (lower, &mut at_mid, _) = values.select_nth_unstable_by(mid, f64::total_cmp);
+    if n % 2 == 1 {
+        at_mid
     } else {
-        (gaps[mid - 1] + gaps[mid]) / 2.0
+        let below = lower.iter().copied().max_by(f64::total_cmp).unwrap_or(at_mid);
+        (below + at_mid) / 2.0
     }
 }
 

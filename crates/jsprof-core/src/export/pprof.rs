@@ -226,48 +226,56 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
     let (package_key, kind_key) = (strings.id("package"), strings.id("kind"));
 
     let durations = sample_durations(&trace.samples);
-    let mut merged: HashMap<(Vec<u64>, i64, i64), usize> = HashMap::new();
+    // One pprof sample per distinct stack (or pseudo-frame): its locations are listed once, so the
+    // work is the distinct stacks' frames, not every sample's.
+    let mut merged: HashMap<std::result::Result<u32, u8>, usize> = HashMap::new();
     let mut sample: Vec<Sample> = Vec::new();
     for (i, s) in trace.samples.iter().enumerate() {
-        let (locations, package, kind) = match (s.stack_id, Pseudo::of(s)) {
-            (Some(id), None) => {
-                let frames = stack_frames(trace, id);
-                let leaf = &attributions[*frames.last().unwrap_or(&0) as usize];
-                // pprof lists locations leaf first.
-                let locations = frames.iter().rev().map(|&f| f as u64 + 1).collect();
-                (locations, package_label(leaf), kind_name(leaf.kind).to_owned())
-            }
-            (_, pseudo) => {
-                let p = pseudo.unwrap_or(Pseudo::Program);
-                let (package, kind) = if p == Pseudo::Idle {
-                    ("(idle)", "idle")
-                } else {
-                    ("(vm)", "vm")
+        let key = match (s.stack_id, Pseudo::of(s)) {
+            (Some(id), None) => Ok(id),
+            (_, pseudo) => Err(pseudo.unwrap_or(Pseudo::Program) as u8),
+        };
+        let index = match merged.get(&key) {
+            Some(&index) => index,
+            None => {
+                let (locations, package, kind) = match key {
+                    Ok(id) => {
+                        let frames = stack_frames(trace, id);
+                        let leaf = &attributions[*frames.last().unwrap_or(&0) as usize];
+                        // pprof lists locations leaf first.
+                        let locations = frames.iter().rev().map(|&f| f as u64 + 1).collect();
+                        (locations, package_label(leaf), kind_name(leaf.kind).to_owned())
+                    }
+                    Err(p) => {
+                        let (package, kind) = if p == Pseudo::Idle as u8 {
+                            ("(idle)", "idle")
+                        } else {
+                            ("(vm)", "vm")
+                        };
+                        (vec![pseudo_base + p as u64], package.to_owned(), kind.to_owned())
+                    }
                 };
-                (vec![pseudo_base + p as u64], package.to_owned(), kind.to_owned())
+                let (package, kind) = (strings.id(&package), strings.id(&kind));
+                sample.push(Sample {
+                    location_id: locations,
+                    value: vec![0, 0],
+                    label: vec![
+                        Label {
+                            key: package_key,
+                            str: package,
+                            ..Default::default()
+                        },
+                        Label {
+                            key: kind_key,
+                            str: kind,
+                            ..Default::default()
+                        },
+                    ],
+                });
+                merged.insert(key, sample.len() - 1);
+                sample.len() - 1
             }
         };
-        let (package, kind) = (strings.id(&package), strings.id(&kind));
-        let key = (locations, package, kind);
-        let index = *merged.entry(key.clone()).or_insert_with(|| {
-            sample.push(Sample {
-                location_id: key.0,
-                value: vec![0, 0],
-                label: vec![
-                    Label {
-                        key: package_key,
-                        str: package,
-                        ..Default::default()
-                    },
-                    Label {
-                        key: kind_key,
-                        str: kind,
-                        ..Default::default()
-                    },
-                ],
-            });
-            sample.len() - 1
-        });
         sample[index].value[0] += 1;
         sample[index].value[1] = sample[index].value[1].saturating_add(ns(durations[i]));
     }
@@ -309,7 +317,7 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
 
 /// The gzipped bytes of [`to_profile`].
 pub fn to_pprof(trace: &ProfilerTrace) -> Result<Vec<u8>> {
-    super::check_frame_references(super::sample_frame_references(trace), "toPprof")?;
+    super::check_frame_references(super::distinct_frame_references(trace), "toPprof")?;
     let bytes = to_profile(trace).encode_to_vec();
     let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 64), Compression::default());
     gz.write_all(&bytes)
