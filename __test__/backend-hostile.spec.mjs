@@ -67,6 +67,21 @@ test('a backend that answers 200 and then drips: each push ends at the deadline,
   }
 })
 
+test('a backend that resets connections: every push fails, counted, retried, and the exporter goes on', async () => {
+  const srv = await server((req, res) => req.socket.destroy())
+  try {
+    const exporter = pyroscopeExporter({ url: srv.url, appName: 'a', encode, retryBaseMs: 1, maxRetries: 1 })
+    exporter.push(chunk(0))
+    exporter.push(chunk(1))
+    await exporter.flush()
+    assert.equal(srv.hits, 4, 'two pushes, one retry each')
+    assert.deepEqual([exporter.stats.failed, exporter.stats.retries, exporter.stats.errors], [2, 2, 4])
+    assert.match(exporter.lastError.message, /^pyroscope ingest: socket hang up|ECONNRESET/)
+  } finally {
+    await srv.close()
+  }
+})
+
 test('a huge response body is not read to its end', async () => {
   let written = 0
   const srv = await server((req, res) => {
