@@ -128,10 +128,10 @@ export declare function exportCpuProfile(trace: TraceInput): string
 export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON text. */
-export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null): string
+export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): string
 
 /** Gzipped `profile.proto` bytes. */
-export declare function exportPprof(trace: TraceInput): Buffer
+export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | undefined | null): Buffer
 
 /** speedscope JSON text. */
 export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null): string

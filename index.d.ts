@@ -156,10 +156,21 @@ export declare function summarize(trace: ProfilerTrace, options?: SummarizeOptio
  */
 export declare function toCpuProfile(trace: ProfilerTrace): CpuProfile
 
-export interface GeckoProfileOptions {
+/**
+ * The clock of a trace, which the spec's trace does not hold: the Unix epoch (ms) of the
+ * `performance.timeOrigin` its timestamps count from (pass `performance.timeOrigin` for a trace of
+ * this thread), and the pid. Default: the trace's sidecar member `jsprof: { timeOrigin, pid }`, which
+ * `jsprof record` and `jsprof attach` write; else 0 (1970) and pid 1.
+ */
+export interface ExportClockOptions {
+  timeOrigin?: number
+  pid?: number
+}
+
+export interface GeckoProfileOptions extends ExportClockOptions {
   /** The thread's name in the profiler (default "Main Thread"). */
   threadName?: string
-  /** `meta.startTime`: ms since the Unix epoch of the trace's time origin (default 0). */
+  /** `meta.startTime`: ms since the Unix epoch of the trace's time origin (default: `timeOrigin`). */
   startTime?: number
 }
 
@@ -196,7 +207,7 @@ export declare function toSpeedscope(
  * Gzipped pprof `profile.proto` (sample types samples/count and cpu/nanoseconds, `package` and `kind`
  * labels per sample), for `go tool pprof`.
  */
-export declare function toPprof(trace: ProfilerTrace): Buffer
+export declare function toPprof(trace: ProfilerTrace, options?: ExportClockOptions): Buffer
 
 /** Folded stacks (`outer;…;leaf count` lines, sorted) for flamegraph.pl and inferno. */
 export declare function toCollapsed(trace: ProfilerTrace): string

@@ -30,6 +30,18 @@ function describe(value) {
   return typeof value
 }
 
+/**
+ * `{ timeOrigin, pid }` for an export: the options' own, else the trace's sidecar `jsprof` member (what
+ * `jsprof record` writes: the Unix epoch, ms, of the time origin its timestamps count from, and the
+ * pid). Without either, exports count from 0 (1970 in go tool pprof) with pid 1.
+ */
+function clock(trace, o) {
+  const sidecar = trace !== null && typeof trace === 'object' && trace.jsprof !== null && typeof trace.jsprof === 'object' ? trace.jsprof : {}
+  const timeOrigin = o.timeOrigin ?? (Number.isFinite(sidecar.timeOrigin) ? sidecar.timeOrigin : undefined)
+  const pid = o.pid ?? (Number.isInteger(sidecar.pid) && sidecar.pid > 0 && sidecar.pid < 2 ** 32 ? sidecar.pid : undefined)
+  return { timeOrigin, pid }
+}
+
 /** Reads `options` (undefined, null or an object) and checks the named members' types. */
 function readOptions(options, fn, spec) {
   const out = {}
@@ -45,6 +57,10 @@ function readOptions(options, fn, spec) {
     } else if (type === 'finite') {
       if (typeof value !== 'number' || !Number.isFinite(value)) {
         throw new TypeError(`${fn}: options.${key} must be a finite number`)
+      }
+    } else if (type === 'pid') {
+      if (!Number.isInteger(value) || value < 1 || value >= 2 ** 32) {
+        throw new TypeError(`${fn}: options.${key} must be a process id (a positive integer)`)
       }
     } else if (type === 'width') {
       if (!Number.isInteger(value) || value < 10 || value > 100000) {
@@ -65,8 +81,9 @@ const JSON_TEXT = {
   },
   toGeckoProfile(trace, options) {
     const text = traceJson(trace, 'toGeckoProfile')
-    const o = readOptions(options, 'toGeckoProfile', { threadName: 'string', startTime: 'finite' })
-    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime))
+    const o = readOptions(options, 'toGeckoProfile', { threadName: 'string', startTime: 'finite', timeOrigin: 'finite', pid: 'pid' })
+    const { timeOrigin, pid } = clock(trace, o)
+    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
   },
   toSpeedscope(trace, options) {
     const text = traceJson(trace, 'toSpeedscope')
@@ -85,9 +102,10 @@ const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(t
 const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options))
 
 /** Gzipped pprof `profile.proto` bytes, as a Buffer. */
-function toPprof(trace) {
+function toPprof(trace, options) {
   const text = traceJson(trace, 'toPprof')
-  return callNative(() => binding.exportPprof(text))
+  const { timeOrigin } = clock(trace, readOptions(options, 'toPprof', { timeOrigin: 'finite' }))
+  return callNative(() => binding.exportPprof(text, timeOrigin))
 }
 
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
@@ -106,4 +124,4 @@ function toFlameGraph(trace, options) {
   return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
-module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph, JSON_TEXT }
+module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph, JSON_TEXT, clock }

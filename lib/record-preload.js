@@ -105,7 +105,7 @@ function start(config) {
   let profile
   let chunks
   try {
-    chunks = createChunks(chunksFile, { pid, timeOriginUs: timeOriginUs() })
+    chunks = createChunks(chunksFile, { pid, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
     profile = startProfile(config.intervalUs)
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)

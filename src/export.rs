@@ -40,10 +40,12 @@ pub fn export_gecko_profile(
     trace: TraceInput<'_>,
     thread_name: Option<String>,
     start_time: Option<f64>,
+    pid: Option<u32>,
 ) -> Result<String> {
     let options = GeckoOptions {
         thread_name,
         start_time,
+        pid,
     };
     to_json(&export::gecko::to_gecko_profile(&*trace_of(trace)?, &options))
 }
@@ -56,8 +58,9 @@ pub fn export_speedscope(trace: TraceInput<'_>, name: Option<String>) -> Result<
 
 /// Gzipped `profile.proto` bytes.
 #[napi(catch_unwind)]
-pub fn export_pprof(trace: TraceInput<'_>) -> Result<Buffer> {
-    Ok(export::pprof::to_pprof(&*trace_of(trace)?)
+pub fn export_pprof(trace: TraceInput<'_>, time_origin_ms: Option<f64>) -> Result<Buffer> {
+    let options = export::pprof::PprofOptions { time_origin_ms };
+    Ok(export::pprof::to_pprof(&*trace_of(trace)?, &options)
         .map_err(core_error)?
         .into())
 }

@@ -290,11 +290,13 @@ async function attach(args) {
   }
   let profile
   let origin
+  let epochOrigin
   try {
     const seen = await evaluate(cdp, 'process.pid')
     if (seen !== pid) throw new CliError(`the inspector on port ${inspector.port} belongs to pid ${seen}, not ${pid}`)
     // The process's performance.now() origin, measured there as lib/clock.js measures it in-process.
     origin = await evaluate(cdp, TIME_ORIGIN_SOURCE)
+    epochOrigin = await evaluate(cdp, 'performance.timeOrigin')
     await cdp.send('Profiler.enable')
     await cdp.send('Profiler.setSamplingInterval', { interval: Math.max(1, Math.round(intervalMs * 1000)) })
     await cdp.send('Profiler.start')
@@ -327,8 +329,8 @@ async function attach(args) {
     closed = !listening(pid).some((s) => s.port === inspector.port)
     if (!closed) info(`warning: the inspector of pid ${pid} is still open on 127.0.0.1:${inspector.port}`)
   }
-  const { writeTrace } = require('../record/chunks')
-  const trace = api('fromCpuProfile')(profile, { timeOrigin: origin })
+  const { writeTrace, withSidecar } = require('../record/chunks')
+  const trace = withSidecar(api('fromCpuProfile')(profile, { timeOrigin: origin }), { timeOrigin: epochOrigin, pid })
   const result = writeTrace(output, trace)
   info(
     `wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}; ` +

@@ -9,9 +9,9 @@ const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sour
 // format -> [exporter name in index.js, file suffix, binary?]
 const FORMATS = {
   cpuprofile: { fn: 'toCpuProfile', suffix: '.cpuprofile', json: true },
-  gecko: { fn: 'toGeckoProfile', suffix: '.gecko.json', json: true },
+  gecko: { fn: 'toGeckoProfile', suffix: '.gecko.json', json: true, clock: true },
   speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true },
-  pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true },
+  pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true, clock: true },
   collapsed: { fn: 'toCollapsed', suffix: '.collapsed.txt' },
 }
 
@@ -95,9 +95,12 @@ async function convert(args) {
   if (positionals.length === 0) throw usage('convert', 'missing the trace file')
   if (values.output === '') throw usage('convert', '--output must not be empty')
   const input = positionals[0]
-  const trace = await applySourceMaps(readTrace(input).trace, values)
+  const read = readTrace(input)
+  const trace = await applySourceMaps(read.trace, values)
+  // The recording's clock (time origin, pid), for the formats that show it.
+  const options = format.clock ? { ...read.clock } : undefined
   // JSON formats as the text Rust writes (no object parsed to be stringified again).
-  const data = format.json ? require('../export').JSON_TEXT[format.fn](trace) : api(format.fn)(trace)
+  const data = format.json ? require('../export').JSON_TEXT[format.fn](trace, options) : api(format.fn)(trace, options)
   await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0
 }

@@ -186,7 +186,9 @@ function readTrace(file) {
   } catch (err) {
     throw new CliError(`${file} is not a valid ProfilerTrace: ${String(err.message).replace(/^\w*Error: /, '')}`)
   }
-  return { trace, format: 'trace' }
+  // The sidecar `jsprof` member (jsprof record's time origin and pid) is not in the native trace: the
+  // commands pass it to the exporters as options.
+  return { trace, format: 'trace', clock: require('../export').clock(data, {}) }
 }
 
 /**

@@ -12,9 +12,9 @@ const { writeOutputFile } = require('../output')
 const MAGIC = 'jsprof-record-chunks'
 
 /** Creates the side file; returns `append(profile)`. */
-function createChunks(file, { pid, timeOriginUs }) {
+function createChunks(file, { pid, timeOriginUs, timeOriginEpochMs }) {
   const fd = fs.openSync(file, 'w', 0o600)
-  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: 1, pid, timeOriginUs })}\n`)
+  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: 1, pid, timeOriginUs, timeOriginEpochMs })}\n`)
   return {
     append(profile) {
       fs.writeSync(fd, `${JSON.stringify(profile)}\n`)
@@ -69,6 +69,20 @@ function span(trace) {
 }
 
 /**
+ * The trace with the sidecar member `jsprof: { timeOrigin, pid }` beside the spec's members (a
+ * ProfilerTrace reader ignores it): `timeOrigin` is the Unix epoch, ms, of the recorded thread's
+ * performance.timeOrigin, which the trace's timestamps count from. The exporters read it, so pprof,
+ * the Firefox Profiler and speedscope files of a recording show real clock times and the real pid.
+ */
+function withSidecar(trace, { timeOrigin, pid }) {
+  const jsprof = {}
+  if (Number.isFinite(timeOrigin)) jsprof.timeOrigin = timeOrigin
+  if (Number.isInteger(pid)) jsprof.pid = pid
+  // Members in WebIDL's (lexicographic) order, as the rest of the trace.
+  return { frames: trace.frames, jsprof, resources: trace.resources, samples: trace.samples, stacks: trace.stacks }
+}
+
+/**
  * Writes the trace by lib/output.js's rules: a regular file through a temporary name and a rename
  * (never half-written), a symlink through to its target, a pipe or device (-o /dev/stdout) written to,
  * never replaced by a file.
@@ -83,7 +97,10 @@ function assemble(file, output, last) {
   const chunks = readChunks(file)
   if (!chunks) return null
   if (last) chunks.pieces.push(last)
-  const trace = toTrace(chunks.pieces, chunks.header.timeOriginUs)
+  const trace = withSidecar(toTrace(chunks.pieces, chunks.header.timeOriginUs), {
+    timeOrigin: chunks.header.timeOriginEpochMs,
+    pid: chunks.header.pid,
+  })
   return { ...writeTrace(output, trace), pieces: chunks.pieces.length }
 }
 
@@ -97,4 +114,4 @@ function writeStatus(file, status) {
   }
 }
 
-module.exports = { createChunks, readChunks, assemble, writeStatus, writeTrace }
+module.exports = { createChunks, readChunks, assemble, writeStatus, writeTrace, withSidecar }

@@ -60,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = gecko::to_gecko_profile(&trace, &Default::default());
     let _ = flamegraph::to_flame_graph(&trace, &Default::default());
     let _ = flamegraph::to_flame_graph_html(&trace, &Default::default());
-    let _ = pprof::to_pprof(&trace);
+    let _ = pprof::to_pprof(&trace, &Default::default());
     let _ = speedscope::to_speedscope(&trace, None);
     let _ = collapsed::to_collapsed(&trace);
 });

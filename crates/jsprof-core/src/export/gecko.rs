@@ -40,6 +40,8 @@ pub struct GeckoOptions {
     pub thread_name: Option<String>,
     /// `meta.startTime`: ms since the Unix epoch of the trace's time origin (0 when unknown).
     pub start_time: Option<f64>,
+    /// The process id shown (1 when unknown).
+    pub pid: Option<u32>,
 }
 
 #[derive(Serialize, Default)]
@@ -291,7 +293,7 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         "name": options.thread_name.as_deref().unwrap_or("Main Thread"),
         "isMainThread": true,
         "processName": "Node.js",
-        "pid": "1",
+        "pid": options.pid.unwrap_or(1).to_string(),
         "tid": 1,
         "samples": {
             "stack": sample_stack,

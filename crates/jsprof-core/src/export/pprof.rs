@@ -165,7 +165,26 @@ fn ns(ms: f64) -> i64 {
 }
 
 /// The profile message of a validated trace.
-pub fn to_profile(trace: &ProfilerTrace) -> Profile {
+/// What a trace does not say itself.
+#[derive(Debug, Clone, Default)]
+pub struct PprofOptions {
+    /// The Unix epoch, ms, of the trace's time origin: `time_nanos` is then a real clock time (else
+    /// ms since the origin, which `go tool pprof` shows as 1970).
+    pub time_origin_ms: Option<f64>,
+}
+
+/// A resource as pprof's tools look files up: a `file:` URL as its local path (so `go tool pprof
+/// -list fn` finds the file), anything else as it is.
+fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
+    if resource.starts_with("file:") {
+        if let Some(path) = url::Url::parse(resource).ok().and_then(|u| u.to_file_path().ok()) {
+            return std::borrow::Cow::Owned(path.to_string_lossy().into_owned());
+        }
+    }
+    std::borrow::Cow::Borrowed(resource)
+}
+
+pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
     let mut strings = Strings::new();
     let sample_type = vec![
         ValueType {
@@ -185,7 +204,7 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
         let name = strings.id(super::display_name(&f.name));
         let filename = f
             .resource_id
-            .map_or(0, |r| strings.id(&trace.resources[r as usize]));
+            .map_or(0, |r| strings.id(&file_name(&trace.resources[r as usize])));
         let line = f.line.map_or(0, i64::from);
         function.push(Function {
             id,
@@ -291,13 +310,21 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
         .map(|s| s.timestamp)
         .fold(f64::NEG_INFINITY, f64::max);
     let period = ns(super::median_interval(&trace.samples));
-    let comment = vec![strings.id("jsprof-node: times are ms from the trace's time origin")];
+    let comment = vec![strings.id(if options.time_origin_ms.is_some() {
+        "jsprof-node: times are Unix epoch times"
+    } else {
+        "jsprof-node: times are ms from the trace's time origin (its epoch was not given)"
+    })];
     Profile {
         sample_type,
         sample,
         location,
         function,
-        time_nanos: if first.is_finite() { ns(first) } else { 0 },
+        time_nanos: if first.is_finite() {
+            ns(first + options.time_origin_ms.unwrap_or(0.0))
+        } else {
+            0
+        },
         duration_nanos: if first.is_finite() {
             ns(last - first) + period
         } else {
@@ -316,9 +343,9 @@ pub fn to_profile(trace: &ProfilerTrace) -> Profile {
 }
 
 /// The gzipped bytes of [`to_profile`].
-pub fn to_pprof(trace: &ProfilerTrace) -> Result<Vec<u8>> {
+pub fn to_pprof(trace: &ProfilerTrace, options: &PprofOptions) -> Result<Vec<u8>> {
     super::check_frame_references(super::distinct_frame_references(trace), "toPprof")?;
-    let bytes = to_profile(trace).encode_to_vec();
+    let bytes = to_profile(trace, options).encode_to_vec();
     let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 64), Compression::default());
     gz.write_all(&bytes)
         .and_then(|_| gz.finish())
@@ -333,14 +360,14 @@ mod tests {
 
     #[test]
     fn encodes_merged_samples_with_labels_and_decodes_back() {
-        let gz = to_pprof(&sample_trace()).unwrap();
+        let gz = to_pprof(&sample_trace(), &PprofOptions::default()).unwrap();
         assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
         let mut bytes = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
             .read_to_end(&mut bytes)
             .unwrap();
         let p = Profile::decode(&bytes[..]).unwrap();
-        assert_eq!(p, to_profile(&sample_trace()));
+        assert_eq!(p, to_profile(&sample_trace(), &PprofOptions::default()));
         let s = |i: i64| p.string_table[i as usize].as_str();
         assert_eq!(s(0), "");
         assert_eq!(
