@@ -147,7 +147,7 @@ test('malformed input throws the right error with a message that says what is wr
     [{ startTime: 0, samples: [], timeDeltas: [] }, TypeError, /`nodes` is missing/],
     [{ nodes: [], startTime: 0, timeDeltas: [] }, TypeError, /`samples` is missing/],
     [{ nodes: [], startTime: 0, samples: [] }, TypeError, /`timeDeltas` is missing/],
-    [{ nodes: {}, startTime: 0, samples: [], timeDeltas: [] }, TypeError, /invalid type/],
+    [{ nodes: {}, startTime: 0, samples: [], timeDeltas: [] }, TypeError, /^invalid V8 CPU profile: nodes: an object where an array belongs$/],
     [{ ...profile(), timeDeltas: [1, 2] }, TypeError, /samples \(7\) and timeDeltas \(2\) have different lengths/],
     [{ ...profile(), samples: [2, 7, 3, 4, 6, 8, 99] }, TypeError, /samples\[6\] names unknown node id 99/],
     [42, TypeError, /expected a V8 CPU profile/],

@@ -141,7 +141,7 @@ test('malformed traces are a TypeError with a clear message', () => {
     [(t) => (t.stacks[3].parentId = 3), /parentId cycle/],
     [(t) => (t.stacks[1].frameId = 42), /stacks\[1\]\.frameId 42 is out of range/],
     [(t) => (t.frames[0].resourceId = 9), /frames\[0\]\.resourceId 9 is out of range/],
-    [(t) => (t.samples[3].timestamp = 'x'), /invalid type/],
+    [(t) => (t.samples[3].timestamp = 'x'), /samples\[3\]\.timestamp: string "x" where a number belongs/],
     [(t) => (t.samples[3].stackId = -1), /invalid value/],
     [(t) => (t.samples[3].marker = 'nap'), /unknown variant/],
     [(t) => delete t.stacks, /trace\.stacks must be an array/],

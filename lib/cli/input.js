@@ -170,7 +170,7 @@ function readTrace(file) {
     try {
       return { trace: binding.TraceHandle.fromCpuProfile(Buffer.from(JSON.stringify(data))), format: 'cpuprofile' }
     } catch (err) {
-      throw new CliError(`${file} is not a valid V8 CPU profile: ${String(err.message).replace(/^\w*Error: /, '')}`)
+      throw new CliError(`${file} is not a valid V8 CPU profile: ${String(err.message).replace(/^\w*Error: /, '').replace(/^invalid V8 CPU profile: /, '')}`)
     }
   }
   if (!['resources', 'frames', 'stacks', 'samples'].some((key) => key in data)) {

@@ -93,7 +93,7 @@ impl Profile {
             // `\ud800`, which serde_json rejects): read it as the visible text `\u{d800}`.
             Err(e) => match crate::export::lone_surrogates_visible(text) {
                 Cow::Owned(fixed) => return Profile::from_json(&fixed),
-                Cow::Borrowed(_) => return Err(json_error(e)),
+                Cow::Borrowed(_) => return Err(json_error(text, e)),
             },
         };
         raw.into_profile_unwrapped()
@@ -101,11 +101,13 @@ impl Profile {
 }
 
 /// serde_json's error as ours: malformed JSON is a `SyntaxError`, a wrong shape a `TypeError`.
-fn json_error(e: serde_json::Error) -> Error {
+fn json_error(text: &str, e: serde_json::Error) -> Error {
+    // Which value, by its path (`timeDeltas[1]: string "x" where a number belongs`), not a column.
+    let described = crate::json_path::describe_error(text, &e);
     if e.is_data() {
-        Error::invalid(format!("invalid V8 CPU profile: {e}"))
+        Error::invalid(format!("invalid V8 CPU profile: {described}"))
     } else {
-        Error::syntax(format!("the CPU profile is not valid JSON: {e}"))
+        Error::syntax(format!("the CPU profile is not valid JSON: {described}"))
     }
 }
 

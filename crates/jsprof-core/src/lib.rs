@@ -12,6 +12,7 @@ pub mod export;
 pub mod files;
 pub mod interner;
 pub mod intervals;
+pub mod json_path;
 pub mod recording;
 pub mod sourcemap;
 pub mod summary;

@@ -27,12 +27,20 @@ use crate::trace::{Marker, ProfilerTrace, TraceSample};
 /// Every problem is a `Type` error: the value came from JS as an object, so a bad one has the wrong shape.
 pub fn parse_trace(json: &str) -> Result<ProfilerTrace> {
     let parse = |json: &str| serde_json::from_str::<ProfilerTrace>(json);
-    let trace = parse(json)
-        .or_else(|e| match lone_surrogates_visible(json) {
+    let trace = match parse(json) {
+        Ok(trace) => trace,
+        Err(e) => match lone_surrogates_visible(json) {
             std::borrow::Cow::Owned(fixed) => parse(&fixed),
             std::borrow::Cow::Borrowed(_) => Err(e),
-        })
-        .map_err(|e| Error::invalid(format!("not a valid ProfilerTrace: {e}")))?;
+        }
+        // Which value, by its path (`samples[1].timestamp: null where a number belongs`).
+        .map_err(|e| {
+            Error::invalid(format!(
+                "not a valid ProfilerTrace: {}",
+                crate::json_path::describe_error(json, &e)
+            ))
+        })?,
+    };
     validate(&trace)?;
     Ok(trace)
 }
