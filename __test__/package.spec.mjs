@@ -4,7 +4,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { spawnSync } from 'node:child_process'
+import path, { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -42,4 +43,12 @@ test("the package ships what the README links to", () => {
     assert.ok(existsSync(join(root, link)), `${link} exists`)
     assert.ok(shipped(link), `${link} is in package.json files`)
   }
+})
+
+test('npm start: the quickstart is an app of its own, so its report names it and not jsprof-node', () => {
+  const r = spawnSync(process.execPath, [path.join(root, 'examples', 'quickstart')], { encoding: 'utf8', timeout: 60_000 })
+  assert.equal(r.status, 0, r.stderr)
+  const byPackage = r.stdout.split('top functions')[0]
+  assert.match(byPackage, /\bapp\s+quickstart-app@1\.0\.0$/m)
+  assert.doesNotMatch(r.stdout, /jsprof-node/)
 })

@@ -2,10 +2,12 @@
 // npm start: profile a small, real workload with the JS Self-Profiling API and print where the time went.
 //
 // The code below is what a browser would run too: new Profiler(...), work, await profiler.stop().
+// It is an app of its own (package.json beside it: quickstart-app), as yours would be: the report
+// charges its functions to quickstart-app, zlib and crypto to Node, and none to jsprof-node.
 
 const crypto = require('node:crypto')
 const zlib = require('node:zlib')
-const { Profiler, summarize } = require('..')
+const { Profiler, summarize } = require('../..')
 
 function hashPasswords(n) {
   let out = ''
@@ -43,7 +45,7 @@ async function work(ms) {
   }
 }
 
-const here = `file://${process.cwd()}/`
+const here = `file://${__dirname}/`
 
 function table(rows, top) {
   const pct = (part, whole) => `${((100 * part) / whole).toFixed(1).padStart(5)}%`
