@@ -143,7 +143,7 @@ export interface SummaryRow {
   totalTime: number
 }
 
-/** Self/total samples and time per package, function or resource, sorted by `selfSamples` descending. */
+/** Self/total samples and time per package, function or resource, sorted by `selfTime` descending. */
 export declare function summarize(trace: ProfilerTrace, options?: SummarizeOptions): SummaryRow[]
 
 // ---------------------------------------------------------------------------------------------------

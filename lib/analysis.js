@@ -31,7 +31,7 @@ function attribute(resource) {
 
 /**
  * Rows `{ name, kind, package?, version?, selfSamples, totalSamples, selfTime, totalTime }` of a
- * ProfilerTrace by package (default), function or resource, sorted by self samples.
+ * ProfilerTrace by package (default), function or resource, sorted by self time.
  */
 function summarize(trace, options) {
   if (trace === null || typeof trace !== 'object' || Array.isArray(trace)) {

@@ -21,9 +21,10 @@ Options:
 ${SOURCE_MAP_HELP}
   -h, --help         show this help
 
-Columns: self % and total % are shares of all samples (idle included); self ms / total ms are the time
-those samples stand for; samples counts the self samples; kind is app, dependency, node or native (idle, gc or other for samples
-without a JS stack).`
+Columns: self ms / total ms are the time the samples stand for (each sample weighs the gap to the
+next, as in summarize() and every export); self % and total % are those times as shares of the
+whole trace's time (idle included), so the % and ms columns always agree; samples counts the self
+samples; kind is app, dependency, node or native (idle, gc or other for samples without a JS stack).`
 
 function percent(part, whole) {
   return whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : '-'
@@ -81,6 +82,8 @@ async function report(args) {
   const trace = await applySourceMaps(readTrace(file).trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
+  // Every sample is some row's self time once: their sum is the trace's time.
+  const totalTime = all.reduce((sum, row) => sum + row.selfTime, 0)
   const { samples: total, durationMs, intervalMs } = timingOf(trace)
 
   if (values.json) {
@@ -94,9 +97,9 @@ async function report(args) {
     `, by ${by}${shown}`
   const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']
   const cells = rows.map((row) => [
-    percent(row.selfSamples, total),
+    percent(row.selfTime, totalTime),
     ms(row.selfTime),
-    percent(row.totalSamples, total),
+    percent(row.totalTime, totalTime),
     ms(row.totalTime),
     String(row.selfSamples),
     visible(row.kind ?? ''),

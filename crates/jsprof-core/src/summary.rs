@@ -8,7 +8,7 @@
 //!   without a stack are rows of their own: `(idle)` (no marker), `(gc)`, `(other)` (and `(<marker>)`
 //!   for any other marker). So the self samples of all rows add up to the number of samples.
 //! - Total: a sample counts once for every row that appears anywhere on its stack, however often.
-//! - Rows are sorted by self samples, then self time, then total samples (all descending), then name,
+//! - Rows are sorted by self time, then self samples, then total samples (all descending), then name,
 //!   kind and version (ascending), so equal inputs give equal outputs.
 
 use std::cmp::Ordering;
@@ -290,10 +290,11 @@ fn parent_first(trace: &ProfilerTrace) -> Vec<usize> {
     order
 }
 
+/// Rows by self time (a sample's weight is its time, in every view), then by samples and name.
 fn compare_rows(a: &Row, b: &Row) -> Ordering {
-    b.self_samples
-        .cmp(&a.self_samples)
-        .then_with(|| b.self_time.total_cmp(&a.self_time))
+    b.self_time
+        .total_cmp(&a.self_time)
+        .then_with(|| b.self_samples.cmp(&a.self_samples))
         .then_with(|| b.total_samples.cmp(&a.total_samples))
         .then_with(|| a.name.cmp(&b.name))
         .then_with(|| a.kind.cmp(b.kind))

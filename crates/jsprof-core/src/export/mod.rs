@@ -379,6 +379,22 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
+/// The frame a stack's time is charged to (`frames` root first), by `summarize`'s rule: the innermost
+/// app or dependency frame (a builtin or `node:` internal charges the code that called it), else the
+/// innermost Node frame, else the leaf. The pprof `package`/`kind` labels use it too, so
+/// `go tool pprof -tagfocus package=express` and `jsprof report` give the same share.
+pub fn charged_frame(frames: &[u32], attributions: &[Attribution]) -> u32 {
+    let kind = |f: &u32| attributions[*f as usize].kind;
+    frames
+        .iter()
+        .rev()
+        .find(|f| matches!(kind(f), Kind::App | Kind::Dependency))
+        .or_else(|| frames.iter().rev().find(|f| kind(f) == Kind::Node))
+        .or(frames.last())
+        .copied()
+        .unwrap_or(0)
+}
+
 /// The attribution of every frame (by its resource; frames without one are native code).
 pub fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
     let mut attributor = Attributor::new();

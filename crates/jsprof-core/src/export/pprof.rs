@@ -260,10 +260,14 @@ pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
                 let (locations, package, kind) = match key {
                     Ok(id) => {
                         let frames = stack_frames(trace, id);
-                        let leaf = &attributions[*frames.last().unwrap_or(&0) as usize];
+                        let charged = &attributions[super::charged_frame(&frames, &attributions) as usize];
                         // pprof lists locations leaf first.
                         let locations = frames.iter().rev().map(|&f| f as u64 + 1).collect();
-                        (locations, package_label(leaf), kind_name(leaf.kind).to_owned())
+                        (
+                            locations,
+                            package_label(charged),
+                            kind_name(charged.kind).to_owned(),
+                        )
                     }
                     Err(p) => {
                         let (package, kind) = if p == Pseudo::Idle as u8 {
