@@ -249,13 +249,16 @@ test('inspector session: a harvest keeps V8 alive with a bridge; the samples V8 
   const { clock, now } = movingClock()
   stub.state.now = now // V8 stamps a sample of the current stack at each profile start
   const engine = new SamplerEngine(session, { now })
-  const s = new Subscription({ startUs: clock.us, intervalUs: 1, maxSamples: 100 })
+  // Every tick kept (1 µs), and a buffer that cannot fill in the test (no fullness harvest).
+  const s = new Subscription({ startUs: clock.us, intervalUs: 1, maxSamples: 1_000_000 })
   engine.add(s)
   assert.deepEqual(stub.state.calls, ['Profiler.enable', 'Profiler.setSamplingInterval', 'Profiler.start'])
   // The cold start's sample is the constructor's caller (Chrome's first sample): kept.
   const [coldStart] = stub.state.mainSamples
-  clock.us += 2000
-  stub.state.mainSamples.push(clock.us - 1000, clock.us - 500)
+  // Two ticks after it, then the harvest (the clock moved past them).
+  const ticks = [coldStart + 1000, coldStart + 1500]
+  stub.state.mainSamples.push(...ticks)
+  clock.us = coldStart + 2000
   engine.harvestWithin(0)
   await turn()
   await turn()
@@ -263,11 +266,12 @@ test('inspector session: a harvest keeps V8 alive with a bridge; the samples V8 
   assert.deepEqual(session.stats, { fullRestarts: 0, bridgedRestarts: 1 })
   // Two start samples of the harvest: one in the profile it stopped, one in the profile it began.
   assert.equal(stub.state.mainSamples.length, 1, 'the new profile begins with its start sample')
-  clock.us += 2000
-  stub.state.mainSamples.push(clock.us - 500)
+  clock.us += 200_000
+  const last = clock.us - 500
+  stub.state.mainSamples.push(last)
   s.stopAt(clock.us)
   await engine.finish(s)
-  const expected = [coldStart, clock.us - 3000, clock.us - 2500, clock.us - 500].map((us) => Number(((us - 1_000_000) / 1000).toFixed(3)))
+  const expected = [coldStart, ...ticks, last].map((us) => Number(((us - 1_000_000) / 1000).toFixed(3)))
   const got = timesOf(s.trace(1_000_000)).map((ms) => Number(ms.toFixed(3)))
   assert.deepEqual(got, expected, 'every tick outside the harvests once; none of the harvest itself')
 })

@@ -32,10 +32,12 @@ function joinNegativeValues(args, options) {
     const name = arg.startsWith('--') ? arg.slice(2) : byShort.get(arg)
     if (name && options[name]?.type === 'string' && /^-\d/.test(args[i + 1] ?? '')) {
       out.push(`--${name}=${args[++i]}`)
+    } else if (arg === '--') {
+      // What follows `--` is not ours (jsprof record -- node app.js -3).
+      out.push(...args.slice(i))
+      break
     } else {
       out.push(arg)
-      if (arg === '--') out.push(...args.slice(i + 1))
-      if (arg === '--') break
     }
   }
   return out

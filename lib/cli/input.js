@@ -15,7 +15,7 @@ const MAX_INPUT_BYTES = 512 * 1024 * 1024
 const MIB = 1024 * 1024
 
 /**
- * The text of an input: a regular file, a pipe (`<(…)`, a FIFO) or stdin (`-`). A device, socket or
+ * The bytes of an input: a regular file, a pipe (`<(…)`, a FIFO) or stdin (`-`). A device, socket or
  * directory is refused: reading one is never what was meant, and /dev/zero would never end.
  */
 function readInput(file) {
@@ -64,7 +64,11 @@ function readInput(file) {
       try {
         n = fs.readSync(fd, chunk, 0, chunk.length, null)
       } catch (err) {
-        if (err.code === 'EAGAIN') continue // stdin in non-blocking mode: wait for more
+        if (err.code === 'EAGAIN') {
+          // stdin in non-blocking mode: wait a moment for more, without spinning.
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5)
+          continue
+        }
         throw fail(describeIoError(err))
       }
       if (n === 0) break
