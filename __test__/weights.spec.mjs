@@ -1,6 +1,6 @@
 // One weight for a sample everywhere (issue 14): its time (the gap to the next sample). summarize,
-// jsprof report's percentages and pprof's values and labels agree on a trace whose samples have
-// unequal gaps and whose leaf frames are builtins called by a dependency.
+// jsprof report's percentages, pprof's values and labels and the Gecko sample weights agree on a
+// trace whose samples have unequal gaps and whose leaf frames are builtins called by a dependency.
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -53,6 +53,11 @@ test('summarize, pprof values and pprof package labels give the same shares', ()
   }
   assert.ok(Math.abs(byLabel.get('express') / cpu - share.express) < 1e-9, `${byLabel.get('express') / cpu} vs ${share.express}`)
   assert.ok(Math.abs(byLabel.get('(idle)') / cpu - share['(idle)']) < 1e-9)
+  // The Firefox Profiler weighs each sample by its time too.
+  const { samples } = jsprof.toGeckoProfile(trace).threads[0]
+  assert.equal(samples.weightType, 'tracing-ms')
+  assert.deepEqual(samples.weight, [1, 1, 1, 9, 1, 1])
+  assert.equal(samples.weight.reduce((a, b) => a + b, 0), total)
 })
 
 test('jsprof report: % and ms columns agree, and go tool pprof -tagfocus gives the same share', (t) => {

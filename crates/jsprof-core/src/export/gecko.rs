@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::{display_name, frame_attributions, median_interval, time_order, Pseudo};
+use super::{display_name, frame_attributions, median_interval, sample_durations, time_order, Pseudo};
 use crate::attribution::Kind;
 use crate::interner::Interner;
 use crate::trace::{Marker, ProfilerTrace};
@@ -248,6 +248,13 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         })
         .collect();
     let sample_time: Vec<f64> = order.iter().map(|&i| trace.samples[i].timestamp).collect();
+    // Each sample weighs its time (the gap to the next), as in summarize and every other view: the
+    // profiler's call tree then shows ms ('tracing-ms'), not sample counts.
+    let durations = sample_durations(&trace.samples);
+    let sample_weight: Vec<f64> = order
+        .iter()
+        .map(|&i| (durations[i] * 1e6).round() / 1e6)
+        .collect();
 
     // GC markers: runs of consecutive gc samples in time order.
     let interval = median_interval(&trace.samples);
@@ -298,8 +305,8 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         "samples": {
             "stack": sample_stack,
             "time": sample_time,
-            "weight": null,
-            "weightType": "samples",
+            "weight": sample_weight,
+            "weightType": "tracing-ms",
             "length": trace.samples.len(),
         },
         "markers": {
