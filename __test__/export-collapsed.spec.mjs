@@ -24,10 +24,30 @@ const label = (f, resources) => {
   return `${name} (${path}:${f.line}:${f.column})`
 }
 
-/** The expected counts, computed here from the trace independently of the exporter. */
+/**
+ * Each sample's weight in µs, computed here independently of the exporter: the gap to the next sample in
+ * time order, the last one the median gap; a trace spanning no time weighs 1 per sample.
+ */
+function weights(samples) {
+  const order = samples.map((_, i) => i).sort((a, b) => samples[a].timestamp - samples[b].timestamp)
+  const ms = new Array(samples.length).fill(0)
+  const gaps = []
+  for (let k = 0; k + 1 < order.length; k++) {
+    ms[order[k]] = samples[order[k + 1]].timestamp - samples[order[k]].timestamp
+    gaps.push(ms[order[k]])
+  }
+  gaps.sort((a, b) => a - b)
+  const h = gaps.length >> 1
+  if (order.length) ms[order.at(-1)] = gaps.length === 0 ? 0 : gaps.length % 2 ? gaps[h] : (gaps[h - 1] + gaps[h]) / 2
+  const total = ms.reduce((a, b) => a + b, 0)
+  return total > 0 ? ms.map((v) => v * 1000) : ms.map(() => 1)
+}
+
+/** The expected weights per stack (whole µs, zero left out), computed here from the trace. */
 function expectedCounts(trace) {
   const counts = new Map()
-  for (const s of trace.samples) {
+  const w = weights(trace.samples)
+  for (const [i, s] of trace.samples.entries()) {
     let key
     if (s.stackId === undefined) {
       key = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
@@ -38,37 +58,47 @@ function expectedCounts(trace) {
       }
       key = names.join(';')
     }
-    counts.set(key, (counts.get(key) ?? 0) + 1)
+    counts.set(key, (counts.get(key) ?? 0) + w[i])
+  }
+  for (const [key, v] of counts) {
+    if (Math.round(v) === 0) counts.delete(key)
+    else counts.set(key, Math.round(v))
   }
   return counts
 }
 
-test('hand-made trace: exact folded text, sorted, pseudo stacks by marker', () => {
+test('hand-made trace: exact folded text, sorted, pseudo stacks by marker, weights in µs of time', () => {
+  // Samples 1 ms apart, but `now` lasts 1.501 ms (105.5 -> 107.001) and listOnTimeout 0.499 ms.
   assert.equal(
     toCollapsed(handTrace()),
     [
-      '(garbage collector) 2',
-      '(idle) 1',
-      '(program) 1',
-      'listOnTimeout (node:internal/timers:500:10) 1',
-      'main (/app/main.js:1:1);(anonymous) (/app/main.js:20:5) 1',
-      'main (/app/main.js:1:1);now 1',
-      'main (/app/main.js:1:1);work (/app/main.js:10:3) 1',
-      'main (/app/main.js:1:1);work (/app/main.js:10:3);chunk (/app/node_modules/lodash/chunk.js:5:17) 2',
-      'main (/app/main.js:1:1);wrap (/app/node_modules/@scope/pkg/lib/wrap.js:2:1) 1',
+      '(garbage collector) 2000',
+      '(idle) 1000',
+      '(program) 1000',
+      'listOnTimeout (node:internal/timers:500:10) 499',
+      'main (/app/main.js:1:1);(anonymous) (/app/main.js:20:5) 1000',
+      'main (/app/main.js:1:1);now 1501',
+      'main (/app/main.js:1:1);work (/app/main.js:10:3) 1000',
+      'main (/app/main.js:1:1);work (/app/main.js:10:3);chunk (/app/node_modules/lodash/chunk.js:5:17) 2000',
+      'main (/app/main.js:1:1);wrap (/app/node_modules/@scope/pkg/lib/wrap.js:2:1) 1000',
       '',
     ].join('\n'),
   )
+  // A trace that spans no time (one sample) counts samples.
+  const one = handTrace()
+  one.samples = one.samples.slice(0, 1)
+  assert.equal(toCollapsed(one), 'main (/app/main.js:1:1);work (/app/main.js:10:3);chunk (/app/node_modules/lodash/chunk.js:5:17) 1\n')
 })
 
-test('a real trace parses back to the same counts per stack', async () => {
+test('a real trace parses back to the same time per stack', async () => {
   const { trace } = await realTrace()
   const text = toCollapsed(trace)
   const counts = parseCollapsed(text)
   assert.deepEqual(counts, expectedCounts(trace))
   let total = 0
   for (const n of counts.values()) total += n
-  assert.equal(total, trace.samples.length)
+  const span = weights(trace.samples).reduce((a, b) => a + b, 0)
+  assert.ok(Math.abs(total - span) <= counts.size, `${total} µs vs the trace's ${span}: off by rounding per line at most`)
   const keys = [...counts.keys()]
   assert.deepEqual(keys, keys.slice().sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b)))), 'sorted')
   assert.match(text, /;appFib \([^)]*app\.mjs:\d+:\d+\)/)
@@ -80,7 +110,7 @@ test('separators inside names cannot break the format', () => {
   const t = handTrace()
   t.frames[3].name = 'a;b\nc'
   const counts = parseCollapsed(toCollapsed(t))
-  assert.equal(counts.get('main (/app/main.js:1:1);a:b\\x0ac'), 1)
+  assert.equal(counts.get('main (/app/main.js:1:1);a:b\\x0ac'), 1501)
   assert.equal(expand(t).length, 11)
 })
 
@@ -93,7 +123,7 @@ test('a name cannot read as a count, lose its leading space, or carry a control 
   ]) {
     t.frames[3].name = name
     const text = toCollapsed(t)
-    assert.ok(text.includes(`main (/app/main.js:1:1);${shown} 1\n`), JSON.stringify(text))
+    assert.ok(text.includes(`main (/app/main.js:1:1);${shown} 1501\n`), JSON.stringify(text))
     // Every line still ends in exactly one count after its only ASCII space-separated stack.
     for (const line of text.trimEnd().split('\n')) assert.match(line, /^[^ ]+( [^ ]+)*? \d+$/)
   }

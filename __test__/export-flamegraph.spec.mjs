@@ -26,22 +26,24 @@ function parseSvg(svg) {
 
 const frameNamed = (frames, prefix) => frames.filter((f) => f.title.startsWith(prefix))
 
-test('hand-made trace: one frame per call-tree node, counts, title and fills by kind', () => {
+test('hand-made trace: one frame per call-tree node, time, title and fills by kind', () => {
   const svg = toFlameGraph(handTrace(), { title: 'Hand <made> & checked' })
   const frames = parseSvg(svg)
   assert.ok(svg.includes('Hand &lt;made&gt; &amp; checked'))
   // all + 10 nodes of the folded call tree.
   assert.equal(frames.length, 11)
-  const [chunk] = frameNamed(frames, 'chunk (/app/node_modules/lodash/chunk.js:5:17) (2 samples, 18.18%;')
-  assert.ok(chunk, 'chunk frame with its count')
-  const [work] = frameNamed(frames, 'work (/app/main.js:10:3) (3 samples, 27.27%;')
-  const [main] = frameNamed(frames, 'main (/app/main.js:1:1) (6 samples, 54.55%;')
-  const [now] = frameNamed(frames, 'now (1 samples')
+  // Shares are by time, as in summarize and pprof: main has 6 of 11 samples but 6.5 of 11 ms (now lasts
+  // 1.501 ms, listOnTimeout 0.499 ms).
+  const [chunk] = frameNamed(frames, 'chunk (/app/node_modules/lodash/chunk.js:5:17) (2 ms, 2 samples, 18.18%;')
+  assert.ok(chunk, 'chunk frame with its time')
+  const [work] = frameNamed(frames, 'work (/app/main.js:10:3) (3 ms, 3 samples, 27.27%;')
+  const [main] = frameNamed(frames, 'main (/app/main.js:1:1) (6.5 ms, 6 samples, 59.1%;')
+  const [now] = frameNamed(frames, 'now (1.5 ms, 1 sample, 13.65%')
   const [timers] = frameNamed(frames, 'listOnTimeout (node:internal/timers:500:10)')
-  const [gc] = frameNamed(frames, '(garbage collector) (2 samples')
+  const [gc] = frameNamed(frames, '(garbage collector) (2 ms, 2 samples')
   assert.ok(work && main && now && timers && gc)
   // Tooltips name the kind of code.
-  assert.equal(work.title, 'work (/app/main.js:10:3) (3 samples, 27.27%; kind: app)')
+  assert.equal(work.title, 'work (/app/main.js:10:3) (3 ms, 3 samples, 27.27%; kind: app)')
   assert.match(chunk.title, /; kind: dependency(, package: [^)]+)?\)$/)
   assert.match(now.title, /; kind: native\)$/)
   assert.match(timers.title, /; kind: node\)$/)
@@ -77,7 +79,7 @@ test('a real trace: inferno draws the folded stacks; every function is there', a
   const frames = parseSvg(svg)
   assert.match(svg, /<svg [^>]*width="1600"/)
   const total = frames.find((f) => f.title.startsWith('all ('))
-  assert.equal(total.title, `all (${trace.samples.length.toLocaleString('en')} samples, 100%)`)
+  assert.match(total.title, new RegExp(`^all \\([\\d.,]+ ms, ${trace.samples.length.toLocaleString('en')} samples, 100%\\)$`))
   // The folded stacks inferno drew, checked from the collapsed text: each leaf function appears.
   const leaves = new Set(
     toCollapsed(trace)

@@ -109,7 +109,7 @@ test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips
   assert.ok(labels.includes('{{DATA}} {{TITLE}} (/app/main.js:38:1)'))
   assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no script from a name ran')
   assert.deepEqual(dialogs, [])
-  // Widths follow samples: the root spans the chart, chunk has 6 of 15.
+  // Widths follow time (the samples are 1 ms apart): the root spans the chart, chunk has 6 of 15.
   const all = byText(shown, 'all')
   assert.ok(Math.abs(all.width - chartWidth) <= 1, `${all.width} vs ${chartWidth}`)
   const chunk = byText(shown, 'chunk (')
@@ -121,7 +121,7 @@ test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips
   const tip = await page.$eval('#tip', (e) => ({ text: e.textContent, display: getComputedStyle(e).display }))
   assert.equal(tip.display, 'block')
   assert.match(tip.text, /^chunk \(\/app\/node_modules\/\.pnpm\/lodash@4\.17\.21\/node_modules\/lodash\/chunk\.js:5:17\)/)
-  assert.match(tip.text, /6 samples, 6\.00 ms: 40% of all/)
+  assert.match(tip.text, /6\.00 ms, 6 samples: 40% of all/)
   assert.match(tip.text, /kind: dependency, package: lodash@4\.17\.21/)
 
   // Zoom: click `work`; it and its subtree fill the width, `now` and the GC frame are gone.
@@ -146,14 +146,14 @@ test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips
     await page.type('#search', text)
     await page.waitForFunction((want) => document.querySelector('#matched').textContent === want, { timeout: 10000 }, expected)
   }
-  await searchFor('LODASH', '1 frame matched: 40% of samples (6 samples)')
+  await searchFor('LODASH', '1 frame matched: 40% of the time (6 samples)')
   let matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
   assert.deepEqual(matched.map((f) => f.id), [chunk.id])
-  await searchFor('<img', `1 frame matched: ${(100 / total).toFixed(2)}% of samples (1 sample)`)
+  await searchFor('<img', `1 frame matched: ${(100 / total).toFixed(2)}% of the time (1 sample)`)
   matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
   assert.deepEqual(matched.map((f) => f.text), [`${HOSTILE[1]} (/app/main.js:35:1)`])
   // main and the five frames in main.js: counted once, 13 of 15 samples.
-  await searchFor('main', '7 frames matched: 86.67% of samples (13 samples)')
+  await searchFor('main', '7 frames matched: 86.67% of the time (13 samples)')
 
   const shot = process.env.JSPROF_SCREENSHOT || join(root, '.cache', 'flamegraph-html.png')
   mkdirSync(dirname(shot), { recursive: true })
@@ -183,9 +183,9 @@ test('a name that is not well-formed UTF-16 (a lone surrogate) is shown as visib
   const { toCollapsed, toCpuProfile } = await import('jsprof-node')
   const t = trace()
   t.frames[3].name = 'now\ud800x'
-  assert.match(toFlameGraph(t), /<title>now\\u\{d800\}x \(2 samples/)
+  assert.match(toFlameGraph(t), /<title>now\\u\{d800\}x \(2 ms, 2 samples/)
   assert.ok(toFlameGraph(t, { format: 'html' }).includes('"now\\\\u{d800}x"'))
-  assert.match(toCollapsed(t), /;now\\u\{d800\}x 2\n/)
+  assert.match(toCollapsed(t), /;now\\u\{d800\}x 2000\n/)
   assert.ok(toCpuProfile(t).nodes.some((n) => n.callFrame.functionName === 'now\\u{d800}x'))
   // fromCpuProfile too (an object is stringified on its way to Rust), rather than a SyntaxError.
   const { fromCpuProfile } = await import('jsprof-node')

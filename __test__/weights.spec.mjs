@@ -1,5 +1,6 @@
 // One weight for a sample everywhere (issue 14): its time (the gap to the next sample). summarize,
-// jsprof report's percentages, pprof's values and labels and the Gecko sample weights agree on a
+// jsprof report's percentages, pprof's values and labels, the Gecko sample weights, collapsed stacks and
+// both flame graphs agree on a
 // trace whose samples have unequal gaps and whose leaf frames are builtins called by a dependency.
 
 import { test } from 'node:test'
@@ -58,6 +59,19 @@ test('summarize, pprof values and pprof package labels give the same shares', ()
   assert.equal(samples.weightType, 'tracing-ms')
   assert.deepEqual(samples.weight, [1, 1, 1, 9, 1, 1])
   assert.equal(samples.weight.reduce((a, b) => a + b, 0), total)
+  // Collapsed stacks weigh the same time (in µs): the stacks through express's frame hold its share.
+  const lines = jsprof.toCollapsed(trace).trimEnd().split('\n').map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))])
+  const all = lines.reduce((a, [, n]) => a + n, 0)
+  const viaExpress = lines.filter(([stack]) => stack.includes(';route (')).reduce((a, [, n]) => a + n, 0)
+  assert.equal(all, total * 1000)
+  assert.ok(Math.abs(viaExpress / all - share.express) < 1e-9, `${viaExpress / all} vs ${share.express}`)
+  // So do both flame graphs: the SVG's tooltip and the HTML page's widths.
+  assert.match(jsprof.toFlameGraph(trace), /<title>route \(\/srv\/app\/node_modules\/express\/lib\/router\.js:5:1\) \(3 ms, 3 samples, 21\.43%/)
+  const html = jsprof.toFlameGraph(trace, { format: 'html' })
+  const data = JSON.parse(/<script type="application\/json" id="data">(.*?)<\/script>/s.exec(html)[1])
+  const route = data.labels.findIndex((l) => l.startsWith('route ('))
+  const node = data.nodes.label.indexOf(route)
+  assert.ok(Math.abs(data.nodes.weight[node] / data.nodes.weight[0] - share.express) < 1e-9)
 })
 
 test('jsprof report: % and ms columns agree, and go tool pprof -tagfocus gives the same share', (t) => {

@@ -1,5 +1,7 @@
 //! Folded stacks, the input of `flamegraph.pl` and inferno: one line per distinct stack,
-//! `outer;…;leaf count`, the count being the number of samples. Frames are named
+//! `outer;…;leaf count`, the count being the stack's time in whole microseconds: each sample weighs the
+//! gap to the next one, the weight `summarize`, the report, pprof and the flame graphs use, so shares agree
+//! across views (a trace that spans no time, a single sample, counts samples instead). Frames are named
 //! `name (path:line:column)` (see [`frame_label`]), anonymous functions `(anonymous)`; stackless samples
 //! are one-frame stacks `(idle)`, `(garbage collector)` and `(program)`. Lines are sorted by their stack
 //! text (byte order), so the output is deterministic. The format has no escapes, and its readers split
@@ -10,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{frame_label, stack_frames, Pseudo};
+use super::{frame_label, sample_durations, stack_frames, Pseudo};
 use crate::error::Result;
 use crate::trace::ProfilerTrace;
 
@@ -23,33 +25,42 @@ fn folded(trace: &ProfilerTrace, labels: &[String], stack_id: u32) -> String {
         .join(";")
 }
 
-/// `(stack text, sample count)`, sorted by stack text. Samples are counted per stack id first, so each
-/// distinct stack is spelled out once.
+/// `(stack text, weight)`, sorted by stack text: the weight in whole µs of time (in samples when the
+/// trace spans no time); stacks that weigh nothing are left out. Samples are summed per stack id first,
+/// so each distinct stack is spelled out once.
 pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
-    let mut per_stack = vec![0u64; trace.stacks.len()];
-    let mut per_pseudo = [0u64; 3];
-    for s in &trace.samples {
+    let durations = sample_durations(&trace.samples);
+    let by_time = durations.iter().sum::<f64>() > 0.0;
+    let mut per_stack = vec![0f64; trace.stacks.len()];
+    let mut per_pseudo = [0f64; 3];
+    for (s, &ms) in trace.samples.iter().zip(&durations) {
+        let weight = if by_time { ms * 1000.0 } else { 1.0 };
         match (s.stack_id, Pseudo::of(s)) {
-            (Some(id), None) => per_stack[id as usize] += 1,
-            (_, p) => per_pseudo[p.map_or(0, |p| p as usize)] += 1,
+            (Some(id), None) => per_stack[id as usize] += weight,
+            (_, p) => per_pseudo[p.map_or(0, |p| p as usize)] += weight,
         }
     }
     let labels: Vec<String> = (0..trace.frames.len() as u32)
         .map(|f| sanitize(&frame_label(trace, f)))
         .collect();
-    let mut counts = BTreeMap::new();
-    for (id, &n) in per_stack.iter().enumerate() {
-        if n > 0 {
+    let mut weights: BTreeMap<String, f64> = BTreeMap::new();
+    for (id, &w) in per_stack.iter().enumerate() {
+        if w > 0.0 {
             // Two stack ids can spell the same text (a hand-made trace may repeat a stack).
-            *counts.entry(folded(trace, &labels, id as u32)).or_insert(0) += n;
+            *weights.entry(folded(trace, &labels, id as u32)).or_insert(0.0) += w;
         }
     }
-    for (p, &n) in Pseudo::ALL.iter().zip(&per_pseudo) {
-        if n > 0 {
-            *counts.entry(p.name().to_owned()).or_insert(0) += n;
+    for (p, &w) in Pseudo::ALL.iter().zip(&per_pseudo) {
+        if w > 0.0 {
+            *weights.entry(p.name().to_owned()).or_insert(0.0) += w;
         }
     }
-    counts
+    // Rounded once per line: the format takes whole numbers.
+    weights
+        .into_iter()
+        .map(|(stack, w)| (stack, w.round() as u64))
+        .filter(|&(_, n)| n > 0)
+        .collect()
 }
 
 pub fn to_collapsed(trace: &ProfilerTrace) -> Result<String> {
@@ -86,17 +97,28 @@ mod tests {
     use crate::export::tests::sample_trace;
 
     #[test]
+    fn a_trace_without_time_counts_samples() {
+        let mut t = sample_trace();
+        t.samples.truncate(1);
+        assert_eq!(
+            to_collapsed(&t).unwrap(),
+            "main (/app/main.js:1:1);work (/app/main.js:10:1);chunk (/app/node_modules/lodash/chunk.js:5:1) 1\n"
+        );
+    }
+
+    #[test]
     fn folds_counts_and_sorts() {
         let text = to_collapsed(&sample_trace()).unwrap();
         assert_eq!(
             text,
-            "(garbage collector) 2\n\
-             (idle) 1\n\
-             (program) 1\n\
-             main (/app/main.js:1:1);(anonymous) (/app/main.js:20:1) 1\n\
-             main (/app/main.js:1:1);now 1\n\
-             main (/app/main.js:1:1);work (/app/main.js:10:1) 1\n\
-             main (/app/main.js:1:1);work (/app/main.js:10:1);chunk (/app/node_modules/lodash/chunk.js:5:1) 2\n"
+            // µs: the `(idle)` sample lasts 0.5 ms, `now` 1.5 ms, the last sample the median gap (1 ms).
+            "(garbage collector) 2000\n\
+             (idle) 500\n\
+             (program) 1000\n\
+             main (/app/main.js:1:1);(anonymous) (/app/main.js:20:1) 1000\n\
+             main (/app/main.js:1:1);now 1500\n\
+             main (/app/main.js:1:1);work (/app/main.js:10:1) 1000\n\
+             main (/app/main.js:1:1);work (/app/main.js:10:1);chunk (/app/node_modules/lodash/chunk.js:5:1) 2000\n"
         );
     }
 
@@ -106,11 +128,11 @@ mod tests {
         t.frames[3].name = "x 999".into();
         assert!(to_collapsed(&t)
             .unwrap()
-            .contains("main (/app/main.js:1:1);x\u{a0}999 1\n"));
+            .contains("main (/app/main.js:1:1);x\u{a0}999 1500\n"));
         t.frames[3].name = " lead\x1b".into();
         assert!(to_collapsed(&t)
             .unwrap()
-            .contains("main (/app/main.js:1:1);\u{a0}lead\\x1b 1\n"));
+            .contains("main (/app/main.js:1:1);\u{a0}lead\\x1b 1500\n"));
     }
 
     #[test]
@@ -119,6 +141,6 @@ mod tests {
         t.frames[3].name = "a;b\nc".into();
         assert!(to_collapsed(&t)
             .unwrap()
-            .contains("main (/app/main.js:1:1);a:b\\x0ac 1\n"));
+            .contains("main (/app/main.js:1:1);a:b\\x0ac 1500\n"));
     }
 }

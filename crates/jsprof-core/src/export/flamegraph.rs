@@ -8,7 +8,9 @@
 //! so `x 999`, a leading space or a `;` stay as they are). Each frame is coloured by the kind of code it
 //! is (app, dependency, node, native; VM pseudo-frames apart), dependency code by package, and its
 //! tooltip says `kind: dependency, package: lodash`:
-//! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 samples, 18.18%; kind: dependency, package: lodash)`.
+//! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 ms, 2 samples, 18.18%; kind: dependency, package: lodash)`.
+//! Widths and shares are by time, the one weight every view uses (each sample weighs the gap to the
+//! next one, see [`sample_durations`]); a trace that spans no time is drawn by sample count.
 //!
 //! Everything that comes from the trace is shown as text: [`visible`] writes characters XML 1.0 forbids
 //! or that reorder text (C0 controls but tab, DEL, C1, U+FFFE/U+FFFF, bidi controls, line/paragraph
@@ -101,6 +103,9 @@ pub struct FlameNode {
     /// Time in ms (each sample weighs the gap to the next one, as in `summarize`).
     pub ms: f64,
     pub self_ms: f64,
+    /// What widths and shares are drawn by: `ms` (a sample weighs its time, as everywhere else), or
+    /// the sample count when the trace spans no time at all (one sample, or all at one timestamp).
+    pub weight: f64,
 }
 
 impl FlameNode {
@@ -117,6 +122,7 @@ impl FlameNode {
             self_samples: 0,
             ms: 0.0,
             self_ms: 0.0,
+            weight: 0.0,
         }
     }
 }
@@ -197,13 +203,18 @@ impl FlameTree {
             nodes[parent].samples += samples;
             nodes[parent].ms += ms;
         }
+        let by_time = nodes[0].ms > 0.0;
+        for n in &mut nodes {
+            n.weight = if by_time { n.ms } else { n.samples as f64 };
+        }
         FlameTree {
             nodes: depth_first(nodes),
         }
     }
 
-    pub fn total(&self) -> u64 {
-        self.nodes[0].samples
+    /// The root's weight: the trace's time in ms (or its sample count when it spans no time).
+    pub fn total(&self) -> f64 {
+        self.nodes[0].weight
     }
 }
 
@@ -259,14 +270,20 @@ fn node_colour(node: &FlameNode) -> (u8, u8, u8) {
 }
 
 /// `12.5`, `100`, `33.33`: a percentage with at most two decimals.
-fn percent(part: u64, total: u64) -> String {
-    let p = if total == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / total as f64
-    };
+fn percent(part: f64, total: f64) -> String {
+    let p = if total > 0.0 { part * 100.0 / total } else { 0.0 };
     let s = format!("{p:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// `12.5 ms`, `1,234 ms`: a time for a tooltip (3 significant digits below 100 ms).
+fn milliseconds(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{} ms", thousands(ms.round() as u64))
+    } else {
+        let s = format!("{ms:.2}");
+        format!("{} ms", s.trim_end_matches('0').trim_end_matches('.'))
+    }
 }
 
 /// `1,234,567`.
@@ -302,7 +319,7 @@ const TOP: f64 = 56.0;
 const BOTTOM: f64 = 12.0;
 
 /// An SVG flame graph: root at the bottom, each frame a `<g>` with a `<title>` tooltip
-/// (`label (N samples, P%; kind: …)`), a `<rect>` filled by kind and its label, cut to fit.
+/// (`label (T ms, N samples, P%; kind: …)`, widths and shares by time), a `<rect>` filled by kind and its label, cut to fit.
 pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
     let tree = FlameTree::new(trace);
@@ -333,7 +350,7 @@ pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Res
         title = markup_text(title),
         subtitle = markup_text(subtitle),
     );
-    if total == 0 {
+    if tree.nodes[0].samples == 0 {
         let _ = writeln!(
             out,
             "<text class=\"subtitle\" x=\"{}\" y=\"{}\">No samples</text>",
@@ -343,28 +360,30 @@ pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Res
         out.push_str("</svg>\n");
         return Ok(out);
     }
-    // x offset (in samples) of each node: its parent's offset plus its earlier siblings' samples.
-    let mut offset = vec![0u64; tree.nodes.len()];
-    let mut next_child = vec![0u64; tree.nodes.len()];
-    let scale = inner / total as f64;
+    // x offset (in weight) of each node: its parent's offset plus its earlier siblings' weights.
+    let mut offset = vec![0f64; tree.nodes.len()];
+    let mut next_child = vec![0f64; tree.nodes.len()];
+    let scale = inner / total;
     for (i, n) in tree.nodes.iter().enumerate() {
         if let Some(p) = n.parent {
             offset[i] = offset[p] + next_child[p];
-            next_child[p] += n.samples;
+            next_child[p] += n.weight;
         }
-        let w = n.samples as f64 * scale;
+        let w = n.weight * scale;
         if w < MIN_WIDTH {
             continue;
         }
-        let x = pad + offset[i] as f64 * scale;
+        let x = pad + offset[i] * scale;
         let y = TOP + (max_depth - n.depth) as f64 * FRAME_HEIGHT;
         let (r, g, b) = node_colour(n);
         let line = tooltip(n);
         let mut title = format!(
-            "{} ({} samples, {}%",
+            "{} ({}, {} sample{}, {}%",
             visible(&n.label),
+            milliseconds(n.ms),
             thousands(n.samples),
-            percent(n.samples, total)
+            if n.samples == 1 { "" } else { "s" },
+            percent(n.weight, total)
         );
         if !line.is_empty() {
             title.push_str("; ");
@@ -434,7 +453,8 @@ pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let (mut ms, mut package, mut colours) = (
+    let (mut ms, mut weight, mut package, mut colours) = (
+        Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
         Vec::with_capacity(n),
@@ -450,6 +470,7 @@ pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -
         samples.push(node.samples);
         self_samples.push(node.self_samples);
         ms.push((node.ms * 1000.0).round() / 1000.0);
+        weight.push((node.weight * 1000.0).round() / 1000.0);
         package.push(node.package.as_ref().map_or(-1, |p| {
             let shown = match &node.version {
                 Some(v) => format!("{p}@{v}"),
@@ -467,7 +488,7 @@ pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -
         "packages": packages,
         "nodes": {
             "label": label, "parent": parent, "group": group, "samples": samples,
-            "self": self_samples, "ms": ms, "package": package, "colour": colours,
+            "self": self_samples, "ms": ms, "weight": weight, "package": package, "colour": colours,
         },
     });
     let json = script_safe_json(&data.to_string());
@@ -515,10 +536,11 @@ mod tests {
         assert!(svg.starts_with("<?xml"));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("T &lt;1&gt;"));
-        assert!(svg.contains("<title>work (/app/main.js:10:1) (3 samples, 33.33%; kind: app)</title>"));
-        assert!(svg
-            .contains("<title>(garbage collector) (2 samples, 22.22%; kind: vm, garbage collector)</title>"));
-        assert!(svg.contains("<title>all (9 samples, 100%)</title>"));
+        assert!(svg.contains("<title>work (/app/main.js:10:1) (3 ms, 3 samples, 33.33%; kind: app)</title>"));
+        assert!(svg.contains(
+            "<title>(garbage collector) (2 ms, 2 samples, 22.22%; kind: vm, garbage collector)</title>"
+        ));
+        assert!(svg.contains("<title>all (9 ms, 9 samples, 100%)</title>"));
         let (r, g, b) = colour(Group::Pseudo(Pseudo::GarbageCollector), "");
         assert!(svg.contains(&format!("fill=\"rgb({r},{g},{b})\"")));
         let (r, g, b) = colour(Group::Kind(Kind::App), "main (/app/main.js:1:1)");
@@ -576,7 +598,7 @@ mod tests {
             ("\u{fffe}\u{ffff}\u{202e}", "\\u{fffe}\\u{ffff}\\u{202e}"),
         ] {
             let svg = to_flame_graph(&one_frame(name), &FlameGraphOptions::default()).unwrap();
-            let title = format!("<title>{shown} (1 samples, 11.11%; kind: native)</title>");
+            let title = format!("<title>{shown} (1.5 ms, 1 sample, 16.67%; kind: native)</title>");
             assert!(svg.contains(&title), "{name:?}: {svg}");
             assert!(!svg.contains(['\0', '\x07', '\u{fffe}']));
             let tree = FlameTree::new(&one_frame(name));
@@ -621,9 +643,11 @@ mod tests {
         assert_eq!(fit("abcdef", 2.0 * CHAR_WIDTH), "");
         assert_eq!(thousands(1234567), "1,234,567");
         assert_eq!(thousands(999), "999");
-        assert_eq!(percent(1, 3), "33.33");
-        assert_eq!(percent(1, 2), "50");
-        assert_eq!(percent(3, 3), "100");
+        assert_eq!(percent(1.0, 3.0), "33.33");
+        assert_eq!(percent(1.0, 2.0), "50");
+        assert_eq!(milliseconds(12.5), "12.5 ms");
+        assert_eq!(milliseconds(1234.4), "1,234 ms");
+        assert_eq!(percent(3.0, 3.0), "100");
     }
 
     #[test]
