@@ -1,6 +1,6 @@
 'use strict'
 // The differential flame graph of `jsprof diff -o diff.svg`: the new profile's call tree (widths are
-// its shares of all samples), each frame coloured by how its share changed from the base — red grew
+// its shares of all the time), each frame coloured by how its share changed from the base — red grew
 // (slower), blue shrank (faster), the deeper the colour the larger the change; grey unchanged. Built
 // from the folded stacks the collapsed exporter writes for each trace, so the stacks are the same
 // ones `jsprof convert --to collapsed` gives. Frames only in the base have no width and are not drawn.
@@ -12,7 +12,7 @@ const ROW = 16
 const PAD = 24
 const MIN_PX = 0.3
 
-/** `a;b;c N` lines -> a tree of { name, count, children } (count: samples through that frame). */
+/** `a;b;c N` lines -> a tree of { name, count, children } (count: time in µs through that frame, as toCollapsed weighs it). */
 function parseFolded(text) {
   const root = { name: 'all', count: 0, children: new Map() }
   for (const line of text.split('\n')) {
@@ -101,7 +101,7 @@ function diffFlameGraph(baseFolded, newFolded, { title = 'jsprof diff' } = {}) {
   ]
   for (const b of boxes) {
     const y = height - 2 * PAD - (b.level + 1) * ROW
-    const tip = `${b.name} — ${(b.share * 100).toFixed(2)}% of samples (base ${(b.baseShare * 100).toFixed(2)}%, ${points(b.delta)} points)`
+    const tip = `${b.name} — ${(b.share * 100).toFixed(2)}% of the time (base ${(b.baseShare * 100).toFixed(2)}%, ${points(b.delta)} points)`
     out.push(
       `<g><title>${markup(tip)}</title><rect x="${b.x.toFixed(2)}" y="${y}" width="${b.w.toFixed(2)}" height="${ROW - 1}" fill="${colour(b.delta, maxAbs)}" rx="2"/>`,
     )
