@@ -93,8 +93,12 @@ export declare function fromCpuProfile(
 
 // ---- Analysis: attribute(resource), summarize(trace, { by }) ----
 
-/** `app` (own code, outside node_modules), `dependency` (inside node_modules), `node` (`node:` internals), `native` (no resource). */
-export type AttributionKind = 'app' | 'dependency' | 'node' | 'native'
+/**
+ * `app` (own code, outside node_modules), `dependency` (inside node_modules), `node` (`node:` internals),
+ * `generated` (code compiled from a string without a URL: `new Function`, `eval`, `vm` without a filename;
+ * in a trace, a frame with a position but no resource), `native` (builtins: no resource, no position).
+ */
+export type AttributionKind = 'app' | 'dependency' | 'node' | 'generated' | 'native'
 
 export interface Attribution {
   kind: AttributionKind
@@ -108,7 +112,8 @@ export interface Attribution {
 
 /**
  * Which code a resource of `ProfilerTrace.resources` is. `""` -> `{ kind: 'native' }`, `node:…` ->
- * `{ kind: 'node' }`, non-file resources (`data:`, `[eval]`, `evalmachine.<anonymous>`…) -> `{ kind: 'app' }`.
+ * `{ kind: 'node' }`, `evalmachine.<anonymous>` (`vm` code without a filename) -> `{ kind: 'generated' }`,
+ * other non-file resources (`data:`, `[eval]`…) -> `{ kind: 'app' }`.
  * Never throws for a string; `TypeError` for anything else.
  */
 export declare function attribute(resource: string): Attribution
@@ -124,9 +129,12 @@ export interface SummarizeOptions {
 
 export interface SummaryRow {
   /**
-   * `package`: the package name, `(app)` for app code without a package.json, `node`, `native`.
-   * `function`: `name (resource:line:column)`, `(anonymous)` for unnamed functions, `(native)` for builtins.
-   * `resource`: the resource, `(native)` for code without one.
+   * `package`: the package name, `(app)` for app code without a package.json, `node`, `native`, and for
+   * generated code (`new Function`, `eval`) `(generated, called from <package>)`: the package of the code
+   * that called it (a V8 profile does not say which code compiled it), or `(generated)`.
+   * `function`: `name (resource:line:column)`, `(anonymous)` for unnamed functions, `name (native)` for
+   * builtins, `name (generated:line:column)` for generated code.
+   * `resource`: the resource, `(native)` for code without one, `(generated)` for generated code.
    * Samples without a stack: `(idle)`, `(gc)`, `(other)`.
    */
   name: string

@@ -24,7 +24,10 @@ ${SOURCE_MAP_HELP}
 Columns: self ms / total ms are the time the samples stand for (each sample weighs the gap to the
 next, as in summarize() and every export); self % and total % are those times as shares of the
 whole trace's time (idle included), so the % and ms columns always agree; samples counts the self
-samples; kind is app, dependency, node or native (idle, gc or other for samples without a JS stack).`
+samples; kind is app, dependency, node, generated or native (idle, gc or other for samples without
+a JS stack). Generated code (new Function, eval, vm without a filename: ajv's validators,
+fast-json-stringify's serializers) is a row of its own, "(generated, called from <package>)", named by
+the code that called it: a V8 profile does not say which code compiled it.`
 
 function percent(part, whole) {
   return whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : '-'

@@ -1,4 +1,5 @@
-//! resource (URL or path) -> which code it is: app, an npm dependency, a `node:` internal, or native.
+//! resource (URL or path) -> which code it is: app, an npm dependency, a `node:` internal, generated
+//! code, or native.
 //!
 //! CONTRACT (stable API other modules use): `Attributor::new()`,
 //! `Attributor::attribute(&mut self, resource: &str) -> Attribution`.
@@ -6,6 +7,7 @@
 //! The rules, in order:
 //! - `""` (builtins, native code, code without a script) -> `native`, nothing else.
 //! - `node:…` -> `node`, nothing else.
+//! - `evalmachine.<anonymous>` (V8's name for `vm` code compiled without a filename) -> `generated`.
 //! - a `file:` URL (percent-decoded; `file:///C:/…` and `file://host/share/…` are Windows paths) or an
 //!   absolute path (POSIX `/…`, Windows `C:\…`, `C:/…`, `\\server\share\…`, `\\?\C:\…`) is a file:
 //!   - inside a `node_modules` folder -> `dependency`; the package is the innermost `node_modules/<name>`
@@ -17,8 +19,14 @@
 //!     skipped), `root` its folder, the version its `version`.
 //! - any other URL with an authority (`http://…`, `https://…`) -> `dependency` or `app` by the same path
 //!   rules, with the package and version the path itself carries, never a `root` and never a read.
-//! - anything else (`data:`, `wasm:`, `[eval]`, `evalmachine.<anonymous>`, relative names) -> `app` with
-//!   no package, version or root.
+//! - anything else (`data:`, `wasm:`, `[eval]`, relative names) -> `app` with no package, version or
+//!   root.
+//!
+//! A frame without a resource is native code (a builtin) when it has no position, and generated code
+//! when it has one: V8 gives code compiled from a string without a URL (`new Function`, `eval`) a
+//! script of its own with positions but no URL ([`frame_without_resource`]). Generated code is charged
+//! like app and dependency code (its builtins are its time), and named by the package that called it,
+//! since a V8 profile does not say which code compiled it.
 //!
 //! `root` is a filesystem path in the style of the resource: `/…` with `/` for POSIX paths, `C:\…` (or
 //! `\\server\share\…`) with `\` for Windows paths, percent-decoded, with `.`/`..` resolved.
@@ -37,7 +45,32 @@ pub enum Kind {
     App,
     Dependency,
     Node,
+    /// Code compiled at run time from a string without a URL: `new Function`, `eval`, `vm` without a
+    /// filename (ajv's validators, fast-json-stringify's serializers, template engines).
+    Generated,
     Native,
+}
+
+/// V8's script name for `vm` code compiled without a filename.
+pub const VM_ANONYMOUS: &str = "evalmachine.<anonymous>";
+
+/// How generated code is named where a package would be: by the package of the code that called it,
+/// `(generated, called from express)`, or `(generated)` when no app or dependency code called it.
+pub fn generated_name(caller: Option<&str>) -> String {
+    match caller {
+        Some(caller) => format!("(generated, called from {caller})"),
+        None => "(generated)".to_owned(),
+    }
+}
+
+/// The attribution of a frame that has no resource: generated code when it has a position (`line`),
+/// native code (a builtin) otherwise.
+pub fn frame_without_resource(line: Option<u32>) -> Attribution {
+    Attribution::bare(if line.is_some() {
+        Kind::Generated
+    } else {
+        Kind::Native
+    })
 }
 
 impl Kind {
@@ -46,8 +79,14 @@ impl Kind {
             Kind::App => "app",
             Kind::Dependency => "dependency",
             Kind::Node => "node",
+            Kind::Generated => "generated",
             Kind::Native => "native",
         }
+    }
+
+    /// App, dependency or generated code: what a sample is charged to before builtins and internals.
+    pub fn is_code(self) -> bool {
+        matches!(self, Kind::App | Kind::Dependency | Kind::Generated)
     }
 }
 
@@ -160,6 +199,9 @@ impl Attributor {
         }
         if resource.starts_with("node:") {
             return Attribution::bare(Kind::Node);
+        }
+        if resource == VM_ANONYMOUS {
+            return Attribution::bare(Kind::Generated);
         }
         if let Some(known) = self.resolved.get(resource) {
             return known.clone();
@@ -777,7 +819,6 @@ mod tests {
         for r in [
             "data:text/javascript,1",
             "[eval]",
-            "evalmachine.<anonymous>",
             "wasm://wasm/abc",
             "x.js",
             "file:",
@@ -788,6 +829,12 @@ mod tests {
             a.attribute("https://cdn.example/app.js"),
             Attribution::bare(Kind::App)
         );
+        assert_eq!(a.attribute(VM_ANONYMOUS), Attribution::bare(Kind::Generated));
+        assert_eq!(
+            frame_without_resource(Some(1)),
+            Attribution::bare(Kind::Generated)
+        );
+        assert_eq!(frame_without_resource(None), Attribution::bare(Kind::Native));
         assert_eq!(
             a.attribute("https://h/node_modules/lodash/lodash.js"),
             dep("lodash", None, None)

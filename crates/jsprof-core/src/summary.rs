@@ -2,11 +2,15 @@
 //!
 //! - A sample weighs the time to the next sample; the last one weighs `sample_interval` (default: the
 //!   median gap between consecutive samples, 0 when there are fewer than two samples).
-//! - Self: a sample is charged to the innermost frame of its stack that is app or dependency code
-//!   (builtins and `node:` internals charge the code that called them). A stack without such a frame
+//! - Self: a sample is charged to the innermost frame of its stack that is app, dependency or generated
+//!   code (builtins and `node:` internals charge the code that called them). A stack without such a frame
 //!   charges its innermost `node:` frame, and a stack of builtins only its innermost frame. Samples
 //!   without a stack are rows of their own: `(idle)` (no marker), `(gc)`, `(other)` (and `(<marker>)`
 //!   for any other marker). So the self samples of all rows add up to the number of samples.
+//! - Generated code (`new Function`, `eval`, `vm` without a filename) is a row of its own, never its
+//!   caller's: by package `(generated, called from <package>)`, named by the innermost app or dependency
+//!   code that called it (a V8 profile does not say which code compiled it); by function
+//!   `<name> (generated:<line>:<column>)`; by resource `(generated)`.
 //! - Total: a sample counts once for every row that appears anywhere on its stack, however often.
 //! - Rows are sorted by self time, then self samples, then total samples (all descending), then name,
 //!   kind and version (ascending), so equal inputs give equal outputs.
@@ -16,7 +20,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::attribution::{Attribution, Attributor, Kind};
+use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
 use crate::error::{Error, Result};
 use crate::trace::{round_to_microseconds, Marker, ProfilerTrace};
 
@@ -195,6 +199,9 @@ pub fn summarize(
     // time goes to the first of them there is, else to its own row).
     let mut code_up: Vec<Option<usize>> = vec![None; n];
     let mut node_up: Vec<Option<usize>> = vec![None; n];
+    // Per stack: the innermost app/dependency row (not generated code): what generated code is named by.
+    let mut caller_up: Vec<Option<usize>> = vec![None; n];
+    let mut generated_rows: HashMap<Option<usize>, usize> = HashMap::new();
     let mut on_path: Vec<u32> = Vec::new();
     let mut walk: Vec<(usize, usize)> = Vec::new(); // (stack, next child index)
     for root in 0..n {
@@ -213,14 +220,36 @@ pub fn summarize(
                     known
                 }
             };
+            let parent = trace.stacks[v].parent_id.map(|p| p as usize);
+            let row = match (kind, by) {
+                // By package, generated code is named by its caller: one row per calling package.
+                (Kind::Generated, By::Package) => {
+                    let caller = parent.and_then(|p| caller_up[p]);
+                    *generated_rows.entry(caller).or_insert_with(|| {
+                        let name = generated_name(caller.map(|c| rows.rows[c].0.name.as_str()));
+                        rows.id(
+                            Key {
+                                kind: Kind::Generated.as_str(),
+                                name,
+                                version: None,
+                            },
+                            None,
+                        )
+                    })
+                }
+                _ => row,
+            };
             if on_path.len() <= row {
                 on_path.resize(row + 1, 0);
             }
             if entered {
-                let parent = trace.stacks[v].parent_id.map(|p| p as usize);
                 code_up[v] = match kind {
-                    Kind::App | Kind::Dependency => Some(row),
+                    k if k.is_code() => Some(row),
                     _ => parent.and_then(|p| code_up[p]),
+                };
+                caller_up[v] = match kind {
+                    Kind::App | Kind::Dependency => Some(row),
+                    _ => parent.and_then(|p| caller_up[p]),
                 };
                 node_up[v] = match kind {
                     Kind::Node => Some(row),
@@ -256,6 +285,9 @@ pub fn summarize(
     let mut out: Vec<Row> = rows
         .rows
         .into_iter()
+        // A by-package generated row is named per caller in the walk; the per-frame placeholder may
+        // end up unused.
+        .filter(|(_, _, t)| t.total_samples > 0)
         .map(|(key, package, t)| Row {
             name: key.name,
             kind: key.kind,
@@ -319,12 +351,7 @@ fn frame_row(
         Some(r) => attributions[r as usize]
             .get_or_insert_with(|| attributor.attribute(resource.unwrap()))
             .clone(),
-        None => Attribution {
-            kind: Kind::Native,
-            package: None,
-            version: None,
-            root: None,
-        },
+        None => frame_without_resource(frame.line),
     };
     let kind = attribution.kind;
     let (name, package) = match by {
@@ -334,6 +361,8 @@ fn frame_row(
                 (Kind::App, None) => "(app)".to_owned(),
                 (Kind::Dependency, None) => "(dependency)".to_owned(),
                 (Kind::Node, _) => "node".to_owned(),
+                // Replaced per caller in the walk.
+                (Kind::Generated, _) => generated_name(None),
                 (Kind::Native, _) => "native".to_owned(),
             };
             (name, None)
@@ -345,6 +374,10 @@ fn frame_row(
                 frame.name.as_str()
             };
             let place = match (resource, frame.line, frame.column) {
+                (_, Some(line), Some(column)) if kind == Kind::Generated => {
+                    format!("generated:{line}:{column}")
+                }
+                (_, Some(line), None) if kind == Kind::Generated => format!("generated:{line}"),
                 (None, _, _) => "native".to_owned(),
                 (Some(r), Some(line), Some(column)) => format!("{r}:{line}:{column}"),
                 (Some(r), Some(line), None) => format!("{r}:{line}"),
@@ -352,10 +385,13 @@ fn frame_row(
             };
             (format!("{function} ({place})"), attribution.package)
         }
-        By::Resource => (resource.unwrap_or("(native)").to_owned(), attribution.package),
+        By::Resource => match kind {
+            Kind::Generated => ("(generated)".to_owned(), None),
+            _ => (resource.unwrap_or("(native)").to_owned(), attribution.package),
+        },
     };
     let version = match (kind, by) {
-        (Kind::Node | Kind::Native, _) => None,
+        (Kind::Node | Kind::Generated | Kind::Native, _) => None,
         (_, By::Package) | (Kind::App | Kind::Dependency, _) => attribution.version,
     };
     (
@@ -528,6 +564,73 @@ mod tests {
         assert_eq!(row(&rows, "lodash").self_time, 3.0);
         let total: f64 = rows.iter().map(|r| r.self_time).sum();
         assert_eq!(total, 10.0);
+    }
+
+    /// main (app) calls generated code directly and through lodash; generated code calls a builtin
+    /// and more generated code.
+    fn generated_fixture() -> ProfilerTrace {
+        let generated = |name: &str| Frame {
+            name: name.into(),
+            resource_id: None,
+            line: Some(1),
+            column: Some(20),
+        };
+        let stack = |frame_id, parent_id| Stack { frame_id, parent_id };
+        ProfilerTrace {
+            resources: vec![
+                "file:///p/src/main.js".into(),
+                "file:///p/node_modules/lodash/lodash.js".into(),
+            ],
+            frames: vec![
+                frame("main", Some(0)),
+                frame("map", Some(1)),
+                generated("anonymous"),
+                frame("stringify", None),
+                generated("inner"),
+            ],
+            stacks: vec![
+                stack(0, None),    // 0 main
+                stack(2, Some(0)), // 1 main > anonymous
+                stack(3, Some(1)), // 2 main > anonymous > stringify
+                stack(1, Some(0)), // 3 main > map
+                stack(2, Some(3)), // 4 main > map > anonymous
+                stack(4, Some(4)), // 5 main > map > anonymous > inner
+            ],
+            samples: vec![
+                sample(0.0, Some(2), None),
+                sample(1.0, Some(1), None),
+                sample(2.0, Some(5), None),
+                sample(3.0, Some(4), None),
+                sample(4.0, Some(3), None),
+                sample(5.0, Some(0), None),
+            ],
+        }
+    }
+
+    #[test]
+    fn generated_code_is_a_row_of_its_own_named_by_its_caller() {
+        let rows = summarize(&generated_fixture(), By::Package, None, &mut attributor()).unwrap();
+        let counts: Vec<(&str, &str, u64, u64)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.kind, r.self_samples, r.total_samples))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![
+                // Its builtin's time and nested generated code's time are its own, not the caller's.
+                ("(generated, called from (app))", "generated", 2, 2),
+                ("(generated, called from lodash)", "generated", 2, 2),
+                ("(app)", "app", 1, 6),
+                ("lodash", "dependency", 1, 3),
+                ("native", "native", 0, 1),
+            ]
+        );
+        let by_function = summarize(&generated_fixture(), By::Function, None, &mut attributor()).unwrap();
+        assert_eq!(row(&by_function, "anonymous (generated:1:20)").self_samples, 3);
+        assert_eq!(row(&by_function, "inner (generated:1:20)").kind, "generated");
+        assert_eq!(row(&by_function, "stringify (native)").self_samples, 0);
+        let by_resource = summarize(&generated_fixture(), By::Resource, None, &mut attributor()).unwrap();
+        assert_eq!(row(&by_resource, "(generated)").self_samples, 4);
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub struct FlameGraphOptions {
 
 /// The legend shown as the default subtitle.
 pub const LEGEND: &str =
-    "orange: app · blue: dependency · green: node · purple: native · red: GC · grey: idle/VM";
+    "orange: app · blue: dependency · green: node · teal: generated · purple: native · red: GC · grey: idle/VM";
 
 /// What colours and tooltips tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,6 +72,7 @@ pub fn colour(group: Group, key: &str) -> (u8, u8, u8) {
         Group::Kind(Kind::Dependency) => (lerp(70, 110), lerp(125, 165), lerp(215, 245)),
         Group::Kind(Kind::Node) => (lerp(85, 125), lerp(185, 215), lerp(85, 120)),
         Group::Kind(Kind::Native) => (lerp(160, 185), lerp(130, 155), lerp(200, 225)),
+        Group::Kind(Kind::Generated) => (lerp(60, 95), lerp(185, 210), lerp(185, 210)),
         Group::Pseudo(Pseudo::GarbageCollector) => (215, 70, 70),
         Group::Pseudo(Pseudo::Program) => (165, 165, 165),
         Group::Pseudo(Pseudo::Idle) => (215, 215, 215),
@@ -96,6 +97,8 @@ pub struct FlameNode {
     /// The npm package of dependency code.
     pub package: Option<String>,
     pub version: Option<String>,
+    /// The nearest app or dependency node at or above this one: what generated code is named by.
+    pub caller: Option<usize>,
     /// Samples in this frame and below it.
     pub samples: u64,
     /// Samples with this frame as the leaf.
@@ -118,6 +121,7 @@ impl FlameNode {
             group,
             package: None,
             version: None,
+            caller: None,
             samples: 0,
             self_samples: 0,
             ms: 0.0,
@@ -149,6 +153,14 @@ impl FlameTree {
                     let mut node = fill();
                     node.parent = Some(parent);
                     node.depth = nodes[parent].depth + 1;
+                    node.caller = match node.group {
+                        Group::Kind(Kind::App | Kind::Dependency) => Some(nodes.len()),
+                        _ => nodes[parent].caller,
+                    };
+                    if node.group == Group::Kind(Kind::Generated) {
+                        // Named by the package that called it (see `summarize`).
+                        node.package = node.caller.and_then(|c| nodes[c].package.clone());
+                    }
                     nodes.push(node);
                     nodes.len() - 1
                 })
@@ -243,6 +255,7 @@ fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
         .map(|&old| {
             let mut n = slots[old].take().expect("each node once");
             n.parent = n.parent.map(|p| new_index[p]);
+            n.caller = n.caller.map(|c| new_index[c]);
             n
         })
         .collect()
@@ -252,6 +265,7 @@ fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
 fn tooltip(node: &FlameNode) -> String {
     match (node.group, &node.package) {
         (Group::Root, _) => String::new(),
+        (Group::Kind(Kind::Generated), Some(p)) => format!("kind: generated, called from: {p}"),
         (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", kind_name(k)),
         (Group::Kind(k), None) => format!("kind: {}", kind_name(k)),
         (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: vm, garbage collector".into(),

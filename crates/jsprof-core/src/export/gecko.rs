@@ -33,6 +33,8 @@ pub const CATEGORY_DEPENDENCY: u32 = 3;
 pub const CATEGORY_NODE: u32 = 4;
 pub const CATEGORY_NATIVE: u32 = 5;
 pub const CATEGORY_GC: u32 = 6;
+/// Code compiled from a string without a URL (`new Function`, `eval`, `vm` without a filename).
+pub const CATEGORY_GENERATED: u32 = 7;
 
 #[derive(Debug, Clone, Default)]
 pub struct GeckoOptions {
@@ -111,6 +113,7 @@ fn categories(packages: &[String]) -> Value {
         { "name": "Node.js", "color": "green", "subcategories": ["Other"] },
         { "name": "Native", "color": "purple", "subcategories": ["Other"] },
         { "name": "GC / CC", "color": "orange", "subcategories": ["Other"] },
+        { "name": "Generated code", "color": "lightblue", "subcategories": ["Other"] },
     ])
 }
 
@@ -184,10 +187,11 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
                     .unwrap_or(0),
             ),
             Kind::Node => (CATEGORY_NODE, 0),
+            Kind::Generated => (CATEGORY_GENERATED, 0),
             Kind::Native => (CATEGORY_NATIVE, 0),
         };
-        // Builtins without a script are not JS functions to the profiler.
-        let is_js = f.resource_id.is_some();
+        // Builtins without a script are not JS functions to the profiler; generated code is.
+        let is_js = f.resource_id.is_some() || a.kind == Kind::Generated;
         push_frame(
             &mut funcs,
             &mut frames,

@@ -19,7 +19,7 @@ pub mod gecko;
 pub mod pprof;
 pub mod speedscope;
 
-use crate::attribution::{Attribution, Attributor, Kind};
+use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
 use crate::error::{Error, Result};
 use crate::trace::{Marker, ProfilerTrace, TraceSample};
 
@@ -316,12 +316,17 @@ pub fn short_resource(resource: &str) -> &str {
     resource.strip_prefix("file://").unwrap_or(resource)
 }
 
-/// `name (path:line:column)`, `name (path)` or `name` for frames without a resource.
+/// `name (path:line:column)`, `name (path)`, `name (generated:line:column)` for generated code (a frame
+/// with a position but no resource: `new Function`, `eval`), or `name` for builtins.
 pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
     let f = &trace.frames[frame_id as usize];
     let name = display_name(&f.name);
     match f.resource_id {
-        None => name.to_owned(),
+        None => match (f.line, f.column) {
+            (Some(l), Some(c)) => format!("{name} (generated:{l}:{c})"),
+            (Some(l), None) => format!("{name} (generated:{l})"),
+            _ => name.to_owned(),
+        },
         Some(r) => {
             let path = short_resource(&trace.resources[r as usize]);
             match (f.line, f.column) {
@@ -379,35 +384,49 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
-/// The frame a stack's time is charged to (`frames` root first), by `summarize`'s rule: the innermost
-/// app or dependency frame (a builtin or `node:` internal charges the code that called it), else the
-/// innermost Node frame, else the leaf. The pprof `package`/`kind` labels use it too, so
-/// `go tool pprof -tagfocus package=express` and `jsprof report` give the same share.
-pub fn charged_frame(frames: &[u32], attributions: &[Attribution]) -> u32 {
+/// Where a stack's time is charged (`frames` root first): the index in `frames` of the innermost app,
+/// dependency or generated frame (a builtin or `node:` internal charges the code that called it), else
+/// of the innermost Node frame, else of the leaf; `None` for an empty stack. `summarize`'s rule: the
+/// pprof `package`/`kind` labels use it, so `go tool pprof -tagfocus package=express` and
+/// `jsprof report` give the same share.
+pub fn charged_position(frames: &[u32], attributions: &[Attribution]) -> Option<usize> {
     let kind = |f: &u32| attributions[*f as usize].kind;
     frames
         .iter()
-        .rev()
-        .find(|f| matches!(kind(f), Kind::App | Kind::Dependency))
-        .or_else(|| frames.iter().rev().find(|f| kind(f) == Kind::Node))
-        .or(frames.last())
-        .copied()
-        .unwrap_or(0)
+        .rposition(|f| kind(f).is_code())
+        .or_else(|| frames.iter().rposition(|f| kind(f) == Kind::Node))
+        .or(frames.len().checked_sub(1))
 }
 
-/// The attribution of every frame (by its resource; frames without one are native code).
+/// The attribution of every frame (by its resource; frames without one are generated code when they
+/// have a position, native code otherwise: [`frame_without_resource`]).
 pub fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
     let mut attributor = Attributor::new();
     let by_resource: Vec<Attribution> = trace.resources.iter().map(|r| attributor.attribute(r)).collect();
-    let native = attributor.attribute("");
     trace
         .frames
         .iter()
         .map(|f| match f.resource_id {
             Some(r) => by_resource[r as usize].clone(),
-            None => native.clone(),
+            None => frame_without_resource(f.line),
         })
         .collect()
+}
+
+/// The package label of the frame a stack is charged to (`frames` root first, `charged` its index in
+/// `frames`): [`package_label`], and for generated code the label of the app or dependency code that
+/// called it, as `summarize` names its row (`(generated, called from express)`).
+pub fn charged_package_label(frames: &[u32], charged: usize, attributions: &[Attribution]) -> String {
+    let attribution = &attributions[frames[charged] as usize];
+    if attribution.kind != Kind::Generated {
+        return package_label(attribution);
+    }
+    let caller = frames[..charged]
+        .iter()
+        .rev()
+        .map(|&f| &attributions[f as usize])
+        .find(|a| matches!(a.kind, Kind::App | Kind::Dependency));
+    generated_name(caller.map(package_label).as_deref())
 }
 
 /// The lower-case name of a kind, as the exports label it.
@@ -416,6 +435,7 @@ pub fn kind_name(kind: Kind) -> &'static str {
         Kind::App => "app",
         Kind::Dependency => "dependency",
         Kind::Node => "node",
+        Kind::Generated => "generated",
         Kind::Native => "native",
     }
 }
@@ -432,6 +452,36 @@ pub fn package_label(attribution: &Attribution) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn generated_code_is_charged_and_labelled_by_its_caller() {
+        let a = |kind, package: Option<&str>| Attribution {
+            kind,
+            package: package.map(str::to_owned),
+            version: None,
+            root: None,
+        };
+        // 0 app, 1 express, 2 generated, 3 native, 4 generated
+        let attributions = [
+            a(Kind::App, Some("my-app")),
+            a(Kind::Dependency, Some("express")),
+            a(Kind::Generated, None),
+            a(Kind::Native, None),
+            a(Kind::Generated, None),
+        ];
+        let frames = [0, 1, 2, 4, 3];
+        let at = charged_position(&frames, &attributions).unwrap();
+        assert_eq!(
+            at, 3,
+            "the innermost generated frame, not the builtin below it nor express"
+        );
+        assert_eq!(
+            charged_package_label(&frames, at, &attributions),
+            "(generated, called from express)"
+        );
+        assert_eq!(charged_package_label(&[2, 3], 0, &attributions), "(generated)");
+        assert_eq!(charged_position(&[], &attributions), None);
+    }
     use crate::trace::{Frame, Stack};
 
     /// main (app) -> work (app) -> chunk (lodash) ; main -> now (native); + idle, gc, program samples.

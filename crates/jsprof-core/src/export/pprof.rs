@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::{frame_attributions, kind_name, package_label, sample_durations, stack_frames, Pseudo};
+use super::{charged_package_label, frame_attributions, kind_name, sample_durations, stack_frames, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
@@ -260,12 +260,13 @@ pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
                 let (locations, package, kind) = match key {
                     Ok(id) => {
                         let frames = stack_frames(trace, id);
-                        let charged = &attributions[super::charged_frame(&frames, &attributions) as usize];
+                        let at = super::charged_position(&frames, &attributions).unwrap_or(0);
+                        let charged = &attributions[frames[at] as usize];
                         // pprof lists locations leaf first.
                         let locations = frames.iter().rev().map(|&f| f as u64 + 1).collect();
                         (
                             locations,
-                            package_label(charged),
+                            charged_package_label(&frames, at, &attributions),
                             kind_name(charged.kind).to_owned(),
                         )
                     }
