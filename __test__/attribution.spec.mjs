@@ -213,12 +213,13 @@ test('other schemes and pseudo names are app code without a package', () => {
     'data:text/javascript,console.log(1)',
     '[eval]',
     '[eval]-wrapper',
-    'evalmachine.<anonymous>',
     'wasm://wasm/0012abcd',
     'relative/file.js',
   ]) {
     assert.deepEqual(attribute(r), { kind: 'app' }, r)
   }
+  // vm code compiled without a filename is generated code.
+  assert.deepEqual(attribute('evalmachine.<anonymous>'), { kind: 'generated' })
   // A non-file URL still names the package its path holds, but has no root.
   assert.deepEqual(attribute('https://h.example/node_modules/lodash/lodash.js'), { kind: 'dependency', package: 'lodash' })
 })

@@ -131,7 +131,7 @@ describe('jsprof diff', () => {
     assert.equal(r.code, 0, r.stderr)
     const text = fs.readFileSync(svg, 'utf8')
     // Its widest box (thin ones under other callers may be new).
-    const boxes = [...text.matchAll(/<title>slowedDown [^<]*— (\d+\.\d+)% of samples \(base (\d+\.\d+)%/g)]
+    const boxes = [...text.matchAll(/<title>slowedDown [^<]*— (\d+\.\d+)% of the time \(base (\d+\.\d+)%/g)]
     const box = boxes.sort((a, b) => Number(b[1]) - Number(a[1]))[0]
     assert.ok(box && Number(box[2]) > 0, `slowedDown has a base share: ${box && box[0]}`)
   })

@@ -46,7 +46,8 @@ test('every exporter accepts the empty trace and a trace of stackless samples on
     jsprof[fn](empty)
     jsprof[fn](vm)
   }
-  assert.equal(jsprof.toCollapsed(vm), '(garbage collector) 1\n(idle) 1\n')
+  // 1 ms each (the last sample weighs the median gap), in µs.
+  assert.equal(jsprof.toCollapsed(vm), '(garbage collector) 1000\n(idle) 1000\n')
   assert.equal(jsprof.toCollapsed(empty), '')
 })
 
