@@ -180,6 +180,25 @@ describe('jsprof record', () => {
     assertAppTrace(path.join(dir, files[0]))
   })
 
+  test('--children: a forked child writes its own trace beside the top one (through a shell too)', { skip: process.platform === 'win32' }, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'children-'))
+    // Through a shell, so the Node processes are a child (fork) and a grandchild of the shell.
+    const r = jsprofSync(['record', '--children', '-o', path.join(dir, 't.json'), '--', 'sh', '-c', `"${process.execPath}" "${appFile}" fork`])
+    assert.equal(r.code, 0, r.stderr)
+    const files = fs.readdirSync(dir).sort()
+    assert.equal(files.length, 2, `the top trace and the child's: ${files}`)
+    assert.equal(files[0], 't.json')
+    const childPid = Number(/^t\.pid-(\d+)\.json$/.exec(files[1])?.[1])
+    assert.ok(childPid > 0, files[1])
+    const top = assertAppTrace(path.join(dir, 't.json'))
+    const child = assertAppTrace(path.join(dir, files[1]))
+    assert.equal(child.jsprof.pid, childPid)
+    assert.notEqual(top.jsprof.pid, childPid)
+    assert.match(r.stderr, new RegExp(`wrote .*t\\.pid-${childPid}\\.json \\(child process ${childPid}, \\d+ samples`))
+    const rep = jsprofSync(['report', path.join(dir, files[1]), '--top', '1'])
+    assert.match(rep.stdout, new RegExp(`\\(main thread of pid ${childPid}\\)`))
+  })
+
   test('a command that is not node (a shell) is profiled through NODE_OPTIONS', { skip: process.platform === 'win32' }, () => {
     const out = path.join(tmp, 'shell.trace.json')
     const r = jsprofSync(['record', '-o', out, '--', 'sh', '-c', `"${process.execPath}" "${appFile}" exit3`])
@@ -198,6 +217,57 @@ describe('jsprof record', () => {
     assert.notEqual(r.code, 0, r.stderr)
     const t = assertAppTrace(out)
     assert.ok(!t.resources.some((url) => /[\\/]npm[\\/]/.test(url)), 'no npm code in the trace')
+  })
+
+  test('worker threads: each writes its own trace, an exited one at its exit, a terminated one up to its last flush', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'workers-'))
+    const app = path.join(dir, 'workers.js')
+    fs.writeFileSync(
+      app,
+      [
+        "const { Worker } = require('node:worker_threads')",
+        // One worker works 400 ms and exits; one works in slices until main terminates it.
+        "const done = new Worker('function workerBusy() { const t = Date.now(); let x = 0; while (Date.now() - t < 400) x += Math.sqrt(t); return x } workerBusy()', { eval: true })",
+        "const pool = new Worker('function poolSlice() { const t = Date.now(); while (Date.now() - t < 20); } setInterval(poolSlice, 25)', { eval: true })",
+        "done.on('exit', () => setTimeout(() => pool.terminate(), 700))",
+        // This one leaves the preload out: counted as not profiled.
+        "new Worker('0', { eval: true, execArgv: [] })",
+      ].join('\n'),
+    )
+    const out = path.join(dir, 't.json')
+    const r = jsprofSync(['record', '-o', out, '--flush-every', '200', '--', process.execPath, app])
+    assert.equal(r.code, 0, r.stderr)
+    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
+    assert.equal(files.length, 3, `main + 2 worker traces: ${files}`)
+    const workers = files.filter((f) => /^t\.worker-\d+\.json$/.test(f))
+    assert.equal(workers.length, 2, files.join())
+    const byFunction = (file) => {
+      const rep = jsprofSync(['report', path.join(dir, file), '--by', 'function', '--json', '--top', '1000'])
+      assert.equal(rep.code, 0, rep.stderr)
+      return JSON.parse(rep.stdout)
+    }
+    const main = byFunction('t.json')
+    assert.match(main.thread, /^main thread of pid \d+$/)
+    const seen = {}
+    for (const file of workers) {
+      const id = Number(/worker-(\d+)/.exec(file)[1])
+      const report = byFunction(file)
+      assert.equal(report.thread, `worker thread ${id} of pid ${/pid (\d+)/.exec(main.thread)[1]}`)
+      const names = report.rows.map((row) => row.name)
+      const which = names.some((n) => n.startsWith('workerBusy ')) ? 'done' : names.some((n) => n.startsWith('poolSlice ')) ? 'pool' : 'none'
+      seen[which] = { id, report }
+      const trace = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))
+      assert.equal(trace.jsprof.threadId, id)
+      // Each thread's own clock: its own time origin, after the main thread's.
+      assert.ok(trace.jsprof.timeOrigin >= JSON.parse(fs.readFileSync(out, 'utf8')).jsprof.timeOrigin)
+    }
+    assert.ok(seen.done && seen.pool, `the exited worker's and the terminated worker's work: ${JSON.stringify(Object.keys(seen))}`)
+    // The worker's work is in its trace, not the main thread's.
+    assert.ok(!main.rows.some((row) => /^(workerBusy|poolSlice) /.test(row.name)))
+    assert.match(r.stderr, new RegExp(`wrote .*t\\.json \\(main thread, `))
+    assert.match(r.stderr, new RegExp(`wrote .*t\\.worker-${seen.done.id}\\.json \\(worker thread ${seen.done.id}, \\d+ samples, [^;]*\\)\\n`))
+    assert.match(r.stderr, new RegExp(`wrote .*t\\.worker-${seen.pool.id}\\.json \\(worker thread ${seen.pool.id}, .*it did not exit \\(terminated`))
+    assert.match(r.stderr, /1 worker thread was not profiled/)
   })
 
   test('a bare .js file runs with this node', () => {
@@ -230,7 +300,7 @@ describe('jsprof report', () => {
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stderr, '')
     const lines = r.stdout.trimEnd().split('\n')
-    assert.match(lines[0], new RegExp(`^${tracePath.replace(/[.\\]/g, '\\$&')}: ${trace.samples.length} samples over `))
+    assert.match(lines[0], new RegExp(`^${tracePath.replace(/[.\\]/g, "\\$&")} \\(main thread of pid \\d+\\): ${trace.samples.length} samples over `))
     assert.equal(lines[1], '')
     const header = lines[2]
     assert.doesNotMatch(r.stdout, /\x1b\[/, 'no escape codes when stdout is not a TTY')

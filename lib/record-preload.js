@@ -6,6 +6,11 @@
 // (cluster workers, child_process.fork, which inherit execArgv) load this file and do nothing. Only the
 // top Node process is profiled, and nothing else writes the trace file.
 //
+// Worker threads load this file too (they inherit execArgv, and NODE_OPTIONS' --require). The main
+// thread hands them the configuration as worker_threads environment data (which child processes do
+// not see), and each worker thread records itself into a trace of its own beside the main one
+// (`t.json` -> `t.worker-<threadId>.json`): see startWorkerThread().
+//
 // Why not `new Profiler()`: Profiler.stop() is asynchronous (its samples are built off the main
 // thread), and a process that ends through process.exit(), an uncaught exception or a signal gets no
 // more turns of the event loop, only the synchronous 'exit' event. So the preload drives V8's sampler
@@ -22,6 +27,8 @@
 //     the `jsprof` CLI assembles the trace from it.
 
 const ENV = 'JSPROF_RECORD'
+// The worker_threads environment data key that carries the configuration to worker threads.
+const WORKER_KEY = 'jsprof.record'
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP']
 // Package-manager launchers that run the real app as a child: they pass the claim on to it.
 const LAUNCHER = /[\\/](npm|npx|pnpm|pnpx|yarn|yarnpkg|corepack)(-cli)?(\.c?js)?$/
@@ -54,15 +61,15 @@ function removeFromNodeOptions() {
 }
 
 function claim() {
-  const raw = process.env[ENV]
-  if (!raw) return null
   let isMainThread = true
   try {
     isMainThread = require('node:worker_threads').isMainThread
   } catch {
     // No worker_threads: a main thread.
   }
-  if (!isMainThread) return null
+  if (!isMainThread) return workerClaim()
+  const raw = process.env[ENV]
+  if (!raw) return null
   if (isLauncher()) {
     // Pass the claim on to the processes the launcher starts, also when it got us through --require.
     if (!(process.env.NODE_OPTIONS || '').includes(__filename)) {
@@ -70,19 +77,51 @@ function claim() {
     }
     return null
   }
-  delete process.env[ENV]
-  removeFromNodeOptions()
+  let config = null
   try {
-    const config = JSON.parse(raw)
+    config = JSON.parse(raw)
     if (typeof config.output !== 'string' || !(config.intervalUs > 0)) throw new Error('bad fields')
-    return config
   } catch (err) {
     stderrLine(`ignoring a malformed ${ENV} configuration (${err.message}); not profiling`)
+    config = null
+  }
+  // With --children every Node process below records itself too (the configuration stays in the
+  // environment and NODE_OPTIONS); otherwise this one claims it alone.
+  if (!config || !config.children) {
+    delete process.env[ENV]
+    removeFromNodeOptions()
+  }
+  return config
+}
+
+/**
+ * Under --children, whether this process is the top one (it writes `-o` itself and reports through
+ * the CLI's status file): the first to create the lock file in the CLI's directory is.
+ */
+function isTopProcess(config) {
+  if (!config.children) return true
+  try {
+    const fs = require('node:fs')
+    fs.closeSync(fs.openSync(require('node:path').join(require('node:path').dirname(config.status), 'top.lock'), 'wx'))
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** A worker thread's configuration: what the main thread's preload handed down, else null. */
+function workerClaim() {
+  try {
+    const raw = require('node:worker_threads').getEnvironmentData(WORKER_KEY)
+    if (typeof raw !== 'string') return null
+    return { ...JSON.parse(raw), worker: true }
+  } catch {
     return null
   }
 }
 
 function start(config) {
+  if (config.worker) return startWorkerThread(config)
   // Everything used at exit is captured now, before the app can replace or break it.
   const fs = require('node:fs')
   const path = require('node:path')
@@ -95,8 +134,17 @@ function start(config) {
   const { performance } = require('node:perf_hooks')
   const { pid } = process
   const kill = process.kill.bind(process)
-  const output = path.resolve(config.output.split('{pid}').join(String(pid)))
-  const chunksFile = path.resolve(typeof config.chunks === 'string' ? config.chunks : `${output}.${pid}.chunks`)
+  const { siblingOutput } = require('./record/chunks')
+  const top = isTopProcess(config)
+  const dir = typeof config.status === 'string' ? path.dirname(config.status) : null
+  // A child process (--children) writes beside the top one's trace: t.json -> t.pid-<pid>.json (or
+  // its own name when -o has {pid}), with status and side files of its own.
+  const named = path.resolve(config.output.split('{pid}').join(String(pid)))
+  const output = top || config.output.includes('{pid}') ? named : siblingOutput(named, `pid-${pid}`)
+  const status = top || !dir ? config.status : path.join(dir, `status.${pid}.json`)
+  const chunksFile = path.resolve(
+    !top && dir ? path.join(dir, `chunks.${pid}.jsonl`) : typeof config.chunks === 'string' ? config.chunks : `${output}.${pid}.chunks`,
+  )
   const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : 1000
   const numbers = {}
   for (const signal of SIGNALS) numbers[signal] = os.constants.signals[signal]
@@ -105,7 +153,7 @@ function start(config) {
   let profile
   let chunks
   try {
-    chunks = createChunks(chunksFile, { pid, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
+    chunks = createChunks(chunksFile, { pid, output, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
     profile = startProfile(config.intervalUs)
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
@@ -122,10 +170,10 @@ function start(config) {
       chunks.close()
       const result = assemble(chunksFile, output, last)
       fs.rmSync(chunksFile, { force: true })
-      writeStatus(config.status, { ...result, pid, how, writeMs: Date.now() - startedAt })
+      writeStatus(status, { ...result, pid, how, writeMs: Date.now() - startedAt, workersStarted })
     } catch (err) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
-      writeStatus(config.status, { error: err.message, pid, how })
+      writeStatus(status, { error: err.message, pid, how })
     }
   }
 
@@ -164,7 +212,7 @@ function start(config) {
           flushEveryMs: profile.canCut ? flushEveryMs : 0,
           chunksFile,
           output,
-          statusFile: config.status,
+          statusFile: status,
           answerMs: ANSWER_MS,
           writeMs: WRITE_MS,
         },
@@ -189,6 +237,18 @@ function start(config) {
     })
   } else {
     watchInJs()
+  }
+
+  // Worker threads created from now on record themselves (the watcher above does not).
+  let workersStarted = 0
+  try {
+    const threads = require('node:worker_threads')
+    threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output, status, flushEveryMs }))
+    process.on('worker', (w) => {
+      if (!watcher || w.threadId !== watcher.threadId) workersStarted++
+    })
+  } catch (err) {
+    stderrLine(`worker threads will not be profiled (${err.message})`)
   }
 
   process.on('exit', () => {
@@ -220,6 +280,64 @@ function start(config) {
       }
     }
   }
+}
+
+/**
+ * A worker thread records itself: its own in-process inspector session (V8 profiles each thread's
+ * isolate apart), cut into its own side file every --flush-every while it yields, written as its own
+ * trace when it exits (its event loop emptied, process.exit() in it). A worker that never gets to exit
+ * — terminate(), or the process ending while it runs — runs no more JS: the `jsprof` CLI then
+ * assembles its trace from the side file, with the samples up to its last flush.
+ */
+function startWorkerThread(config) {
+  const fs = require('node:fs')
+  const path = require('node:path')
+  const { threadId } = require('node:worker_threads')
+  const { startProfile } = require('./record/profile')
+  const { createChunks, assemble, writeStatus, siblingOutput } = require('./record/chunks')
+  const { timeOriginUs } = require('./clock')
+  const { performance } = require('node:perf_hooks')
+  const { pid } = process
+  const dir = path.dirname(config.status)
+  const output = siblingOutput(config.output, `worker-${threadId}`)
+  const chunksFile = path.join(dir, `chunks.${pid}.t${threadId}.jsonl`)
+  const status = path.join(dir, `status.${pid}.t${threadId}.json`)
+  let profile
+  let chunks
+  try {
+    chunks = createChunks(chunksFile, { pid, threadId, output, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
+    profile = startProfile(config.intervalUs)
+  } catch (err) {
+    stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)
+    if (chunks) chunks.close()
+    fs.rmSync(chunksFile, { force: true })
+    return
+  }
+  let timer = null
+  if (profile.canCut && config.flushEveryMs > 0) {
+    timer = setInterval(() => {
+      try {
+        chunks.append(profile.cut())
+      } catch (err) {
+        stderrLine(`could not flush worker thread ${threadId}'s profile: ${err.message}`)
+      }
+    }, config.flushEveryMs)
+    timer.unref()
+  }
+  process.on('exit', () => {
+    if (timer) clearInterval(timer)
+    const startedAt = Date.now()
+    try {
+      const last = profile.stop()
+      chunks.close()
+      const result = assemble(chunksFile, output, last)
+      fs.rmSync(chunksFile, { force: true })
+      writeStatus(status, { ...result, pid, threadId, how: 'exit', writeMs: Date.now() - startedAt })
+    } catch (err) {
+      stderrLine(`could not write worker thread ${threadId}'s trace to ${output}: ${err.message}`)
+      writeStatus(status, { error: err.message, pid, threadId, how: 'exit' })
+    }
+  })
 }
 
 // How long the watcher waits for the main thread to take a signal before writing the trace itself

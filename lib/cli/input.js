@@ -192,7 +192,20 @@ function readTrace(file) {
   }
   // The sidecar `jsprof` member (jsprof record's time origin and pid) is not in the native trace: the
   // commands pass it to the exporters as options.
-  return { trace, format: 'trace', clock: require('../export').clock(data, {}) }
+  return { trace, format: 'trace', clock: require('../export').clock(data, {}), thread: threadOf(data) }
+}
+
+/**
+ * Which thread a trace of `jsprof record` holds, from its sidecar (`jsprof: { pid, threadId }`):
+ * `main thread of pid 123`, `worker thread 2 of pid 123`; null for other traces.
+ */
+function threadOf(data) {
+  const sidecar = data.jsprof
+  if (sidecar === null || typeof sidecar !== 'object') return null
+  const { pid, threadId } = sidecar
+  if (!Number.isInteger(threadId) || threadId < 0) return null
+  const of = Number.isInteger(pid) && pid > 0 ? ` of pid ${pid}` : ''
+  return threadId === 0 ? `main thread${of}` : `worker thread ${threadId}${of}`
 }
 
 /**

@@ -23,7 +23,9 @@ Runs <command> (a Node.js process: 'node app.js', or just 'app.js') with the jsp
 preloaded, and writes the ProfilerTrace of the whole process when it ends — including when it ends
 through process.exit(), an uncaught exception, SIGINT (Ctrl-C) or SIGTERM, also while it spins in a
 loop that never returns. Only the top Node process is profiled: processes it starts (cluster workers,
-child_process.fork) are not.
+child_process.fork) are not, unless --children. Worker threads are: each writes a trace of its own
+beside the main one (t.json -> t.worker-<threadId>.json) when it exits, or up to its last flush
+when it is terminated or the process ends first.
 
 Options:
   -o, --output <file>    where to write the trace ('{pid}' is replaced by the process id)
@@ -32,6 +34,10 @@ Options:
       --flush-every <ms> save the samples so far this often, so a process killed without warning
                          (SIGKILL, OOM killer, abort) still leaves its trace up to then
                          (default: ${DEFAULT_FLUSH_MS}; 0: never)
+      --children         also profile every Node process the command starts (child_process,
+                         cluster workers), each into a trace of its own: t.json -> t.pid-<pid>.json
+                         (or its own name when -o has '{pid}'). Processes still running when the
+                         top one ends are not waited for.
   -h, --help             show this help
 
 The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM).
@@ -51,6 +57,7 @@ Examples:
 /** Splits `[options] [--] command…`: options end at '--' or at the first word that is not one. */
 function splitArgs(args) {
   const withValue = new Set(['-o', '--output', '--interval', '--flush-every'])
+  // (--children takes no value.)
   let i = 0
   while (i < args.length) {
     const arg = args[i]
@@ -85,14 +92,18 @@ function isNodeExecutable(file) {
 }
 
 /** The argv to spawn and the environment to give it. */
-function commandLine(command, env) {
+function commandLine(command, env, children = false) {
   let [file, ...rest] = command
   if (/\.[cm]?js$/i.test(file) && !isNodeExecutable(file)) {
     rest = [file, ...rest]
     file = process.execPath
   }
-  if (isNodeExecutable(file)) return { file, args: ['--require', PRELOAD, ...rest], env }
+  // With --children the preload goes through NODE_OPTIONS too, which every Node process below inherits
+  // (spawn('node', …) does not pass execArgv on).
   const nodeOptions = [env.NODE_OPTIONS, `--require ${JSON.stringify(PRELOAD)}`].filter(Boolean).join(' ')
+  if (isNodeExecutable(file)) {
+    return { file, args: ['--require', PRELOAD, ...rest], env: children ? { ...env, NODE_OPTIONS: nodeOptions } : env }
+  }
   return { file, args: rest, env: { ...env, NODE_OPTIONS: nodeOptions } }
 }
 
@@ -118,6 +129,54 @@ function salvage(chunks, output, signal) {
   }
 }
 
+/**
+ * The traces of the other threads and processes (`{ pid, threadId, … }`, threadId 0 for a process's main
+ * thread): those they wrote when they ended (their status files), and those assembled here from the
+ * side files of the ones that never got to (a worker thread terminated, or cut off by its process
+ * ending; a child process killed): samples up to their last flush.
+ */
+function otherTraces(statusDir) {
+  const { readChunks, assemble } = require('../record/chunks')
+  const found = []
+  let names = []
+  try {
+    names = fs.readdirSync(statusDir)
+  } catch {
+    return found
+  }
+  for (const name of names) {
+    const m = /^(status|chunks)\.(\d+)(?:\.t(\d+))?\.json(l?)$/.exec(name)
+    if (!m || (m[1] === 'status') === (m[4] === 'l')) continue
+    const file = path.join(statusDir, name)
+    const who = { pid: Number(m[2]), threadId: m[3] === undefined ? 0 : Number(m[3]) }
+    if (m[1] === 'status') {
+      try {
+        found.push({ ...who, ...JSON.parse(fs.readFileSync(file, 'utf8')) })
+      } catch {
+        // Torn by a kill: its side file, if any, is used below.
+      }
+      continue
+    }
+    if (names.includes(name.replace(/^chunks/, 'status').replace(/\.jsonl$/, '.json'))) continue
+    const chunks = readChunks(file)
+    if (!chunks || typeof chunks.header.output !== 'string') continue
+    try {
+      const result = assemble(file, chunks.header.output, null)
+      if (result && result.samples > 0) found.push({ ...who, ...result, partial: true })
+      else found.push({ ...who, error: 'nothing was flushed before it ended' })
+    } catch (err) {
+      found.push({ ...who, error: err.message })
+    }
+  }
+  return found.sort((a, b) => a.pid - b.pid || a.threadId - b.threadId)
+}
+
+/** `worker thread 3`, `child process 1234`, `worker thread 2 of child process 1234`. */
+function whose(t, topPid) {
+  if (t.pid === topPid || topPid === undefined) return t.threadId ? `worker thread ${t.threadId}` : 'main thread'
+  return t.threadId ? `worker thread ${t.threadId} of child process ${t.pid}` : `child process ${t.pid}`
+}
+
 function parseFlushEvery(text) {
   const ms = Number(text)
   if (text.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > MAX_INTERVAL_MS) {
@@ -129,6 +188,7 @@ function parseFlushEvery(text) {
 async function record(args) {
   const { own, command } = splitArgs(args)
   const { values } = parse('record', own, {
+    children: { type: 'boolean' },
     output: { type: 'string', short: 'o' },
     interval: { type: 'string' },
     'flush-every': { type: 'string' },
@@ -150,9 +210,9 @@ async function record(args) {
   const statusDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-'))
   const status = path.join(statusDir, 'status.json')
   const chunks = path.join(statusDir, 'chunks.jsonl')
-  const config = { output, intervalUs: intervalMs * 1000, status, chunks, flushEveryMs }
+  const config = { output, intervalUs: intervalMs * 1000, status, chunks, flushEveryMs, children: values.children === true }
   const env = { ...process.env, JSPROF_RECORD: JSON.stringify(config) }
-  const line = commandLine(command, env)
+  const line = commandLine(command, env, config.children)
 
   try {
     const { code, signal, spawnError } = await new Promise((resolve) => {
@@ -192,12 +252,30 @@ async function record(args) {
       // No status: the preload never ran (not a Node process, SIGKILL, a crash).
     }
     if (!result && signal) result = salvage(chunks, output, signal)
+    const others = otherTraces(statusDir)
+    const which = others.length > 0 ? 'main thread, ' : ''
     if (result && result.path) {
       const how = result.partial ? `; ${result.how}: samples up to the last flush` : `; written at exit in ${result.writeMs} ms`
-      info(`wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
+      info(`wrote ${result.path} (${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
     } else if (!(result && result.error)) {
       const why = signal ? `it was killed by ${signal}` : 'the command did not run a Node.js process that loaded the preload'
       info(`no trace was written: ${why}`)
+    }
+    const topPid = result ? result.pid : undefined
+    for (const t of others) {
+      if (t.error) {
+        info(`${whose(t, topPid)}: no trace (${t.error})`)
+        continue
+      }
+      const how = t.partial
+        ? `; it did not exit (${t.threadId ? 'terminated, or the process ended first' : 'killed'}): samples up to its last flush`
+        : ''
+      info(`wrote ${t.path} (${whose(t, topPid)}, ${t.samples} samples, ${formatDuration(t.durationMs)}${how})`)
+    }
+    const ownWorkers = others.filter((t) => t.pid === topPid && t.threadId > 0).length
+    const unprofiled = (result && result.workersStarted) - ownWorkers
+    if (unprofiled > 0) {
+      info(`${unprofiled} worker thread${unprofiled === 1 ? ' was' : 's were'} not profiled (started with execArgv that leaves out --require, or before the preload ran)`)
     }
     if (signal) return 128 + (os.constants.signals[signal] || 0)
     return code ?? 1

@@ -17,7 +17,7 @@ Prints where the time went: one row per package (default), function or resource,
 Options:
       --by <what>    package, function or resource (default: package)
       --top <n>      show the first n rows (default: ${DEFAULT_TOP})
-      --json         print JSON ({ file, by, samples, durationMs, intervalMs, rows }) instead of a table
+      --json         print JSON ({ file, thread?, by, samples, durationMs, intervalMs, rows }) instead of a table
 ${SOURCE_MAP_HELP}
   -h, --help         show this help
 
@@ -82,7 +82,8 @@ async function report(args) {
   const top = values.top === undefined ? DEFAULT_TOP : positiveInt('report', 'top', values.top)
   if (positionals.length === 0) throw usage('report', 'missing the trace file')
   const file = positionals[0]
-  const trace = await applySourceMaps(readTrace(file).trace, values)
+  const read = readTrace(file)
+  const trace = await applySourceMaps(read.trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
   // Every sample is some row's self time once: their sum is the trace's time.
@@ -90,12 +91,13 @@ async function report(args) {
   const { samples: total, durationMs, intervalMs } = timingOf(trace)
 
   if (values.json) {
-    await writeStdout(`${JSON.stringify({ file, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`)
+    const thread = read.thread ?? undefined
+    await writeStdout(`${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`)
     return 0
   }
   const shown = rows.length < all.length ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}` : ''
   const summary =
-    `${visible(file)}: ${total} samples over ${formatDuration(durationMs)}` +
+    `${visible(file)}${read.thread ? ` (${read.thread})` : ''}: ${total} samples over ${formatDuration(durationMs)}` +
     (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +
     `, by ${by}${shown}`
   const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']

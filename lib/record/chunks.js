@@ -12,9 +12,9 @@ const { writeOutputFile } = require('../output')
 const MAGIC = 'jsprof-record-chunks'
 
 /** Creates the side file; returns `append(profile)`. */
-function createChunks(file, { pid, timeOriginUs, timeOriginEpochMs }) {
+function createChunks(file, { pid, threadId = 0, output, timeOriginUs, timeOriginEpochMs }) {
   const fd = fs.openSync(file, 'w', 0o600)
-  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: 1, pid, timeOriginUs, timeOriginEpochMs })}\n`)
+  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: 1, pid, threadId, output, timeOriginUs, timeOriginEpochMs })}\n`)
   return {
     append(profile) {
       fs.writeSync(fd, `${JSON.stringify(profile)}\n`)
@@ -69,15 +69,18 @@ function span(trace) {
 }
 
 /**
- * The trace with the sidecar member `jsprof: { timeOrigin, pid }` beside the spec's members (a
- * ProfilerTrace reader ignores it): `timeOrigin` is the Unix epoch, ms, of the recorded thread's
- * performance.timeOrigin, which the trace's timestamps count from. The exporters read it, so pprof,
- * the Firefox Profiler and speedscope files of a recording show real clock times and the real pid.
+ * The trace with the sidecar member `jsprof: { pid, threadId, timeOrigin }` beside the spec's members
+ * (a ProfilerTrace reader ignores it): `timeOrigin` is the Unix epoch, ms, of the recorded thread's
+ * performance.timeOrigin, which the trace's timestamps count from; `threadId` is 0 for the main
+ * thread, else the worker thread's `threadId`. The exporters read it, so pprof, the Firefox Profiler
+ * and speedscope files of a recording show real clock times and the real pid; `jsprof report` says
+ * which thread the trace holds.
  */
-function withSidecar(trace, { timeOrigin, pid }) {
+function withSidecar(trace, { timeOrigin, pid, threadId }) {
   const jsprof = {}
-  if (Number.isFinite(timeOrigin)) jsprof.timeOrigin = timeOrigin
   if (Number.isInteger(pid)) jsprof.pid = pid
+  if (Number.isInteger(threadId)) jsprof.threadId = threadId
+  if (Number.isFinite(timeOrigin)) jsprof.timeOrigin = timeOrigin
   // Members in WebIDL's (lexicographic) order, as the rest of the trace.
   return { frames: trace.frames, jsprof, resources: trace.resources, samples: trace.samples, stacks: trace.stacks }
 }
@@ -100,6 +103,7 @@ function assemble(file, output, last) {
   const trace = withSidecar(toTrace(chunks.pieces, chunks.header.timeOriginUs), {
     timeOrigin: chunks.header.timeOriginEpochMs,
     pid: chunks.header.pid,
+    threadId: Number.isInteger(chunks.header.threadId) ? chunks.header.threadId : 0,
   })
   return { ...writeTrace(output, trace), pieces: chunks.pieces.length }
 }
@@ -114,4 +118,21 @@ function writeStatus(file, status) {
   }
 }
 
-module.exports = { createChunks, readChunks, assemble, writeStatus, writeTrace, withSidecar }
+/**
+ * Where another thread's or process's trace goes, beside `output` (tag `worker-3`, `pid-1234`):
+ * `t.json` -> `t.worker-3.json`, `x.trace.json` -> `x.worker-3.trace.json`, other names get `.worker-3`
+ * appended. When `output` is not a regular file name (a device or pipe such as /dev/stdout), in the
+ * working directory.
+ */
+function siblingOutput(output, tag) {
+  let target = output
+  try {
+    if (!fs.statSync(output).isFile()) target = require('node:path').resolve(`jsprof-${process.pid}.trace.json`)
+  } catch {
+    // Not there yet: a file to create.
+  }
+  const m = /^(.*?)((?:\.trace)?\.json)$/i.exec(target)
+  return m ? `${m[1]}.${tag}${m[2]}` : `${target}.${tag}`
+}
+
+module.exports = { siblingOutput, createChunks, readChunks, assemble, writeStatus, writeTrace, withSidecar }
