@@ -130,6 +130,12 @@ export declare function exportFlameGraph(trace: TraceInput, title?: string | und
 /** Firefox Profiler processed-profile JSON text. */
 export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): string
 
+/**
+ * OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
+ * of objects.
+ */
+export declare function exportOtlpProfiles(trace: TraceInput, timeOriginMs?: number | undefined | null, pid?: number | undefined | null, runtimeVersion?: string | undefined | null, sdkVersion?: string | undefined | null, resource?: string | undefined | null, attributes?: string | undefined | null): Buffer
+
 /** Gzipped `profile.proto` bytes. */
 export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | undefined | null): Buffer
 

@@ -848,6 +848,7 @@ module.exports.exportCollapsed = nativeBinding.exportCollapsed
 module.exports.exportCpuProfile = nativeBinding.exportCpuProfile
 module.exports.exportFlameGraph = nativeBinding.exportFlameGraph
 module.exports.exportGeckoProfile = nativeBinding.exportGeckoProfile
+module.exports.exportOtlpProfiles = nativeBinding.exportOtlpProfiles
 module.exports.exportPprof = nativeBinding.exportPprof
 module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
 module.exports.markupText = nativeBinding.markupText

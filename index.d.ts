@@ -217,6 +217,29 @@ export declare function toSpeedscope(
  */
 export declare function toPprof(trace: ProfilerTrace, options?: ExportClockOptions): Buffer
 
+/** An OpenTelemetry attribute value: a string, a finite number (an integer is sent as an int), a boolean, or an array of them. */
+export type OtlpAttributeValue = string | number | boolean | Array<string | number | boolean>
+
+export interface OtlpProfilesOptions extends ExportClockOptions {
+  /**
+   * Resource attributes over the defaults (`service.name` "unknown_service:node", `process.runtime.name`
+   * "nodejs", `process.runtime.version`, `telemetry.sdk.name` "jsprof-node", `telemetry.sdk.language`,
+   * `telemetry.sdk.version`, `process.pid`), e.g. `{ 'service.name': 'checkout' }`.
+   */
+  resource?: Record<string, OtlpAttributeValue>
+  /** Attributes of the profile itself. */
+  attributes?: Record<string, OtlpAttributeValue>
+}
+
+/**
+ * The body of an OTLP/HTTP profiles export (`POST /v1development/profiles`, `application/x-protobuf`): an
+ * `ExportProfilesServiceRequest` of the OpenTelemetry profiles signal (`v1development`) with one cpu/nanoseconds
+ * profile, each sample's time and clock time, and per-sample attributes `jsprof.package` and `jsprof.kind`
+ * (charged as `summarize` charges). `timeOrigin` defaults to the trace's sidecar, else this thread's
+ * `performance.timeOrigin`.
+ */
+export declare function toOtlpProfiles(trace: ProfilerTrace, options?: OtlpProfilesOptions): Buffer
+
 /** Folded stacks (`outer;…;leaf count` lines, sorted) for flamegraph.pl and inferno. */
 export declare function toCollapsed(trace: ProfilerTrace): string
 

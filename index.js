@@ -5,7 +5,7 @@
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
 const { attribute, summarize } = require('./lib/analysis')
-const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = require('./lib/export')
+const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph } = require('./lib/export')
 const { profileRequests } = require('./lib/requests')
 const { startContinuous } = require('./lib/continuous')
 const { pyroscopeExporter } = require('./lib/backend')
@@ -20,6 +20,7 @@ module.exports = {
   toGeckoProfile,
   toSpeedscope,
   toPprof,
+  toOtlpProfiles,
   toCollapsed,
   toFlameGraph,
   profileRequests,

@@ -2,7 +2,7 @@
 import jsprof from './index.js'
 
 export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
-export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph } = jsprof
+export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph } = jsprof
 export const { profileRequests, startContinuous, pyroscopeExporter } = jsprof
 export const { resolveSourceMaps } = jsprof
 export default jsprof

@@ -37,6 +37,7 @@ async function use(): Promise<void> {
   const gecko: Record<string, unknown> = m.toGeckoProfile(trace, { threadName: 'main' })
   const speedscope = m.toSpeedscope(trace, { name: 'x' })
   const pprof: Buffer = m.toPprof(trace)
+  const otlp: Buffer = m.toOtlpProfiles(trace, { resource: { 'service.name': 'api', replicas: 3 }, attributes: { tags: ['a', true] } })
   const collapsed: string = m.toCollapsed(trace)
   const svg: string = m.toFlameGraph(trace, { title: 't', width: 800 })
   const html: string = m.toFlameGraph(trace, { format: 'html' })
@@ -47,7 +48,7 @@ async function use(): Promise<void> {
   const continuous: m.ContinuousProfiler = m.startContinuous({ onChunk: (c: m.ContinuousChunk) => exporter.push(c) })
   await continuous.stop()
   await exporter.close()
-  void [exported, interval, stopped, name, marker, fromText, fromBytes, kind, rows, cpu, gecko, speedscope, pprof, collapsed, svg, html, wrapped]
+  void [exported, interval, stopped, name, marker, fromText, fromBytes, kind, rows, cpu, gecko, speedscope, pprof, otlp, collapsed, svg, html, wrapped]
 }
 void use
 // @ts-expect-error: the options are required.

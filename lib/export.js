@@ -62,6 +62,10 @@ function readOptions(options, fn, spec) {
       if (!Number.isInteger(value) || value < 1 || value >= 2 ** 32) {
         throw new TypeError(`${fn}: options.${key} must be a process id (a positive integer)`)
       }
+    } else if (type === 'object') {
+      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+        throw new TypeError(`${fn}: options.${key} must be an object of attribute names to values, got ${describe(value)}`)
+      }
     } else if (type === 'width') {
       if (!Number.isInteger(value) || value < 10 || value > 100000) {
         throw new TypeError(`${fn}: options.${key} must be an integer number of px between 10 and 100000`)
@@ -108,6 +112,36 @@ function toPprof(trace, options) {
   return callNative(() => binding.exportPprof(text, timeOrigin))
 }
 
+/**
+ * The body of an OTLP/HTTP profiles export (`ExportProfilesServiceRequest`, protobuf), as a Buffer.
+ * Times need an epoch: `timeOrigin`, else the trace's sidecar, else this thread's
+ * `performance.timeOrigin` (right for traces recorded here); `pid` likewise (else this process's).
+ */
+function toOtlpProfiles(trace, options) {
+  const text = traceJson(trace, 'toOtlpProfiles')
+  const o = readOptions(options, 'toOtlpProfiles', { timeOrigin: 'finite', pid: 'pid', resource: 'object', attributes: 'object' })
+  const { timeOrigin, pid } = clock(trace, o)
+  const json = (value, what) => {
+    if (value === undefined) return undefined
+    try {
+      return JSON.stringify(value)
+    } catch (cause) {
+      throw new TypeError(`toOtlpProfiles: options.${what} cannot be serialized: ${cause && cause.message}`, { cause })
+    }
+  }
+  return callNative(() =>
+    binding.exportOtlpProfiles(
+      text,
+      timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
+      pid ?? process.pid,
+      process.versions.node,
+      require('../package.json').version,
+      json(o.resource, 'resource'),
+      json(o.attributes, 'attributes'),
+    ),
+  )
+}
+
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
 function toCollapsed(trace) {
   const text = traceJson(trace, 'toCollapsed')
@@ -124,4 +158,4 @@ function toFlameGraph(trace, options) {
   return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
-module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toCollapsed, toFlameGraph, JSON_TEXT, clock }
+module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph, JSON_TEXT, clock }

@@ -134,6 +134,16 @@ EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR
 IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE
 USE OR OTHER DEALINGS IN THE SOFTWARE.`
 
+// Sources vendored into the crates (not crates themselves), compiled into the addon.
+const VENDORED = [
+  {
+    name: 'opentelemetry-proto (OTLP profiles protos; prost code generated from them)',
+    version: 'ac2c4b5d1f3a',
+    license: 'Apache-2.0',
+    file: 'crates/jsprof-core/proto/LICENSE',
+  },
+]
+
 function notices(crates) {
   const out = [
     '# Third-party notices',
@@ -147,6 +157,7 @@ function notices(crates) {
     '| crate | version | licence |',
     '| --- | --- | --- |',
     ...crates.map((p) => `| ${p.name} | ${p.version} | ${p.license} |`),
+    ...VENDORED.map((v) => `| ${v.name} | ${v.version} | ${v.license} |`),
     '',
   ]
   // Distinct texts, each listing the crates it belongs to.
@@ -163,6 +174,12 @@ function notices(crates) {
       entry.crates.push(`${p.name} ${p.version}`)
       texts.set(text, entry)
     }
+  }
+  for (const v of VENDORED) {
+    const text = readFileSync(join(root, v.file), 'utf8').trim()
+    const entry = texts.get(text) ?? { crates: [], file: v.file }
+    entry.crates.push(`${v.name} ${v.version}`)
+    texts.set(text, entry)
   }
   for (const [text, { crates: names, file }] of texts) {
     out.push(`## ${names.join(', ')}`, '', `${file}:`, '', '```text', text.replace(/```/g, "'''"), '```', '')

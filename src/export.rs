@@ -65,6 +65,33 @@ pub fn export_pprof(trace: TraceInput<'_>, time_origin_ms: Option<f64>) -> Resul
         .into())
 }
 
+/// OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
+/// of objects.
+#[napi(catch_unwind)]
+pub fn export_otlp_profiles(
+    trace: TraceInput<'_>,
+    time_origin_ms: Option<f64>,
+    pid: Option<u32>,
+    runtime_version: Option<String>,
+    sdk_version: Option<String>,
+    resource: Option<String>,
+    attributes: Option<String>,
+) -> Result<Buffer> {
+    use export::otlp::OtlpOptions;
+    let options = OtlpOptions {
+        time_origin_ms,
+        pid,
+        runtime_version,
+        sdk_version,
+        resource: OtlpOptions::attributes_from_json(resource.as_deref(), "resource").map_err(core_error)?,
+        attributes: OtlpOptions::attributes_from_json(attributes.as_deref(), "attributes")
+            .map_err(core_error)?,
+    };
+    Ok(export::otlp::to_otlp_profiles(&*trace_of(trace)?, &options)
+        .map_err(core_error)?
+        .into())
+}
+
 /// Folded stacks text.
 #[napi(catch_unwind)]
 pub fn export_collapsed(trace: TraceInput<'_>) -> Result<String> {

@@ -16,6 +16,7 @@ pub mod collapsed;
 pub mod cpuprofile;
 pub mod flamegraph;
 pub mod gecko;
+pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
