@@ -112,6 +112,9 @@ export declare function clearSourceMapCache(): void
  */
 export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
+/** Reads an `ExportProfilesServiceResponse` body's `partial_success`. */
+export declare function decodeOtlpPartialSuccess(body: Buffer): OtlpPartialSuccess | null
+
 /**
  * Ends the process by `signal` with its default action (the exit status a shell shows as 128+n).
  * Returns only where that cannot happen (Windows, or a signal whose default action is not to end).
@@ -175,6 +178,12 @@ export interface MappedTables {
 
 /** [`visible_text`] with XML/HTML markup escaped, for SVG/HTML text and attribute values. */
 export declare function markupText(text: string): string
+
+/** What an OTLP export response says of rejected profiles (`null` when it says nothing). */
+export interface OtlpPartialSuccess {
+  rejectedProfiles: number
+  errorMessage: string
+}
 
 /**
  * Puts the native handler back for `signal` if nothing handles it now (`SIG_DFL`: libuv restores

@@ -410,6 +410,52 @@ export interface PyroscopeExporter {
 
 export declare function pyroscopeExporter(options: PyroscopeExporterOptions): PyroscopeExporter
 
+/** The queue, retry and timeout options both push exporters share. */
+export interface PushOptions {
+  headers?: Record<string, string>
+  /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
+  maxQueue?: number
+  /** Bytes waiting at most (default 16 MiB). */
+  maxQueueBytes?: number
+  /** Retries of a failed push (network error, timeout, a retryable answer; default 3). */
+  maxRetries?: number
+  /** First retry delay (ms, doubled each retry, with jitter; default 500). */
+  retryBaseMs?: number
+  /** Total deadline of each push (ms, default 10000); also how long close() waits for the queue. */
+  timeoutMs?: number
+}
+
+export interface OtlpExporterOptions extends PushOptions {
+  /**
+   * The OTLP/HTTP endpoint: a collector's address (`http://collector:4318`, to which
+   * `/v1development/profiles` is added) or the full URL of the profiles endpoint (used as it is).
+   * Credentials in the URL go as basic auth, never into messages. HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply.
+   */
+  url: string
+  /** `service.name` of the resource (shorthand for `resource['service.name']`). */
+  serviceName?: string
+  /** Resource attributes over the defaults (see toOtlpProfiles). */
+  resource?: Record<string, OtlpAttributeValue>
+  /** Attributes of every profile. */
+  attributes?: Record<string, OtlpAttributeValue>
+  /** Trace -> request body (default: toOtlpProfiles with the options above). */
+  encode?: (trace: ProfilerTrace, chunk: ContinuousChunk) => Uint8Array
+}
+
+export interface OtlpExporter extends PyroscopeExporter {
+  readonly stats: PyroscopeExporter['stats'] & {
+    /** Profiles a backend accepted the request of but rejected (an answer's partial_success). */
+    rejected: number
+  }
+}
+
+/**
+ * An OpenTelemetry profiles push target (OTLP/HTTP, protobuf): 429/502/503/504 are retried (Retry-After
+ * honoured), other errors are final; a partial success's rejected profiles are counted in
+ * `stats.rejected`. Pass its `push` as `startContinuous`'s `onChunk`.
+ */
+export declare function otlpExporter(options: OtlpExporterOptions): OtlpExporter
+
 // ---- Source maps (lib/sourcemaps.js, crates/jsprof-core/src/sourcemap.rs; docs/sourcemaps.md) ----
 
 export interface ResolveSourceMapsOptions {

@@ -8,7 +8,7 @@ const { attribute, summarize } = require('./lib/analysis')
 const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph } = require('./lib/export')
 const { profileRequests } = require('./lib/requests')
 const { startContinuous } = require('./lib/continuous')
-const { pyroscopeExporter } = require('./lib/backend')
+const { pyroscopeExporter, otlpExporter } = require('./lib/backend')
 const { resolveSourceMaps } = require('./lib/sourcemaps')
 
 module.exports = {
@@ -26,5 +26,6 @@ module.exports = {
   profileRequests,
   startContinuous,
   pyroscopeExporter,
+  otlpExporter,
   resolveSourceMaps,
 }

@@ -3,6 +3,6 @@ import jsprof from './index.js'
 
 export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
 export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph } = jsprof
-export const { profileRequests, startContinuous, pyroscopeExporter } = jsprof
+export const { profileRequests, startContinuous, pyroscopeExporter, otlpExporter } = jsprof
 export const { resolveSourceMaps } = jsprof
 export default jsprof

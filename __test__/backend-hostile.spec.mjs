@@ -8,7 +8,7 @@ import http from 'node:http'
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pyroscopeExporter } from 'jsprof-node'
+import { pyroscopeExporter, otlpExporter } from 'jsprof-node'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -48,140 +48,6 @@ const drip = (req, res) => {
   res.on('close', () => clearInterval(timer))
 }
 
-test('a backend that answers 200 and then drips: each push ends at the deadline, counted, the next ones still go', async () => {
-  const srv = await server(drip)
-  try {
-    const exporter = pyroscopeExporter({ url: srv.url, appName: 'a', encode, timeoutMs: 500, maxRetries: 0 })
-    const started = Date.now()
-    exporter.push(chunk(0))
-    exporter.push(chunk(1))
-    await exporter.flush()
-    const took = Date.now() - started
-    assert.equal(srv.hits, 2, 'the second push was sent, not dropped')
-    assert.equal(exporter.stats.failed, 2)
-    assert.equal(exporter.stats.errors, 2)
-    assert.match(exporter.lastError.message, /no complete answer from http:\/\/127\.0\.0\.1:\d+ within 500 ms/)
-    assert.ok(took < 30_000)
-  } finally {
-    await srv.close()
-  }
-})
-
-test('a backend that resets connections: every push fails, counted, retried, and the exporter goes on', async () => {
-  const srv = await server((req, res) => req.socket.destroy())
-  try {
-    const exporter = pyroscopeExporter({ url: srv.url, appName: 'a', encode, retryBaseMs: 1, maxRetries: 1 })
-    exporter.push(chunk(0))
-    exporter.push(chunk(1))
-    await exporter.flush()
-    assert.equal(srv.hits, 4, 'two pushes, one retry each')
-    assert.deepEqual([exporter.stats.failed, exporter.stats.retries, exporter.stats.errors], [2, 2, 4])
-    assert.match(exporter.lastError.message, /^pyroscope ingest: socket hang up|ECONNRESET/)
-  } finally {
-    await srv.close()
-  }
-})
-
-test('a huge response body is not read to its end', async () => {
-  let written = 0
-  const srv = await server((req, res) => {
-    res.writeHead(500)
-    const chunk = Buffer.alloc(1 << 20, 120)
-    const more = () => {
-      while (written < 2 ** 31) {
-        written += chunk.length
-        if (!res.write(chunk)) return res.once('drain', more)
-      }
-      res.end()
-    }
-    res.on('close', () => (written = Infinity))
-    more()
-  })
-  try {
-    const exporter = pyroscopeExporter({ url: srv.url, appName: 'a', encode, timeoutMs: 20_000, maxRetries: 0 })
-    exporter.push(chunk())
-    await exporter.flush()
-    assert.equal(exporter.stats.failed, 1)
-    assert.match(exporter.lastError.message, /^pyroscope ingest answered 500: x{20}/)
-    assert.ok(exporter.lastError.message.length < 300)
-  } finally {
-    await srv.close()
-  }
-})
-
-test('429 with Retry-After waits as asked before the retry; every attempt counted with lastError', async () => {
-  const times = []
-  const srv = await server((req, res, state) => {
-    times.push(Date.now())
-    if (state.hits === 1) {
-      res.writeHead(429, { 'retry-after': '1' })
-      return res.end('slow down')
-    }
-    res.writeHead(200)
-    res.end()
-  })
-  try {
-    const exporter = pyroscopeExporter({ url: srv.url, appName: 'a', encode, retryBaseMs: 1, maxRetries: 2 })
-    exporter.push(chunk())
-    await exporter.flush()
-    assert.equal(exporter.stats.sent, 1)
-    assert.equal(exporter.stats.errors, 1)
-    assert.match(exporter.lastError.message, /answered 429: slow down/)
-    assert.ok(times[1] - times[0] >= 990, `retried after ${times[1] - times[0]} ms`)
-  } finally {
-    await srv.close()
-  }
-})
-
-test('connections are kept alive between pushes', async () => {
-  const srv = await server((req, res) => {
-    res.writeHead(200)
-    res.end()
-  })
-  let connections = 0
-  try {
-    const exporter = pyroscopeExporter({ url: srv.url, appName: 'a', encode })
-    for (let i = 0; i < 5; i++) {
-      exporter.push(chunk(i))
-      await exporter.flush()
-      connections = Math.max(connections, srv.sockets.size)
-    }
-    assert.equal(exporter.stats.sent, 5)
-    assert.equal(connections, 1)
-    await exporter.close()
-  } finally {
-    await srv.close()
-  }
-})
-
-test('the password is in no message, constructor checks included; undecodable credentials are refused', async () => {
-  for (const url of ['http://user:secret@host:99999', 'http://user:secret@', 'ftp://user:secret@host/']) {
-    assert.throws(() => pyroscopeExporter({ url, appName: 'a' }), (err) => err instanceof TypeError && !err.message.includes('secret'), url)
-  }
-  assert.throws(
-    () => pyroscopeExporter({ url: 'http://user:sec%zzret@127.0.0.1:1', appName: 'a' }),
-    (err) => err instanceof TypeError && /not valid percent-encoding/.test(err.message) && !err.message.includes('sec'),
-  )
-  const srv = await server((req, res) => {
-    res.writeHead(401)
-    res.end(req.headers.authorization)
-  })
-  try {
-    const exporter = pyroscopeExporter({ url: srv.url.replace('//', '//u%40x:p%3Aw@'), appName: 'a', encode, maxRetries: 0 })
-    exporter.push(chunk())
-    await exporter.flush()
-    // Decoded once: the server got u@x:p:w.
-    assert.equal(exporter.lastError.message, `pyroscope ingest answered 401: Basic ${Buffer.from('u@x:p:w').toString('base64')}`)
-    const dead = pyroscopeExporter({ url: 'http://u:topsecret@127.0.0.1:1/', appName: 'a', encode, maxRetries: 0 })
-    dead.push(chunk())
-    await dead.flush()
-    assert.ok(dead.lastError)
-    assert.ok(!dead.lastError.message.includes('topsecret'), dead.lastError.message)
-  } finally {
-    await srv.close()
-  }
-})
-
 /** Runs `script` in a child and resolves with how long after close() it exited (or kills it at 20 s). */
 function exitTime(script, env) {
   return new Promise((resolve) => {
@@ -198,31 +64,173 @@ function exitTime(script, env) {
   })
 }
 
-for (const [kind, handler] of [
-  ['drips', drip],
-  ['never answers', () => {}],
-]) {
-  test(`a backend that ${kind}: close() lets the process exit within timeoutMs`, async () => {
-    const srv = await server(handler)
+// Each exporter the same way: they share the push machinery and the transport.
+const EXPORTERS = [
+  { name: 'pyroscope', factory: 'pyroscopeExporter', extra: "appName: 'a',", who: 'pyroscope ingest', make: (o) => pyroscopeExporter({ appName: 'a', ...o }) },
+  { name: 'otlp', factory: 'otlpExporter', extra: '', who: 'OTLP endpoint', make: (o) => otlpExporter(o) },
+]
+
+for (const E of EXPORTERS) {
+  test(`${E.name}: a backend that answers 200 and then drips: each push ends at the deadline, counted, the next ones still go`, async () => {
+    const srv = await server(drip)
     try {
-      const r = await exitTime(
-        `const { pyroscopeExporter } = require(${JSON.stringify(root)})
-         const e = pyroscopeExporter({ url: process.env.URL, appName: 'a', encode: () => Buffer.from('x'), timeoutMs: 3000, maxRetries: 5, retryBaseMs: 100 })
-         e.push({ startUnixMs: 0, endUnixMs: 1000, sampleInterval: 10, trace: {} })
-         setTimeout(() => { globalThis.closedAt = Date.now(); e.close().then(() => console.log('closed')) }, 300)
-         process.on('exit', () => console.log('exit ' + (Date.now() - globalThis.closedAt)))`,
-        { URL: srv.url },
-      )
-      assert.equal(r.signal, null, `killed: the process did not exit (${r.err})`)
-      const exitMs = Number(/exit (\d+)/.exec(r.out)?.[1])
-      // close() waits up to timeoutMs (3 s) for the queue to drain, then aborts the push and the
-      // retries: the process ends within timeoutMs of close(), whatever the backend does.
-      assert.match(r.out, /closed/)
-      assert.ok(exitMs < 3000 + 1500, r.out)
+      const exporter = E.make({ url: srv.url, encode, timeoutMs: 500, maxRetries: 0 })
+      const started = Date.now()
+      exporter.push(chunk(0))
+      exporter.push(chunk(1))
+      await exporter.flush()
+      const took = Date.now() - started
+      assert.equal(srv.hits, 2, 'the second push was sent, not dropped')
+      assert.equal(exporter.stats.failed, 2)
+      assert.equal(exporter.stats.errors, 2)
+      assert.match(exporter.lastError.message, /no complete answer from http:\/\/127\.0\.0\.1:\d+ within 500 ms/)
+      assert.ok(took < 30_000)
     } finally {
       await srv.close()
     }
   })
+
+  test(`${E.name}: a backend that resets connections: every push fails, counted, retried, and the exporter goes on`, async () => {
+    const srv = await server((req, res) => req.socket.destroy())
+    try {
+      const exporter = E.make({ url: srv.url, encode, retryBaseMs: 1, maxRetries: 1 })
+      exporter.push(chunk(0))
+      exporter.push(chunk(1))
+      await exporter.flush()
+      assert.equal(srv.hits, 4, 'two pushes, one retry each')
+      assert.deepEqual([exporter.stats.failed, exporter.stats.retries, exporter.stats.errors], [2, 2, 4])
+      assert.match(exporter.lastError.message, new RegExp(`^${E.who}: socket hang up|ECONNRESET`))
+    } finally {
+      await srv.close()
+    }
+  })
+
+  test(`${E.name}: a huge response body is not read to its end`, async () => {
+    let written = 0
+    const srv = await server((req, res) => {
+      res.writeHead(500)
+      const chunk = Buffer.alloc(1 << 20, 120)
+      const more = () => {
+        while (written < 2 ** 31) {
+          written += chunk.length
+          if (!res.write(chunk)) return res.once('drain', more)
+        }
+        res.end()
+      }
+      res.on('close', () => (written = Infinity))
+      more()
+    })
+    try {
+      const exporter = E.make({ url: srv.url, encode, timeoutMs: 20_000, maxRetries: 0 })
+      exporter.push(chunk())
+      await exporter.flush()
+      assert.equal(exporter.stats.failed, 1)
+      assert.match(exporter.lastError.message, new RegExp(`^${E.who} answered 500: x{20}`))
+      assert.ok(exporter.lastError.message.length < 300)
+    } finally {
+      await srv.close()
+    }
+  })
+
+  test(`${E.name}: 429 with Retry-After waits as asked before the retry; every attempt counted with lastError`, async () => {
+    const times = []
+    const srv = await server((req, res, state) => {
+      times.push(Date.now())
+      if (state.hits === 1) {
+        res.writeHead(429, { 'retry-after': '1' })
+        return res.end('slow down')
+      }
+      res.writeHead(200)
+      res.end()
+    })
+    try {
+      const exporter = E.make({ url: srv.url, encode, retryBaseMs: 1, maxRetries: 2 })
+      exporter.push(chunk())
+      await exporter.flush()
+      assert.equal(exporter.stats.sent, 1)
+      assert.equal(exporter.stats.errors, 1)
+      assert.match(exporter.lastError.message, /answered 429: slow down/)
+      assert.ok(times[1] - times[0] >= 990, `retried after ${times[1] - times[0]} ms`)
+    } finally {
+      await srv.close()
+    }
+  })
+
+  test(`${E.name}: connections are kept alive between pushes`, async () => {
+    const srv = await server((req, res) => {
+      res.writeHead(200)
+      res.end()
+    })
+    let connections = 0
+    try {
+      const exporter = E.make({ url: srv.url, encode })
+      for (let i = 0; i < 5; i++) {
+        exporter.push(chunk(i))
+        await exporter.flush()
+        connections = Math.max(connections, srv.sockets.size)
+      }
+      assert.equal(exporter.stats.sent, 5)
+      assert.equal(connections, 1)
+      await exporter.close()
+    } finally {
+      await srv.close()
+    }
+  })
+
+  test(`${E.name}: the password is in no message, constructor checks included; undecodable credentials are refused`, async () => {
+    for (const url of ['http://user:secret@host:99999', 'http://user:secret@', 'ftp://user:secret@host/']) {
+      assert.throws(() => E.make({ url }), (err) => err instanceof TypeError && !err.message.includes('secret'), url)
+    }
+    assert.throws(
+      () => E.make({ url: 'http://user:sec%zzret@127.0.0.1:1' }),
+      (err) => err instanceof TypeError && /not valid percent-encoding/.test(err.message) && !err.message.includes('sec'),
+    )
+    const srv = await server((req, res) => {
+      res.writeHead(401)
+      res.end(req.headers.authorization)
+    })
+    try {
+      const exporter = E.make({ url: srv.url.replace('//', '//u%40x:p%3Aw@'), encode, maxRetries: 0 })
+      exporter.push(chunk())
+      await exporter.flush()
+      // Decoded once: the server got u@x:p:w.
+      assert.equal(exporter.lastError.message, `${E.who} answered 401: Basic ${Buffer.from('u@x:p:w').toString('base64')}`)
+      const dead = E.make({ url: 'http://u:topsecret@127.0.0.1:1/', encode, maxRetries: 0 })
+      dead.push(chunk())
+      await dead.flush()
+      assert.ok(dead.lastError)
+      assert.ok(!dead.lastError.message.includes('topsecret'), dead.lastError.message)
+    } finally {
+      await srv.close()
+    }
+  })
+
+  for (const [kind, handler] of [
+    ['drips', drip],
+    ['never answers', () => {}],
+  ]) {
+  test(`${E.name}: a backend that ${kind}: close() lets the process exit within timeoutMs`, async () => {
+      const srv = await server(handler)
+      try {
+        const r = await exitTime(
+          `const jsprof = require(${JSON.stringify(root)})
+           const e = jsprof.${E.factory}({ url: process.env.URL, ${E.extra} encode: () => Buffer.from('x'), timeoutMs: 3000, maxRetries: 5, retryBaseMs: 100 })
+           e.push({ startUnixMs: 0, endUnixMs: 1000, sampleInterval: 10, trace: {} })
+           setTimeout(() => { globalThis.closedAt = Date.now(); e.close().then(() => console.log('closed')) }, 300)
+           process.on('exit', () => console.log('exit ' + (Date.now() - globalThis.closedAt)))`,
+          { URL: srv.url },
+        )
+        assert.equal(r.signal, null, `killed: the process did not exit (${r.err})`)
+        const exitMs = Number(/exit (\d+)/.exec(r.out)?.[1])
+        // close() waits up to timeoutMs (3 s) for the queue to drain, then aborts the push and the
+        // retries: the process ends within timeoutMs of close(), whatever the backend does.
+        assert.match(r.out, /closed/)
+        assert.ok(exitMs < 3000 + 1500, r.out)
+      } finally {
+        await srv.close()
+      }
+    })
+  }
 }
 
 test('startContinuous hands its last partial chunk to onChunk when the app ends by itself', async () => {

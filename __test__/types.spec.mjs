@@ -48,6 +48,10 @@ async function use(): Promise<void> {
   const continuous: m.ContinuousProfiler = m.startContinuous({ onChunk: (c: m.ContinuousChunk) => exporter.push(c) })
   await continuous.stop()
   await exporter.close()
+  const otlp2: m.OtlpExporter = m.otlpExporter({ url: 'http://localhost:4318', serviceName: 'api', resource: { region: 'eu' } })
+  const rejected: number = otlp2.stats.rejected
+  void rejected
+  await otlp2.close()
   void [exported, interval, stopped, name, marker, fromText, fromBytes, kind, rows, cpu, gecko, speedscope, pprof, otlp, collapsed, svg, html, wrapped]
 }
 void use

@@ -1,14 +1,18 @@
 'use strict'
-// A fleet backend: pushes each continuous-mode chunk as pprof to a Pyroscope-compatible HTTP ingest
-// endpoint (`POST /ingest?name=<app>{k=v,…}&from=<unix s>&until=<unix s>&format=pprof&spyName=…&
-// sampleRate=<Hz>`, body: the gzipped pprof profile).
+// Fleet backends: each continuous-mode chunk pushed over HTTP, by one push machinery (PushExporter)
+// that both exporters share:
+// - pyroscopeExporter: pprof to a Pyroscope-compatible ingest endpoint (`POST /ingest?name=<app>{k=v,…}&
+//   from=<unix s>&until=<unix s>&format=pprof&spyName=…&sampleRate=<Hz>`, body: the gzipped profile);
+// - otlpExporter: OpenTelemetry profiles over OTLP/HTTP (`POST /v1development/profiles`, body: an
+//   ExportProfilesServiceRequest in protobuf), to an OpenTelemetry Collector or any OTLP receiver.
 //
 // Pushing never blocks or throws into the profiler: chunks wait in a bounded queue (a count and a byte
-// budget), sent one at a time; a failed push (network error, timeout, 429, 5xx) is retried a bounded
-// number of times with exponential backoff, then dropped. When the queue is full the oldest chunk is
-// dropped; a 429/503's Retry-After is honoured (up to 5 minutes). Every outcome is counted in `stats`,
-// and every failed attempt is `lastError`. Requests go through lib/transport.js: kept-alive sockets,
-// a total deadline per request (`timeoutMs`), bounded response bodies, no password in any message.
+// budget), sent one at a time; a failed push (network error, timeout, or an answer the backend says
+// to retry) is retried a bounded number of times with exponential backoff, then dropped. When the
+// queue is full the oldest chunk is dropped; a Retry-After is honoured (up to 5 minutes). Every outcome
+// is counted in `stats`, and every failed attempt is `lastError`. Requests go through lib/transport.js:
+// kept-alive sockets, a total deadline per request (`timeoutMs`), bounded response bodies, the
+// environment's proxy settings, no password in any message.
 
 const { numberOption } = require('./options')
 const { Transport, parseUrl, retryAfterMs } = require('./transport')
@@ -40,14 +44,14 @@ function appNameWithLabels(appName, labels) {
   return parts.length ? `${appName}{${parts.join(',')}}` : appName
 }
 
-const option = (options, name, fallback, min, max) => numberOption('pyroscopeExporter', options, name, fallback, min, max)
-
-class PyroscopeExporter {
-  #url
-  #name
-  #spyName
-  #headers
-  #encode
+/**
+ * The queue, retries, stats and shutdown of a push exporter. `request(chunk)` builds the HTTP request
+ * of a chunk (`{ url, headers, body }`, may throw: counted as an encode error); `judge(res)` says what
+ * an answer means: `null` when accepted, else an Error with `retryable` (and `retryAfterMs`).
+ */
+class PushExporter {
+  #request
+  #judge
   #maxQueue
   #maxQueueBytes
   #maxRetries
@@ -65,25 +69,18 @@ class PyroscopeExporter {
   /** The last failed attempt's error (retried or not); its message never holds the password. */
   lastError = undefined
 
-  constructor(options) {
-    if (options === null || typeof options !== 'object') throw new TypeError('pyroscopeExporter: options must be an object')
-    const { url, credentials } = parseUrl(options.url, 'pyroscopeExporter')
-    if (!url.pathname.endsWith('/ingest')) url.pathname = url.pathname.replace(/\/?$/, '/ingest')
-    this.#url = url
+  /** `fn` names the factory in messages, `who` the backend (in the transport's); `credentials` come from the url. */
+  constructor(options, { fn, who, credentials, request, judge }) {
+    const option = (name, fallback, min, max) => numberOption(fn, options, name, fallback, min, max)
+    this.#request = request
+    this.#judge = judge
     this.#credentials = credentials
-    this.#name = appNameWithLabels(options.appName, options.labels)
-    this.#spyName = options.spyName === undefined ? 'nodespy' : String(options.spyName)
-    this.#headers = { ...(options.headers || {}) }
-    if (options.encode !== undefined && typeof options.encode !== 'function') {
-      throw new TypeError('pyroscopeExporter: encode must be a function')
-    }
-    this.#encode = options.encode || defaultEncode
-    this.#maxQueue = Math.floor(option(options, 'maxQueue', 32, 1, 1e6))
-    this.#maxQueueBytes = option(options, 'maxQueueBytes', 16 * 1024 * 1024, 1, 2 ** 40)
-    this.#maxRetries = Math.floor(option(options, 'maxRetries', 3, 0, 100))
-    this.#retryBaseMs = option(options, 'retryBaseMs', 500, 0, 3_600_000)
-    this.#timeoutMs = option(options, 'timeoutMs', 10_000, 1, 3_600_000)
-    this.#transport = new Transport({ who: 'pyroscope ingest', timeoutMs: this.#timeoutMs })
+    this.#maxQueue = Math.floor(option('maxQueue', 32, 1, 1e6))
+    this.#maxQueueBytes = option('maxQueueBytes', 16 * 1024 * 1024, 1, 2 ** 40)
+    this.#maxRetries = Math.floor(option('maxRetries', 3, 0, 100))
+    this.#retryBaseMs = option('retryBaseMs', 500, 0, 3_600_000)
+    this.#timeoutMs = option('timeoutMs', 10_000, 1, 3_600_000)
+    this.#transport = new Transport({ who, timeoutMs: this.#timeoutMs })
     this.push = this.push.bind(this)
   }
 
@@ -94,26 +91,18 @@ class PyroscopeExporter {
       this.stats.dropped++
       return
     }
-    let body
+    let request
     try {
-      body = this.#encode(chunk.trace, chunk)
-      if (!(body instanceof Uint8Array)) throw new TypeError('encode must return a Buffer/Uint8Array')
+      request = this.#request(chunk)
+      if (!(request.body instanceof Uint8Array)) throw new TypeError('encode must return a Buffer/Uint8Array')
     } catch (err) {
       this.stats.encodeErrors++
       this.stats.dropped++
+      this.lastError = err
       return
     }
-    const fromS = Math.floor(chunk.startUnixMs / 1000)
-    const untilS = Math.max(fromS + 1, Math.ceil(chunk.endUnixMs / 1000))
-    const query = new URLSearchParams({
-      name: this.#name,
-      from: String(fromS),
-      until: String(untilS),
-      format: 'pprof',
-      spyName: this.#spyName,
-      sampleRate: String(Math.round(1000 / chunk.sampleInterval)),
-    })
-    this.#queue.push({ body, query: query.toString(), attempts: 0 })
+    const { body } = request
+    this.#queue.push({ ...request, attempts: 0 })
     this.#queueBytes += body.length
     while (this.#queue.length > this.#maxQueue || (this.#queueBytes > this.#maxQueueBytes && this.#queue.length > 1)) {
       // The oldest waiting chunk goes first (never the one being sent, which is not in the queue).
@@ -175,21 +164,9 @@ class PyroscopeExporter {
   }
 
   async #send(item) {
-    const url = new URL(this.#url)
-    url.search = item.query
-    const res = await this.#transport.post(url, {
-      headers: { ...this.#headers, 'content-type': 'application/octet-stream' },
-      body: item.body,
-      credentials: this.#credentials,
-    })
-    if (res.status >= 200 && res.status < 300) return
-    const said = res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
-    const err = new Error(`pyroscope ingest answered ${res.status}${said}`)
-    err.status = res.status
-    err.retryable = res.status === 429 || res.status >= 500
-    const wait = retryAfterMs(res.headers['retry-after'])
-    if (wait !== null) err.retryAfterMs = wait
-    throw err
+    const res = await this.#transport.post(item.url, { headers: item.headers, body: item.body, credentials: this.#credentials })
+    const err = this.#judge(res, this)
+    if (err) throw err
   }
 
   /** Resolves when every queued chunk was sent or given up on. */
@@ -221,9 +198,125 @@ class PyroscopeExporter {
   }
 }
 
+/**
+ * An HTTP error of an answer that was not accepted: `<who> answered 503: <first 200 bytes, visible>`,
+ * `retryable` as `retryableStatus` says, `retryAfterMs` from a Retry-After.
+ */
+function answerError(who, res, retryableStatus) {
+  const said = res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
+  const err = new Error(`${who} answered ${res.status}${said}`)
+  err.status = res.status
+  err.retryable = retryableStatus(res.status)
+  const wait = retryAfterMs(res.headers['retry-after'])
+  if (wait !== null) err.retryAfterMs = wait
+  return err
+}
+
+function checkOptions(options, fn) {
+  if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options must be an object`)
+  if (options.encode !== undefined && typeof options.encode !== 'function') throw new TypeError(`${fn}: encode must be a function`)
+  if (options.headers !== undefined && (options.headers === null || typeof options.headers !== 'object')) {
+    throw new TypeError(`${fn}: headers must be an object`)
+  }
+}
+
+class PyroscopeExporter extends PushExporter {
+  constructor(options) {
+    checkOptions(options, 'pyroscopeExporter')
+    const { url, credentials } = parseUrl(options.url, 'pyroscopeExporter')
+    if (!url.pathname.endsWith('/ingest')) url.pathname = url.pathname.replace(/\/?$/, '/ingest')
+    const name = appNameWithLabels(options.appName, options.labels)
+    const spyName = options.spyName === undefined ? 'nodespy' : String(options.spyName)
+    const headers = { ...(options.headers || {}), 'content-type': 'application/octet-stream' }
+    const encode = options.encode || defaultEncode
+    const who = 'pyroscope ingest'
+    super(options, {
+      fn: 'pyroscopeExporter',
+      who,
+      credentials,
+      request(chunk) {
+        const body = encode(chunk.trace, chunk)
+        const fromS = Math.floor(chunk.startUnixMs / 1000)
+        const untilS = Math.max(fromS + 1, Math.ceil(chunk.endUnixMs / 1000))
+        const target = new URL(url)
+        target.search = new URLSearchParams({
+          name,
+          from: String(fromS),
+          until: String(untilS),
+          format: 'pprof',
+          spyName,
+          sampleRate: String(Math.round(1000 / chunk.sampleInterval)),
+        }).toString()
+        return { url: target, headers, body }
+      },
+      judge: (res) => (res.status >= 200 && res.status < 300 ? null : answerError(who, res, (s) => s === 429 || s >= 500)),
+    })
+  }
+}
+
+/** OTLP/HTTP's retryable answers (the OTLP specification: 429, 502, 503, 504); others are final. */
+const OTLP_RETRYABLE = new Set([429, 502, 503, 504])
+
+class OtlpExporter extends PushExporter {
+  constructor(options) {
+    checkOptions(options, 'otlpExporter')
+    const { url, credentials } = parseUrl(options.url, 'otlpExporter')
+    // A bare collector address gets the signal's path (as OTEL_EXPORTER_OTLP_ENDPOINT does); a URL
+    // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
+    if (url.pathname === '/' || url.pathname === '') url.pathname = '/v1development/profiles'
+    const exporters = require('./export')
+    const resource = { ...(options.resource || {}) }
+    if (options.serviceName !== undefined) {
+      if (typeof options.serviceName !== 'string' || options.serviceName === '') throw new TypeError('otlpExporter: serviceName must be a non-empty string')
+      resource['service.name'] = options.serviceName
+    }
+    const encodeOptions = { resource, attributes: options.attributes }
+    // The attributes are checked now (a TypeError here, not a dropped chunk later).
+    exporters.toOtlpProfiles({ resources: [], frames: [], stacks: [], samples: [] }, encodeOptions)
+    const encode = options.encode || ((trace) => exporters.toOtlpProfiles(trace, encodeOptions))
+    const headers = { ...(options.headers || {}), 'content-type': 'application/x-protobuf' }
+    const who = 'OTLP endpoint'
+    super(options, {
+      fn: 'otlpExporter',
+      who,
+      credentials,
+      request: (chunk) => ({ url, headers, body: encode(chunk.trace, chunk) }),
+      judge: (res, exporter) => {
+        if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
+        // 200 with a partial success: the backend kept the request but rejected some profiles
+        // (not retryable, by the specification); counted, and the reason kept.
+        const partial = partialSuccess(res.body)
+        if (partial && partial.rejectedProfiles > 0) {
+          exporter.stats.rejected += partial.rejectedProfiles
+          exporter.lastError = new Error(`${who} rejected ${partial.rejectedProfiles} profile(s): ${require('./text').visible(partial.errorMessage)}`)
+        }
+        return null
+      },
+    })
+    this.stats.rejected = 0
+  }
+}
+
+/** The `partial_success` of an ExportProfilesServiceResponse body (protobuf), or null. */
+function partialSuccess(body) {
+  if (!body || body.length === 0) return null
+  try {
+    const { binding } = require('./native')
+    return binding.decodeOtlpPartialSuccess(body)
+  } catch {
+    // Not a response we can read (a proxy's page, JSON): the 2xx stands.
+    return null
+  }
+}
+
 /** A Pyroscope push target; pass its `push` as `startContinuous`'s `onChunk`. */
 function pyroscopeExporter(options) {
   return new PyroscopeExporter(options)
 }
 
-module.exports = { pyroscopeExporter, PyroscopeExporter, appNameWithLabels }
+/** An OTLP/HTTP profiles push target; pass its `push` as `startContinuous`'s `onChunk`. */
+function otlpExporter(options) {
+  return new OtlpExporter(options)
+}
+
+module.exports = { pyroscopeExporter, otlpExporter, PyroscopeExporter, OtlpExporter, PushExporter, appNameWithLabels }

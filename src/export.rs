@@ -92,6 +92,24 @@ pub fn export_otlp_profiles(
         .into())
 }
 
+/// What an OTLP export response says of rejected profiles (`null` when it says nothing).
+#[napi(object)]
+pub struct OtlpPartialSuccess {
+    pub rejected_profiles: f64,
+    pub error_message: String,
+}
+
+/// Reads an `ExportProfilesServiceResponse` body's `partial_success`.
+#[napi(catch_unwind)]
+pub fn decode_otlp_partial_success(body: Buffer) -> Result<Option<OtlpPartialSuccess>> {
+    Ok(export::otlp::partial_success(&body)
+        .map_err(core_error)?
+        .map(|(rejected, message)| OtlpPartialSuccess {
+            rejected_profiles: rejected as f64,
+            error_message: message,
+        }))
+}
+
 /// Folded stacks text.
 #[napi(catch_unwind)]
 pub fn export_collapsed(trace: TraceInput<'_>) -> Result<String> {

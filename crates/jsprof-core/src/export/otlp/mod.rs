@@ -443,6 +443,16 @@ pub fn to_otlp_profiles(trace: &ProfilerTrace, options: &OtlpOptions) -> Result<
     Ok(to_request(trace, options)?.encode_to_vec())
 }
 
+/// What an `ExportProfilesServiceResponse` body says of rejected profiles: `Some((count, message))`
+/// when it has a `partial_success`, `None` when it has none; an error when it is not one.
+pub fn partial_success(body: &[u8]) -> Result<Option<(i64, String)>> {
+    let response = proto::opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceResponse::decode(body)
+        .map_err(|e| Error::invalid(format!("not an OTLP profiles export response: {e}")))?;
+    Ok(response
+        .partial_success
+        .map(|p| (p.rejected_profiles, p.error_message)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,6 +567,23 @@ mod tests {
             );
         }
         assert_eq!(profile.time_unix_nano, origin_ns + 10_000_000);
+    }
+
+    #[test]
+    fn reads_a_partial_success() {
+        use proto::opentelemetry::proto::collector::profiles::v1development::{
+            ExportProfilesPartialSuccess, ExportProfilesServiceResponse,
+        };
+        let body = ExportProfilesServiceResponse {
+            partial_success: Some(ExportProfilesPartialSuccess {
+                rejected_profiles: 2,
+                error_message: "too old".into(),
+            }),
+        }
+        .encode_to_vec();
+        assert_eq!(partial_success(&body).unwrap(), Some((2, "too old".to_owned())));
+        assert_eq!(partial_success(&[]).unwrap(), None);
+        assert!(partial_success(b"<html>").is_err());
     }
 
     #[test]
