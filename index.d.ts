@@ -370,6 +370,13 @@ export interface PyroscopeExporterOptions {
   labels?: Record<string, string | number>
   /** Default 'nodespy'. */
   spyName?: string
+  /**
+   * 'ingest' (default): the legacy `POST /ingest`. 'push': Pyroscope's push API
+   * (`POST /push.v1.PusherService/Push`, connect JSON: a series labelled `__name__=process_cpu`,
+   * `service_name=<appName>` and `labels`, with the pprof). 'auto': the push API, and `/ingest` for good
+   * (the same chunk at once) when the server answers 404/405/415/501 to it.
+   */
+  api?: 'ingest' | 'push' | 'auto'
   headers?: Record<string, string>
   /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
   maxQueue?: number
@@ -389,6 +396,8 @@ export interface PyroscopeExporterOptions {
 }
 
 export interface PyroscopeExporter {
+  /** The API in use ('auto' until the first answer decides; OTLP exporters say 'otlp'). */
+  readonly api?: 'ingest' | 'push' | 'auto' | 'otlp'
   /** Pass as startContinuous's onChunk: queues the chunk, never throws or waits. */
   push(chunk: ContinuousChunk): void
   readonly stats: {

@@ -177,3 +177,49 @@ test('bad options throw TypeError/RangeError; a failing encoder is counted, not 
   assert.equal(exporter.stats.encodeErrors, 1)
   assert.equal(exporter.stats.dropped, 1)
 })
+
+test("api: 'push' sends Pyroscope's push API (connect JSON): a series with its labels and the pprof", async () => {
+  const ingest = await ingestServer()
+  try {
+    const exporter = pyroscopeExporter({ url: `${ingest.url}/`, appName: 'shop.api', labels: { env: 'test' }, api: 'push', encode })
+    exporter.push(fakeChunk(0))
+    await exporter.flush()
+    assert.equal(exporter.stats.sent, 1)
+    const [r] = ingest.received
+    assert.equal(r.path, '/push.v1.PusherService/Push')
+    const body = JSON.parse(r.body.toString('utf8'))
+    assert.deepEqual(body.series[0].labels, [
+      { name: '__name__', value: 'process_cpu' },
+      { name: 'service_name', value: 'shop.api' },
+      { name: 'env', value: 'test' },
+    ])
+    const { totals } = decodePprof(Buffer.from(body.series[0].samples[0].rawProfile, 'base64'))
+    assert.equal(totals.get('handler'), 2)
+  } finally {
+    ingest.server.close()
+  }
+})
+
+test("api: 'auto' keeps the push API where the server has it, and falls back to /ingest (same chunk, no error) where not", async () => {
+  const modern = await ingestServer()
+  const legacy = await ingestServer((n) => (n === 1 ? 404 : 200))
+  try {
+    const a = pyroscopeExporter({ url: modern.url, appName: 'a', api: 'auto', encode })
+    const b = pyroscopeExporter({ url: `${legacy.url}/ingest`, appName: 'a', api: 'auto', encode })
+    for (const e of [a, b]) {
+      e.push(fakeChunk(0))
+      await e.flush()
+      e.push(fakeChunk(1))
+      await e.flush()
+    }
+    assert.deepEqual(modern.received.map((r) => r.path), ['/push.v1.PusherService/Push', '/push.v1.PusherService/Push'])
+    assert.equal(a.api, 'push')
+    assert.deepEqual(legacy.received.map((r) => r.path), ['/push.v1.PusherService/Push', '/ingest', '/ingest'])
+    assert.equal(b.api, 'ingest')
+    assert.deepEqual([b.stats.sent, b.stats.errors, b.stats.failed], [2, 0, 0])
+    assert.throws(() => pyroscopeExporter({ url: modern.url, appName: 'a', api: 'grpc' }), /api must be one of 'ingest', 'push', 'auto'/)
+  } finally {
+    modern.server.close()
+    legacy.server.close()
+  }
+})

@@ -44,12 +44,17 @@ function appNameWithLabels(appName, labels) {
   return parts.length ? `${appName}{${parts.join(',')}}` : appName
 }
 
+/** What `judge` returns to have the same chunk sent again at once, its request rebuilt (once). */
+const AGAIN = Symbol('send again')
+
 /**
- * The queue, retries, stats and shutdown of a push exporter. `request(chunk)` builds the HTTP request
- * of a chunk (`{ url, headers, body }`, may throw: counted as an encode error); `judge(res)` says what
- * an answer means: `null` when accepted, else an Error with `retryable` (and `retryAfterMs`).
+ * The queue, retries, stats and shutdown of a push exporter. `encode(chunk)` makes a chunk's payload
+ * (bytes, counted in the queue's budget; may throw: counted as an encode error); `request(body, chunk)`
+ * builds each attempt's HTTP request (`{ url, headers, body }`); `judge(res)` says what an answer
+ * means: `null` when accepted, an Error with `retryable` (and `retryAfterMs`), or AGAIN.
  */
 class PushExporter {
+  #encode
   #request
   #judge
   #maxQueue
@@ -70,8 +75,9 @@ class PushExporter {
   lastError = undefined
 
   /** `fn` names the factory in messages, `who` the backend (in the transport's); `credentials` come from the url. */
-  constructor(options, { fn, who, credentials, request, judge }) {
+  constructor(options, { fn, who, credentials, encode, request, judge }) {
     const option = (name, fallback, min, max) => numberOption(fn, options, name, fallback, min, max)
+    this.#encode = encode
     this.#request = request
     this.#judge = judge
     this.#credentials = credentials
@@ -91,18 +97,19 @@ class PushExporter {
       this.stats.dropped++
       return
     }
-    let request
+    let body
     try {
-      request = this.#request(chunk)
-      if (!(request.body instanceof Uint8Array)) throw new TypeError('encode must return a Buffer/Uint8Array')
+      body = this.#encode(chunk)
+      if (!(body instanceof Uint8Array)) throw new TypeError('encode must return a Buffer/Uint8Array')
     } catch (err) {
       this.stats.encodeErrors++
       this.stats.dropped++
       this.lastError = err
       return
     }
-    const { body } = request
-    this.#queue.push({ ...request, attempts: 0 })
+    // The chunk's own fields are kept, not its trace (the payload holds what is sent).
+    const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
+    this.#queue.push({ body, chunk: meta, attempts: 0 })
     this.#queueBytes += body.length
     while (this.#queue.length > this.#maxQueue || (this.#queueBytes > this.#maxQueueBytes && this.#queue.length > 1)) {
       // The oldest waiting chunk goes first (never the one being sent, which is not in the queue).
@@ -164,9 +171,15 @@ class PushExporter {
   }
 
   async #send(item) {
-    const res = await this.#transport.post(item.url, { headers: item.headers, body: item.body, credentials: this.#credentials })
-    const err = this.#judge(res, this)
-    if (err) throw err
+    for (let again = 0; ; again++) {
+      const { url, headers, body } = this.#request(item.body, item.chunk)
+      const res = await this.#transport.post(url, { headers, body, credentials: this.#credentials })
+      const verdict = this.#judge(res, this)
+      if (verdict === AGAIN && again === 0) continue
+      if (verdict === AGAIN) throw Object.assign(new Error(`the backend answered ${res.status} twice`), { retryable: false })
+      if (verdict) throw verdict
+      return
+    }
   }
 
   /** Resolves when every queued chunk was sent or given up on. */
@@ -220,25 +233,50 @@ function checkOptions(options, fn) {
   }
 }
 
+/** Pyroscope's push API (connect RPC, JSON codec): one series of labels per chunk. */
+const PUSH_PATH = '/push.v1.PusherService/Push'
+const APIS = ['ingest', 'push', 'auto']
+
 class PyroscopeExporter extends PushExporter {
+  #api
+
   constructor(options) {
     checkOptions(options, 'pyroscopeExporter')
     const { url, credentials } = parseUrl(options.url, 'pyroscopeExporter')
-    if (!url.pathname.endsWith('/ingest')) url.pathname = url.pathname.replace(/\/?$/, '/ingest')
+    // The server's base: what was given, without a trailing /ingest.
+    const basePath = url.pathname.replace(/\/ingest\/?$/, '').replace(/\/+$/, '')
+    const ingestUrl = new URL(url)
+    ingestUrl.pathname = `${basePath}/ingest`
+    const pushUrl = new URL(url)
+    pushUrl.pathname = `${basePath}${PUSH_PATH}`
+    const api = options.api === undefined ? 'ingest' : options.api
+    if (!APIS.includes(api)) throw new TypeError(`pyroscopeExporter: api must be one of ${APIS.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(api)}`)
     const name = appNameWithLabels(options.appName, options.labels)
+    // The push API's labels: the profile type, the service, then the caller's.
+    const labels = [
+      { name: '__name__', value: 'process_cpu' },
+      { name: 'service_name', value: options.appName },
+      ...Object.entries(options.labels || {}).map(([k, v]) => ({ name: k, value: String(v) })),
+    ]
     const spyName = options.spyName === undefined ? 'nodespy' : String(options.spyName)
-    const headers = { ...(options.headers || {}), 'content-type': 'application/octet-stream' }
+    const ingestHeaders = { ...(options.headers || {}), 'content-type': 'application/octet-stream' }
+    const pushHeaders = { ...(options.headers || {}), 'content-type': 'application/json', 'connect-protocol-version': '1' }
     const encode = options.encode || defaultEncode
     const who = 'pyroscope ingest'
+    let exporter
     super(options, {
       fn: 'pyroscopeExporter',
       who,
       credentials,
-      request(chunk) {
-        const body = encode(chunk.trace, chunk)
+      encode: (chunk) => encode(chunk.trace, chunk),
+      request(body, chunk) {
+        if (exporter.#api !== 'ingest') {
+          const json = JSON.stringify({ series: [{ labels, samples: [{ rawProfile: Buffer.from(body).toString('base64') }] }] })
+          return { url: pushUrl, headers: pushHeaders, body: Buffer.from(json) }
+        }
         const fromS = Math.floor(chunk.startUnixMs / 1000)
         const untilS = Math.max(fromS + 1, Math.ceil(chunk.endUnixMs / 1000))
-        const target = new URL(url)
+        const target = new URL(ingestUrl)
         target.search = new URLSearchParams({
           name,
           from: String(fromS),
@@ -247,10 +285,30 @@ class PyroscopeExporter extends PushExporter {
           spyName,
           sampleRate: String(Math.round(1000 / chunk.sampleInterval)),
         }).toString()
-        return { url: target, headers, body }
+        return { url: target, headers: ingestHeaders, body }
       },
-      judge: (res) => (res.status >= 200 && res.status < 300 ? null : answerError(who, res, (s) => s === 429 || s >= 500)),
+      judge: (res) => {
+        if (res.status >= 200 && res.status < 300) {
+          // 'auto' found the push API: keep it.
+          if (exporter.#api === 'auto') exporter.#api = 'push'
+          return null
+        }
+        // 'auto' on a server without the push API (an older Pyroscope, or another /ingest server):
+        // the legacy ingest from now on, this chunk at once.
+        if (exporter.#api === 'auto' && [404, 405, 415, 501].includes(res.status)) {
+          exporter.#api = 'ingest'
+          return AGAIN
+        }
+        return answerError(exporter.#api === 'ingest' ? who : 'pyroscope push', res, (s) => s === 429 || s >= 500)
+      },
     })
+    exporter = this
+    this.#api = api
+  }
+
+  /** The API in use: 'ingest', 'push', or 'auto' until the first answer decides. */
+  get api() {
+    return this.#api
   }
 }
 
@@ -280,7 +338,8 @@ class OtlpExporter extends PushExporter {
       fn: 'otlpExporter',
       who,
       credentials,
-      request: (chunk) => ({ url, headers, body: encode(chunk.trace, chunk) }),
+      encode: (chunk) => encode(chunk.trace, chunk),
+      request: (body) => ({ url, headers, body }),
       judge: (res, exporter) => {
         if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
         // 200 with a partial success: the backend kept the request but rejected some profiles
@@ -294,6 +353,10 @@ class OtlpExporter extends PushExporter {
       },
     })
     this.stats.rejected = 0
+  }
+
+  get api() {
+    return 'otlp'
   }
 }
 
