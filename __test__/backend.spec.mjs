@@ -1,7 +1,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
-import { startContinuous, pyroscopeExporter } from 'jsprof-node'
+import { startContinuous, pyroscopeExporter, otlpExporter } from 'jsprof-node'
 import { burn, pprofEncoder, decodePprof } from './prod-helpers.mjs'
 
 const { encode, name: encoderName } = pprofEncoder()
@@ -114,8 +114,12 @@ test('a 400 is not retried', async () => {
   assert.equal(exporter.stats.retries, 0)
 })
 
-test('backend down: no crash, the queue stays bounded, drops and failures are counted', async () => {
-  const exporter = pyroscopeExporter({ url: await deadUrl(), appName: 'a', encode, maxQueue: 4, maxRetries: 2, retryBaseMs: 2 })
+for (const [name, make] of [
+  ['pyroscope', (url) => pyroscopeExporter({ url, appName: 'a', encode, maxQueue: 4, maxRetries: 2, retryBaseMs: 2 })],
+  // The OTLP exporter encodes real OTLP bodies here (no custom encode): memory stays bounded too.
+  ['otlp', (url) => otlpExporter({ url, maxQueue: 4, maxRetries: 2, retryBaseMs: 2 })],
+]) test(`${name}: backend down: no crash, the queue stays bounded, drops and failures are counted`, async () => {
+  const exporter = make(await deadUrl())
   let maxQueued = 0
   for (let i = 0; i < 200; i++) {
     exporter.push(fakeChunk(i))
