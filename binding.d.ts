@@ -130,8 +130,11 @@ export declare function exportCpuProfile(trace: TraceInput): string
 /** SVG text, or with `html` the self-contained HTML page. */
 export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
-/** Firefox Profiler processed-profile JSON text. */
-export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): string
+/**
+ * Firefox Profiler processed-profile JSON, as UTF-8 bytes: a large profile's JSON goes to a file
+ * without being made a JS string (hundreds of MB for ten million samples).
+ */
+export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /**
  * OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text

@@ -363,7 +363,26 @@ export interface ContinuousProfiler {
 
 export declare function startContinuous(options: ContinuousOptions): ContinuousProfiler
 
-export interface PyroscopeExporterOptions {
+/** The queue, retry and timeout options both push exporters share. */
+export interface PushOptions {
+  /** Extra request headers (e.g. X-Scope-OrgID). */
+  headers?: Record<string, string>
+  /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
+  maxQueue?: number
+  /** Bytes waiting at most (default 16 MiB). */
+  maxQueueBytes?: number
+  /** Retries of a failed push (network error, timeout, a retryable answer; default 3). */
+  maxRetries?: number
+  /** First retry delay (ms, doubled each retry, with jitter; default 500). */
+  retryBaseMs?: number
+  /**
+   * Total deadline of each push (connect, send, whole answer; ms, default 10000); also how long
+   * close() waits for the queue before it aborts the push in flight.
+   */
+  timeoutMs?: number
+}
+
+export interface PyroscopeExporterOptions extends PushOptions {
   /** The server, e.g. http://pyroscope:4040 (`/ingest` is appended unless the path ends with it). */
   url: string
   appName: string
@@ -377,20 +396,6 @@ export interface PyroscopeExporterOptions {
    * (the same chunk at once) when the server answers 404/405/415/501 to it.
    */
   api?: 'ingest' | 'push' | 'auto'
-  headers?: Record<string, string>
-  /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
-  maxQueue?: number
-  /** Bytes waiting at most (default 16 MiB). */
-  maxQueueBytes?: number
-  /** Retries of a failed push (network error, timeout, 429, 5xx; default 3). */
-  maxRetries?: number
-  /** First retry delay (ms, doubled each retry, with jitter; default 500). */
-  retryBaseMs?: number
-  /**
-   * Total deadline of each push (connect, send, whole answer; ms, default 10000); also how long
-   * close() waits for the queue before it aborts the push in flight.
-   */
-  timeoutMs?: number
   /** Trace -> gzipped pprof (default: the package's toPprof). */
   encode?: (trace: ProfilerTrace, chunk: ContinuousChunk) => Uint8Array
 }
@@ -419,20 +424,6 @@ export interface PyroscopeExporter {
 
 export declare function pyroscopeExporter(options: PyroscopeExporterOptions): PyroscopeExporter
 
-/** The queue, retry and timeout options both push exporters share. */
-export interface PushOptions {
-  headers?: Record<string, string>
-  /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
-  maxQueue?: number
-  /** Bytes waiting at most (default 16 MiB). */
-  maxQueueBytes?: number
-  /** Retries of a failed push (network error, timeout, a retryable answer; default 3). */
-  maxRetries?: number
-  /** First retry delay (ms, doubled each retry, with jitter; default 500). */
-  retryBaseMs?: number
-  /** Total deadline of each push (ms, default 10000); also how long close() waits for the queue. */
-  timeoutMs?: number
-}
 
 export interface OtlpExporterOptions extends PushOptions {
   /**

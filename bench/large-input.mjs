@@ -37,6 +37,8 @@ try {
     ['report', file, '--by', 'function'],
     ['convert', file, '--to', 'pprof', '-o', path.join(dir, 'out.pb.gz')],
     ['convert', file, '--to', 'cpuprofile', '-o', path.join(dir, 'out.cpuprofile')],
+    ['convert', file, '--to', 'gecko', '-o', path.join(dir, 'out.gecko.json')],
+    ['convert', file, '--to', 'speedscope', '-o', path.join(dir, 'out.speedscope.json')],
     ['flamegraph', file, '-o', path.join(dir, 'out.svg')],
   ]) {
     const t0 = performance.now()

@@ -78,6 +78,7 @@ function readOptions(options, fn, spec) {
 
 // The JSON formats as the text Rust writes: the public functions parse it into objects; the CLI
 // writes it as it is (a large profile's Gecko JSON parsed and stringified again tripled its memory).
+// The Gecko JSON comes as UTF-8 bytes (a Buffer), the largest of them: never a JS string on the CLI's way.
 const JSON_TEXT = {
   toCpuProfile(trace) {
     const text = traceJson(trace, 'toCpuProfile')
@@ -100,7 +101,7 @@ const JSON_TEXT = {
 const toCpuProfile = (trace) => JSON.parse(JSON_TEXT.toCpuProfile(trace))
 
 /** The Firefox Profiler's processed profile (version 58) object. */
-const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(trace, options))
+const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(trace, options).toString('utf8'))
 
 /** A speedscope file object. */
 const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options))

@@ -34,20 +34,23 @@ pub fn export_cpu_profile(trace: TraceInput<'_>) -> Result<String> {
     to_json(&export::cpuprofile::to_cpu_profile(&*trace_of(trace)?))
 }
 
-/// Firefox Profiler processed-profile JSON text.
+/// Firefox Profiler processed-profile JSON, as UTF-8 bytes: a large profile's JSON goes to a file
+/// without being made a JS string (hundreds of MB for ten million samples).
 #[napi(catch_unwind)]
 pub fn export_gecko_profile(
     trace: TraceInput<'_>,
     thread_name: Option<String>,
     start_time: Option<f64>,
     pid: Option<u32>,
-) -> Result<String> {
+) -> Result<Buffer> {
     let options = GeckoOptions {
         thread_name,
         start_time,
         pid,
     };
-    to_json(&export::gecko::to_gecko_profile(&*trace_of(trace)?, &options))
+    export::gecko::to_gecko_json(&*trace_of(trace)?, &options)
+        .map(Buffer::from)
+        .map_err(|e| Error::from_reason(format!("jsprof-node: could not write JSON: {e}")))
 }
 
 /// speedscope JSON text.

@@ -13,10 +13,11 @@
 
 use std::collections::HashMap;
 
+use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use super::{display_name, frame_attributions, median_interval, sample_durations, time_order, Pseudo};
+use super::{display_name, frame_attributions, median_interval, time_order, Pseudo};
 use crate::attribution::Kind;
 use crate::interner::Interner;
 use crate::trace::{Marker, ProfilerTrace};
@@ -117,7 +118,115 @@ fn categories(packages: &[String]) -> Value {
     ])
 }
 
+/// The sample table, written straight from the trace in time order as it is serialized: no column
+/// of it is ever held (a 10-million-sample profile's samples as `Value`s took 2 GB, as typed columns
+/// 200 MB more than this).
+struct SampleTable<'t> {
+    trace: &'t ProfilerTrace,
+    /// Sample indexes in time order.
+    order: Vec<usize>,
+    /// Stack id -> stack table row.
+    row_of: Vec<u32>,
+    pseudo_stack_base: u32,
+    /// The last sample's weight: the median gap, as [`super::sample_durations`] gives it.
+    last_weight: f64,
+}
+
+impl SampleTable<'_> {
+    fn stack(&self, i: usize) -> u32 {
+        let s = &self.trace.samples[i];
+        match (s.stack_id, Pseudo::of(s)) {
+            (Some(id), None) => self.row_of[id as usize],
+            (_, p) => self.pseudo_stack_base + p.map_or(0, |p| p as u32),
+        }
+    }
+
+    /// Each sample weighs its time (the gap to the next), as in summarize and every other view: the
+    /// profiler's call tree then shows ms ('tracing-ms'), not sample counts.
+    fn weight(&self, k: usize) -> f64 {
+        let t = |k: usize| self.trace.samples[self.order[k]].timestamp;
+        let w = if k + 1 < self.order.len() {
+            t(k + 1) - t(k)
+        } else {
+            self.last_weight
+        };
+        (w * 1e6).round() / 1e6
+    }
+}
+
+/// A column of the sample table, made as it is written.
+struct Column<'a, 't>(&'a SampleTable<'t>, u8);
+
+impl Serialize for Column<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let table = self.0;
+        match self.1 {
+            0 => serializer.collect_seq(table.order.iter().map(|&i| table.stack(i))),
+            1 => serializer.collect_seq(table.order.iter().map(|&i| table.trace.samples[i].timestamp)),
+            _ => serializer.collect_seq((0..table.order.len()).map(|k| table.weight(k))),
+        }
+    }
+}
+
+impl Serialize for SampleTable<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(5))?;
+        map.serialize_entry("stack", &Column(self, 0))?;
+        map.serialize_entry("time", &Column(self, 1))?;
+        map.serialize_entry("weight", &Column(self, 2))?;
+        map.serialize_entry("weightType", "tracing-ms")?;
+        map.serialize_entry("length", &self.order.len())?;
+        map.end()
+    }
+}
+
+/// A processed profile: everything but the samples as a JSON value (small: tables of frames and
+/// stacks), the samples from the trace; serialized as one object with `threads: [thread + samples]`.
+struct GeckoProfile<'t> {
+    top: Map<String, Value>,
+    thread: Map<String, Value>,
+    samples: SampleTable<'t>,
+}
+
+struct ThreadOut<'a, 't>(&'a Map<String, Value>, &'a SampleTable<'t>);
+
+impl Serialize for ThreadOut<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len() + 1))?;
+        for (k, v) in self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("samples", self.1)?;
+        map.end()
+    }
+}
+
+impl Serialize for GeckoProfile<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.top.len() + 1))?;
+        for (k, v) in &self.top {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("threads", &[ThreadOut(&self.thread, &self.samples)])?;
+        map.end()
+    }
+}
+
+/// The processed profile as a JSON value (tests and tools that want to look inside).
 pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value {
+    serde_json::to_value(build(trace, options)).unwrap_or(Value::Null)
+}
+
+/// The processed profile as JSON text (UTF-8 bytes), written without a `Value` per sample.
+pub fn to_gecko_json(trace: &ProfilerTrace, options: &GeckoOptions) -> Result<Vec<u8>, serde_json::Error> {
+    // Sized up front from what a sample takes (its stack row, time and weight: about 30 bytes), so a
+    // large profile's text is not copied while it grows (doubling held the old and the new buffer).
+    let mut out = Vec::with_capacity(trace.samples.len() * 32 + trace.frames.len() * 64 + 64 * 1024);
+    serde_json::to_writer(&mut out, &build(trace, options))?;
+    Ok(out)
+}
+
+fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'t> {
     let mut strings = Interner::<String>::new();
     let attributions = frame_attributions(trace);
 
@@ -241,24 +350,6 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
 
     // Samples in time order, as the profiler expects.
     let order = time_order(&trace.samples);
-    let sample_stack: Vec<u32> = order
-        .iter()
-        .map(|&i| {
-            let s = &trace.samples[i];
-            match (s.stack_id, Pseudo::of(s)) {
-                (Some(id), None) => row_of[id as usize],
-                (_, p) => pseudo_stack_base + p.map_or(0, |p| p as u32),
-            }
-        })
-        .collect();
-    let sample_time: Vec<f64> = order.iter().map(|&i| trace.samples[i].timestamp).collect();
-    // Each sample weighs its time (the gap to the next), as in summarize and every other view: the
-    // profiler's call tree then shows ms ('tracing-ms'), not sample counts.
-    let durations = sample_durations(&trace.samples);
-    let sample_weight: Vec<f64> = order
-        .iter()
-        .map(|&i| (durations[i] * 1e6).round() / 1e6)
-        .collect();
 
     // GC markers: runs of consecutive gc samples in time order.
     let interval = median_interval(&trace.samples);
@@ -306,13 +397,6 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         "processName": "Node.js",
         "pid": options.pid.unwrap_or(1).to_string(),
         "tid": 1,
-        "samples": {
-            "stack": sample_stack,
-            "time": sample_time,
-            "weight": sample_weight,
-            "weightType": "tracing-ms",
-            "length": trace.samples.len(),
-        },
         "markers": {
             "data": m_data,
             "name": m_name,
@@ -328,8 +412,15 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
         "resourceTable": resources,
         "nativeSymbols": { "libIndex": [], "address": [], "name": [], "functionSize": [], "length": 0 },
     });
+    let samples = SampleTable {
+        trace,
+        order,
+        row_of,
+        pseudo_stack_base,
+        last_weight: interval,
+    };
     let source_count = sources_filename.len();
-    json!({
+    let top = json!({
         "meta": {
             "interval": interval,
             "startTime": options.start_time.unwrap_or(0.0),
@@ -367,8 +458,16 @@ pub fn to_gecko_profile(trace: &ProfilerTrace, options: &GeckoOptions) -> Value 
                 "filename": sources_filename,
             },
         },
-        "threads": [thread],
-    })
+    });
+    let as_map = |v: Value| match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    GeckoProfile {
+        top: as_map(top),
+        thread: as_map(thread),
+        samples,
+    }
 }
 
 /// Each stack's number of ancestors (for a validated, acyclic trace).

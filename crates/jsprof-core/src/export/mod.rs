@@ -20,6 +20,8 @@ pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
+use std::collections::HashMap;
+
 use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
 use crate::error::{Error, Result};
 use crate::trace::{Marker, ProfilerTrace, TraceSample};
@@ -397,6 +399,68 @@ pub fn charged_position(frames: &[u32], attributions: &[Attribution]) -> Option<
         .rposition(|f| kind(f).is_code())
         .or_else(|| frames.iter().rposition(|f| kind(f) == Kind::Node))
         .or(frames.len().checked_sub(1))
+}
+
+/// One stack (or one pseudo-frame) as pprof and OTLP merge samples: what its samples are charged to,
+/// by [`charged_position`]'s rule.
+pub struct ChargedStack {
+    /// The stack id, or the pseudo-frame of stackless samples.
+    pub key: std::result::Result<u32, Pseudo>,
+    /// The stack's frames, root first (empty for a pseudo-frame).
+    pub frames: Vec<u32>,
+    /// The `package` label: the npm package, `(app)`, `(node)`, `(native)`, `(generated, called from
+    /// …)`, or `(idle)` / `(vm)` for pseudo-frames.
+    pub package: String,
+    /// The `kind` label: `app`, `dependency`, `node`, `generated`, `native`, `idle` or `vm`.
+    pub kind: &'static str,
+}
+
+/// The distinct stacks of the trace's samples (stackless ones by pseudo-frame), in first-seen order,
+/// and for each sample the index of its stack there (4 bytes a sample, not a list per stack): each
+/// distinct stack's frames are walked once, however many samples it has.
+pub fn charged_stacks(trace: &ProfilerTrace, attributions: &[Attribution]) -> (Vec<ChargedStack>, Vec<u32>) {
+    let mut index: HashMap<std::result::Result<u32, Pseudo>, u32> = HashMap::new();
+    let mut stacks: Vec<ChargedStack> = Vec::new();
+    let mut group_of = Vec::with_capacity(trace.samples.len());
+    for sample in &trace.samples {
+        let key = match (sample.stack_id, Pseudo::of(sample)) {
+            (Some(id), None) => Ok(id),
+            (_, pseudo) => Err(pseudo.unwrap_or(Pseudo::Program)),
+        };
+        let at = *index.entry(key).or_insert_with(|| {
+            let (frames, package, kind) = match key {
+                Ok(id) => {
+                    let frames = stack_frames(trace, id);
+                    let at = charged_position(&frames, attributions).unwrap_or(0);
+                    let kind = kind_name(attributions[frames[at] as usize].kind);
+                    let package = charged_package_label(&frames, at, attributions);
+                    (frames, package, kind)
+                }
+                Err(Pseudo::Idle) => (Vec::new(), "(idle)".to_owned(), "idle"),
+                Err(_) => (Vec::new(), "(vm)".to_owned(), "vm"),
+            };
+            stacks.push(ChargedStack {
+                key,
+                frames,
+                package,
+                kind,
+            });
+            (stacks.len() - 1) as u32
+        });
+        group_of.push(at);
+    }
+    (stacks, group_of)
+}
+
+/// A resource as profilers' tools look files up: a `file:` URL as its local path (so `go tool pprof
+/// -list fn` finds the file), anything else as it is.
+pub fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
+    if resource.starts_with("file:") {
+        if let Some(path) = url::Url::parse(resource).ok().and_then(|u| u.to_file_path().ok()) {
+            return std::borrow::Cow::Owned(path.to_string_lossy().into_owned());
+        }
+    }
+    std::borrow::Cow::Borrowed(resource)
 }
 
 /// The attribution of every frame (by its resource; frames without one are generated code when they

@@ -9,14 +9,13 @@
 //! The message structs are written by hand from `profile.proto` (field numbers as in
 //! github.com/google/pprof/proto/profile.proto), so no `protoc` is needed to build.
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::{charged_package_label, frame_attributions, kind_name, sample_durations, stack_frames, Pseudo};
+use super::{file_name, frame_attributions, sample_durations, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
@@ -173,17 +172,6 @@ pub struct PprofOptions {
     pub time_origin_ms: Option<f64>,
 }
 
-/// A resource as pprof's tools look files up: a `file:` URL as its local path (so `go tool pprof
-/// -list fn` finds the file), anything else as it is.
-fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
-    if resource.starts_with("file:") {
-        if let Some(path) = url::Url::parse(resource).ok().and_then(|u| u.to_file_path().ok()) {
-            return std::borrow::Cow::Owned(path.to_string_lossy().into_owned());
-        }
-    }
-    std::borrow::Cow::Borrowed(resource)
-}
-
 pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
     let mut strings = Strings::new();
     let sample_type = vec![
@@ -247,61 +235,34 @@ pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
     let durations = sample_durations(&trace.samples);
     // One pprof sample per distinct stack (or pseudo-frame): its locations are listed once, so the
     // work is the distinct stacks' frames, not every sample's.
-    let mut merged: HashMap<std::result::Result<u32, u8>, usize> = HashMap::new();
-    let mut sample: Vec<Sample> = Vec::new();
-    for (i, s) in trace.samples.iter().enumerate() {
-        let key = match (s.stack_id, Pseudo::of(s)) {
-            (Some(id), None) => Ok(id),
-            (_, pseudo) => Err(pseudo.unwrap_or(Pseudo::Program) as u8),
-        };
-        let index = match merged.get(&key) {
-            Some(&index) => index,
-            None => {
-                let (locations, package, kind) = match key {
-                    Ok(id) => {
-                        let frames = stack_frames(trace, id);
-                        let at = super::charged_position(&frames, &attributions).unwrap_or(0);
-                        let charged = &attributions[frames[at] as usize];
-                        // pprof lists locations leaf first.
-                        let locations = frames.iter().rev().map(|&f| f as u64 + 1).collect();
-                        (
-                            locations,
-                            charged_package_label(&frames, at, &attributions),
-                            kind_name(charged.kind).to_owned(),
-                        )
-                    }
-                    Err(p) => {
-                        let (package, kind) = if p == Pseudo::Idle as u8 {
-                            ("(idle)", "idle")
-                        } else {
-                            ("(vm)", "vm")
-                        };
-                        (vec![pseudo_base + p as u64], package.to_owned(), kind.to_owned())
-                    }
-                };
-                let (package, kind) = (strings.id(&package), strings.id(&kind));
-                sample.push(Sample {
-                    location_id: locations,
-                    value: vec![0, 0],
-                    label: vec![
-                        Label {
-                            key: package_key,
-                            str: package,
-                            ..Default::default()
-                        },
-                        Label {
-                            key: kind_key,
-                            str: kind,
-                            ..Default::default()
-                        },
-                    ],
-                });
-                merged.insert(key, sample.len() - 1);
-                sample.len() - 1
-            }
-        };
-        sample[index].value[0] += 1;
-        sample[index].value[1] = sample[index].value[1].saturating_add(ns(durations[i]));
+    let (stacks, group_of) = super::charged_stacks(trace, &attributions);
+    let mut sample: Vec<Sample> = stacks
+        .into_iter()
+        .map(|group| Sample {
+            location_id: match group.key {
+                // pprof lists locations leaf first.
+                Ok(_) => group.frames.iter().rev().map(|&f| f as u64 + 1).collect(),
+                Err(p) => vec![pseudo_base + p as u64],
+            },
+            value: vec![0, 0],
+            label: vec![
+                Label {
+                    key: package_key,
+                    str: strings.id(&group.package),
+                    ..Default::default()
+                },
+                Label {
+                    key: kind_key,
+                    str: strings.id(group.kind),
+                    ..Default::default()
+                },
+            ],
+        })
+        .collect();
+    for (i, &g) in group_of.iter().enumerate() {
+        let value = &mut sample[g as usize].value;
+        value[0] += 1;
+        value[1] = value[1].saturating_add(ns(durations[i]));
     }
 
     let first = trace

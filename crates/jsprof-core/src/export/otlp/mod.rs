@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::{charged_package_label, frame_attributions, kind_name, sample_durations, stack_frames, Pseudo};
+use super::{file_name, frame_attributions, sample_durations, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
@@ -254,16 +254,6 @@ impl Attributes {
     }
 }
 
-/// A resource as a file name: a `file:` URL as its local path, anything else as it is (as in pprof).
-fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
-    if resource.starts_with("file:") {
-        if let Some(path) = url::Url::parse(resource).ok().and_then(|u| u.to_file_path().ok()) {
-            return std::borrow::Cow::Owned(path.to_string_lossy().into_owned());
-        }
-    }
-    std::borrow::Cow::Borrowed(resource)
-}
-
 /// The export request message of a validated trace.
 pub fn to_request(trace: &ProfilerTrace, options: &OtlpOptions) -> Result<ExportProfilesServiceRequest> {
     let mut strings: Interner<String> = Interner::new();
@@ -318,53 +308,30 @@ pub fn to_request(trace: &ProfilerTrace, options: &OtlpOptions) -> Result<Export
     let mut stack_table = vec![Stack::default()];
     // One Sample per distinct stack (or pseudo-frame): its identity is its stack and its attributes,
     // which the stack decides.
-    let mut merged: HashMap<std::result::Result<u32, u8>, usize> = HashMap::new();
-    let mut samples: Vec<Sample> = Vec::new();
-    for (i, sample) in trace.samples.iter().enumerate() {
-        let key = match (sample.stack_id, Pseudo::of(sample)) {
-            (Some(id), None) => Ok(id),
-            (_, pseudo) => Err(pseudo.unwrap_or(Pseudo::Program) as u8),
-        };
-        let index = match merged.get(&key) {
-            Some(&index) => index,
-            None => {
-                let (locations, package, kind) = match key {
-                    Ok(id) => {
-                        let frames = stack_frames(trace, id);
-                        let at = super::charged_position(&frames, &attributions).unwrap_or(0);
-                        let kind = kind_name(attributions[frames[at] as usize].kind);
-                        // Leaf first, as pprof lists them.
-                        let locations = frames.iter().rev().map(|&f| f as i32 + 1).collect();
-                        (locations, charged_package_label(&frames, at, &attributions), kind)
-                    }
-                    Err(p) => {
-                        let (package, kind) = if p == Pseudo::Idle as u8 {
-                            ("(idle)", "idle")
-                        } else {
-                            ("(vm)", "vm")
-                        };
-                        (vec![(pseudo_base + p as usize) as i32], package.to_owned(), kind)
-                    }
-                };
-                stack_table.push(Stack {
-                    location_indices: locations,
-                });
-                let attribute_indices = vec![
-                    attributes.string(package_key, &package),
-                    attributes.string(kind_key, kind),
-                ];
-                samples.push(Sample {
-                    stack_index: (stack_table.len() - 1) as i32,
-                    attribute_indices,
-                    ..Default::default()
-                });
-                merged.insert(key, samples.len() - 1);
-                samples.len() - 1
-            }
-        };
-        let out = &mut samples[index];
+    let (stacks, group_of) = super::charged_stacks(trace, &attributions);
+    let mut samples: Vec<Sample> = Vec::with_capacity(stacks.len());
+    for group in stacks {
+        stack_table.push(Stack {
+            location_indices: match group.key {
+                // Leaf first, as pprof lists them.
+                Ok(_) => group.frames.iter().rev().map(|&f| f as i32 + 1).collect(),
+                Err(p) => vec![(pseudo_base + p as usize) as i32],
+            },
+        });
+        samples.push(Sample {
+            stack_index: (stack_table.len() - 1) as i32,
+            attribute_indices: vec![
+                attributes.string(package_key, &group.package),
+                attributes.string(kind_key, group.kind),
+            ],
+            ..Default::default()
+        });
+    }
+    for (i, &g) in group_of.iter().enumerate() {
+        let out = &mut samples[g as usize];
         out.values.push(ns(durations[i]));
-        out.timestamps_unix_nano.push(epoch_ns(origin, sample.timestamp));
+        out.timestamps_unix_nano
+            .push(epoch_ns(origin, trace.samples[i].timestamp));
     }
 
     let first = trace
