@@ -270,6 +270,24 @@ describe('jsprof record', () => {
     assert.match(r.stderr, /1 worker thread was not profiled/)
   })
 
+  test('a status line on a terminal (time, samples so far), and none when stderr is not one', { skip: spawnSync('script', ['--version']).status === 0 ? false : 'util-linux script (a pseudo-terminal) is not installed' }, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'tty-'))
+    const app = path.join(dir, 'slow.js')
+    fs.writeFileSync(app, 'function slowWork() { const t = Date.now(); while (Date.now() - t < 40); }\nconst end = Date.now() + 2500\nconst tick = () => { slowWork(); if (Date.now() < end) setTimeout(tick, 5) }\ntick()\n')
+    const out = path.join(dir, 't.json')
+    const inner = [process.execPath, BIN, 'record', '--flush-every', '100', '-o', out, '--', process.execPath, app].map((a) => `'${a}'`).join(' ')
+    const r = spawnSync('script', ['-qefc', inner, '/dev/null'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, JSPROF_NO_PROGRESS: undefined } })
+    assert.equal(r.status, 0, r.stdout + r.stderr)
+    // Through the pseudo-terminal, stderr arrives on script's stdout.
+    assert.match(r.stdout, /\r\x1b\[2Kjsprof: recording \S*node\S* \(pid \d+\): [\d.]+ m?s(, [\d,]+ samples so far)? \(Ctrl-C to stop\)/)
+    assert.match(r.stdout, /\d+ samples so far/, 'the samples flushed so far')
+    assert.match(r.stdout, /\r\x1b\[2Kjsprof: wrote .*t\.json \(\d+ samples/, 'the line is cleared before the result')
+    // Not a terminal: no status line at all.
+    const plain = jsprofSync(['record', '--flush-every', '100', '-o', path.join(dir, 'u.json'), '--', process.execPath, app])
+    assert.equal(plain.code, 0, plain.stderr)
+    assert.doesNotMatch(plain.stderr, /recording|\x1b/)
+  })
+
   test('a bare .js file runs with this node', () => {
     const out = path.join(tmp, 'bare.trace.json')
     const r = jsprofSync(['record', '-o', out, appFile])

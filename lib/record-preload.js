@@ -152,6 +152,7 @@ function start(config) {
 
   let profile
   let chunks
+  let flushedSamples = 0
   try {
     chunks = createChunks(chunksFile, { pid, output, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
     profile = startProfile(config.intervalUs)
@@ -185,7 +186,11 @@ function start(config) {
         if (Atomics.load(state, shared.CLAIM) !== shared.RUNNING) return 0
         const startedAt = performance.now()
         try {
-          chunks.append(profile.cut())
+          const piece = profile.cut()
+          chunks.append(piece)
+          flushedSamples += piece && Array.isArray(piece.samples) ? piece.samples.length : 0
+          // The CLI's status line on a terminal (one small write a flush, only when asked).
+          if (top && config.progress && dir) writeStatus(path.join(dir, 'progress.json'), { samples: flushedSamples })
         } catch (err) {
           stderrLine(`could not flush the profile to ${chunksFile}: ${err.message}`)
         }

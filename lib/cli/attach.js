@@ -9,7 +9,7 @@
 const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
-const { CliError, usage, parse, info, api } = require('./common')
+const { CliError, usage, parse, info, api, statusLine } = require('./common')
 const { stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS } = require('./record')
 const { TIME_ORIGIN_SOURCE } = require('../clock')
 
@@ -226,10 +226,6 @@ const CLOSE = `(() => { const end = () => { if (typeof process._debugEnd === 'fu
     if (m) m.close() }
   setImmediate(end); end() })()`
 
-function progress(text) {
-  if (process.stderr.isTTY) process.stderr.write(`\r\x1b[2Kjsprof: ${text}`)
-}
-
 async function attach(args) {
   const { values, positionals } = parse(
     'attach',
@@ -301,17 +297,24 @@ async function attach(args) {
     await cdp.send('Profiler.setSamplingInterval', { interval: Math.max(1, Math.round(intervalMs * 1000)) })
     await cdp.send('Profiler.start')
     const started = Date.now()
+    const status = statusLine()
     await new Promise((resolve) => {
-      const stop = () => resolve()
+      const tick = status.on
+        ? setInterval(() => status.update(`recording pid ${pid}: ${formatDuration(Date.now() - started)} of ${formatDuration(durationMs)} (Ctrl-C to stop)`), 250)
+        : null
+      let timer = null
+      const stop = () => {
+        clearInterval(tick)
+        clearTimeout(timer)
+        process.removeListener('SIGINT', stop)
+        process.removeListener('SIGTERM', stop)
+        resolve()
+      }
       process.once('SIGINT', stop)
       process.once('SIGTERM', stop)
-      const tick = setInterval(() => progress(`recording pid ${pid}: ${formatDuration(Date.now() - started)} of ${formatDuration(durationMs)} (Ctrl-C to stop)`), 250)
-      setTimeout(() => {
-        clearInterval(tick)
-        resolve()
-      }, durationMs)
+      timer = setTimeout(stop, durationMs)
     })
-    if (process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
+    status.clear()
     profile = (await cdp.send('Profiler.stop')).profile
     await cdp.send('Profiler.disable')
   } finally {

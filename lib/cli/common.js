@@ -170,4 +170,26 @@ function info(text) {
   process.stderr.write(`jsprof: ${shown(text)}\n`)
 }
 
-module.exports = { CliError, usage, parse, positiveInt, oneOf, writeOutput, writeStdout, describeIoError, shown, info, api }
+/**
+ * A status line on stderr for long commands (record, attach), rewritten in place once a terminal is
+ * there: `update(text)` shows it, `clear()` removes it before the final lines. Not a TTY (a pipe, a
+ * log file, CI) or JSPROF_NO_PROGRESS set: nothing is written.
+ */
+function statusLine() {
+  const on = process.stderr.isTTY === true && !('JSPROF_NO_PROGRESS' in process.env)
+  let showing = false
+  return {
+    on,
+    update(text) {
+      if (!on) return
+      process.stderr.write(`\r\x1b[2Kjsprof: ${shown(text)}`)
+      showing = true
+    },
+    clear() {
+      if (showing) process.stderr.write('\r\x1b[2K')
+      showing = false
+    },
+  }
+}
+
+module.exports = { CliError, usage, parse, positiveInt, oneOf, writeOutput, writeStdout, describeIoError, shown, info, api, statusLine }

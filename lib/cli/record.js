@@ -7,7 +7,7 @@ const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { CliError, usage, parse, info } = require('./common')
+const { CliError, usage, parse, info, statusLine } = require('./common')
 
 const PRELOAD = path.resolve(__dirname, '..', 'record-preload.js')
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
@@ -39,6 +39,9 @@ Options:
                          (or its own name when -o has '{pid}'). Processes still running when the
                          top one ends are not waited for.
   -h, --help             show this help
+
+On a terminal, a status line on stderr shows the time so far and the samples flushed (none when
+stderr is not a terminal, or with JSPROF_NO_PROGRESS set).
 
 The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM).
 One SIGINT, SIGTERM or SIGHUP (to jsprof, which forwards it, to the app, or to both as Ctrl-C sends
@@ -210,13 +213,28 @@ async function record(args) {
   const statusDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-'))
   const status = path.join(statusDir, 'status.json')
   const chunks = path.join(statusDir, 'chunks.jsonl')
-  const config = { output, intervalUs: intervalMs * 1000, status, chunks, flushEveryMs, children: values.children === true }
+  const line0 = statusLine()
+  // progress: the preload reports the samples it flushed, for the status line on a terminal.
+  const config = { output, intervalUs: intervalMs * 1000, status, chunks, flushEveryMs, children: values.children === true, progress: line0.on }
   const env = { ...process.env, JSPROF_RECORD: JSON.stringify(config) }
   const line = commandLine(command, env, config.children)
 
   try {
     const { code, signal, spawnError } = await new Promise((resolve) => {
       const child = spawn(line.file, line.args, { stdio: 'inherit', env: line.env })
+      const started = Date.now()
+      const tick = line0.on
+        ? setInterval(() => {
+            let samples = null
+            try {
+              samples = JSON.parse(fs.readFileSync(path.join(statusDir, 'progress.json'), 'utf8')).samples
+            } catch {
+              // Nothing flushed yet (or --flush-every 0).
+            }
+            const so = Number.isInteger(samples) ? `, ${samples.toLocaleString('en')} samples so far` : ''
+            line0.update(`recording ${command[0]} (pid ${child.pid}): ${formatDuration(Date.now() - started)}${so} (Ctrl-C to stop)`)
+          }, 500)
+        : null
       let signals = 0
       const forward = (sig) => {
         if (child.exitCode !== null || child.signalCode !== null) return
@@ -232,6 +250,8 @@ async function record(args) {
       }
       for (const sig of FORWARDED) process.on(sig, forward)
       const done = (result) => {
+        clearInterval(tick)
+        line0.clear()
         for (const sig of FORWARDED) process.removeListener(sig, forward)
         resolve(result)
       }
