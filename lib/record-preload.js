@@ -153,6 +153,8 @@ function start(config) {
   let profile
   let chunks
   let flushedSamples = 0
+  // Declared before anything can call finish() (a signal can arrive through the inspector at once).
+  let workersStarted = 0
   try {
     chunks = createChunks(chunksFile, { pid, output, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
     profile = startProfile(config.intervalUs)
@@ -245,7 +247,6 @@ function start(config) {
   }
 
   // Worker threads created from now on record themselves (the watcher above does not).
-  let workersStarted = 0
   try {
     const threads = require('node:worker_threads')
     threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output, status, flushEveryMs }))
