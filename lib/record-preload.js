@@ -259,8 +259,11 @@ function start(config) {
 
   process.on('exit', () => {
     finish('exit')
-    if (watcher) {
-      // Let the watcher drop its inspector session before Node tears the process down.
+    // Let the watcher drop its inspector session before Node tears the process down; a watcher that
+    // has not connected yet (a short-lived app: a worker takes tens of ms to start) never will, and
+    // nothing is waited for (that wait was most of record's fixed cost on a short command).
+    const before = Atomics.compareExchange(state, shared.SESSION, shared.NO_SESSION, shared.EXITING)
+    if (watcher && before === shared.CONNECTED) {
       watcher.postMessage('exit')
       Atomics.wait(state, shared.EXITED, 0, 250)
     }

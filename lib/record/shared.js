@@ -11,7 +11,14 @@ module.exports = {
   BY_WORKER: 2,
   // state[EXITED]: 1 once the watcher has dropped its inspector session at exit.
   EXITED: 1,
-  SLOTS: 2,
+  // state[SESSION]: who got there first (compare-exchange from NO_SESSION): the watcher connecting its
+  // session (CONNECTED), or the main thread exiting before that (EXITING: the watcher never connects,
+  // and the exit waits for nothing).
+  SESSION: 2,
+  NO_SESSION: 0,
+  CONNECTED: 1,
+  EXITING: 2,
+  SLOTS: 3,
   // globalThis[Symbol.for(HOOK)](what, signal): 'flush' or 'signal'.
   HOOK: 'jsprof.record',
 }

@@ -15,12 +15,14 @@ const { workerData, parentPort } = require('node:worker_threads')
 const inspector = require('node:inspector')
 const { binding } = require('../native')
 const { assemble, writeStatus } = require('./chunks')
-const { CLAIM, RUNNING, BY_WORKER, EXITED, HOOK } = require('./shared')
+const { CLAIM, RUNNING, BY_WORKER, EXITED, HOOK, SESSION, NO_SESSION, CONNECTED } = require('./shared')
 
 const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
 
 const session = new inspector.Session()
-session.connectToMainThread()
+// A main thread that ended before this worker got here does not wait for it: then it never connects.
+const connected = Atomics.compareExchange(state, SESSION, NO_SESSION, CONNECTED) === NO_SESSION
+if (connected) session.connectToMainThread()
 
 function ask(what, signal, then) {
   session.post(
@@ -42,7 +44,7 @@ function scheduleFlush(delayMs) {
     ask('flush', 0, (tookMs) => scheduleFlush(Math.max(flushEveryMs, BUDGET * (Number(tookMs) || 0))))
   }, delayMs)
 }
-if (flushEveryMs > 0) scheduleFlush(flushEveryMs)
+if (connected && flushEveryMs > 0) scheduleFlush(flushEveryMs)
 
 let signalled = 0
 function onSignal(signal) {
@@ -72,7 +74,8 @@ function onSignal(signal) {
 
 // The main thread installed the handlers before the app ran (an app's own process.on(signal) has
 // replaced them since, and keeps its signal): only take the deliveries from here on.
-binding.watchSignals([], onSignal)
+if (connected) binding.watchSignals([], onSignal)
+else parentPort.close()
 
 parentPort.on('message', (message) => {
   if (message !== 'exit') return
