@@ -167,17 +167,7 @@ function start(config) {
 
   function finish(how) {
     if (Atomics.compareExchange(state, shared.CLAIM, shared.RUNNING, shared.BY_MAIN) !== shared.RUNNING) return
-    const startedAt = Date.now()
-    try {
-      const last = profile.stop()
-      chunks.close()
-      const result = assemble(chunksFile, output, last)
-      fs.rmSync(chunksFile, { force: true })
-      writeStatus(status, { ...result, pid, how, writeMs: Date.now() - startedAt, workersStarted })
-    } catch (err) {
-      stderrLine(`could not write the trace to ${output}: ${err.message}`)
-      writeStatus(status, { error: err.message, pid, how })
-    }
+    writeRecording({ fs, assemble, writeStatus }, { profile, chunks, chunksFile, output, status }, { pid, how }, { workersStarted }, 'the trace')
   }
 
   // The watcher thread's requests (lib/record/watcher.js), run here through the inspector.
@@ -335,18 +325,27 @@ function startWorkerThread(config) {
   }
   process.on('exit', () => {
     if (timer) clearInterval(timer)
-    const startedAt = Date.now()
-    try {
-      const last = profile.stop()
-      chunks.close()
-      const result = assemble(chunksFile, output, last)
-      fs.rmSync(chunksFile, { force: true })
-      writeStatus(status, { ...result, pid, threadId, how: 'exit', writeMs: Date.now() - startedAt })
-    } catch (err) {
-      stderrLine(`could not write worker thread ${threadId}'s trace to ${output}: ${err.message}`)
-      writeStatus(status, { error: err.message, pid, threadId, how: 'exit' })
-    }
+    writeRecording({ fs, assemble, writeStatus }, { profile, chunks, chunksFile, output, status }, { pid, threadId, how: 'exit' }, {}, `worker thread ${threadId}'s trace`)
   })
+}
+
+/**
+ * Stops the profile and writes the trace (the side file's pieces and the last one) to `output`, and
+ * the status the CLI reads (`facts` always, `extra` on success). `modules` were taken at start, before
+ * the app could replace or break them.
+ */
+function writeRecording({ fs, assemble, writeStatus }, { profile, chunks, chunksFile, output, status }, facts, extra, what) {
+  const startedAt = Date.now()
+  try {
+    const last = profile.stop()
+    chunks.close()
+    const result = assemble(chunksFile, output, last)
+    fs.rmSync(chunksFile, { force: true })
+    writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt, ...extra })
+  } catch (err) {
+    stderrLine(`could not write ${what} to ${output}: ${err.message}`)
+    writeStatus(status, { error: err.message, ...facts })
+  }
 }
 
 // How long the watcher waits for the main thread to take a signal before writing the trace itself

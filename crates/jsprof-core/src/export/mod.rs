@@ -452,6 +452,20 @@ pub fn charged_stacks(trace: &ProfilerTrace, attributions: &[Attribution]) -> (V
     (stacks, group_of)
 }
 
+/// The earliest and latest sample time (ms), as `(INFINITY, NEG_INFINITY)` for no samples.
+pub fn time_span(samples: &[TraceSample]) -> (f64, f64) {
+    samples
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(first, last), s| {
+            (first.min(s.timestamp), last.max(s.timestamp))
+        })
+}
+
+/// ms as whole ns (`as` saturates, so absurd inputs cannot overflow).
+pub fn ns(ms: f64) -> i64 {
+    (ms * 1e6).round() as i64
+}
+
 /// A resource as profilers' tools look files up: a `file:` URL as its local path (so `go tool pprof
 /// -list fn` finds the file), anything else as it is.
 pub fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {

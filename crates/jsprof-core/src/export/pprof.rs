@@ -15,7 +15,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::{file_name, frame_attributions, sample_durations, Pseudo};
+use super::{file_name, frame_attributions, ns, sample_durations, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
@@ -158,11 +158,6 @@ impl Strings {
     }
 }
 
-fn ns(ms: f64) -> i64 {
-    // `as` saturates, so absurd inputs cannot overflow.
-    (ms * 1e6).round() as i64
-}
-
 /// The profile message of a validated trace.
 /// What a trace does not say itself.
 #[derive(Debug, Clone, Default)]
@@ -265,16 +260,7 @@ pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
         value[1] = value[1].saturating_add(ns(durations[i]));
     }
 
-    let first = trace
-        .samples
-        .iter()
-        .map(|s| s.timestamp)
-        .fold(f64::INFINITY, f64::min);
-    let last = trace
-        .samples
-        .iter()
-        .map(|s| s.timestamp)
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (first, last) = super::time_span(&trace.samples);
     let period = ns(super::median_interval(&trace.samples));
     let comment = vec![strings.id(if options.time_origin_ms.is_some() {
         "jsprof-node: times are Unix epoch times"

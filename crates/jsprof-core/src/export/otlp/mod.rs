@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use prost::Message;
 use serde_json::{Map, Value};
 
-use super::{file_name, frame_attributions, sample_durations, Pseudo};
+use super::{file_name, frame_attributions, ns, sample_durations, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
@@ -112,11 +112,6 @@ impl OtlpOptions {
 
 /// The scope name of the profiles this crate encodes.
 const SCOPE: &str = "jsprof-node";
-
-fn ns(ms: f64) -> i64 {
-    // `as` saturates, so absurd inputs cannot overflow.
-    (ms * 1e6).round() as i64
-}
 
 /// An epoch time in ns, exact to the ns: the origin (about 1.7e12 ms) in whole ms and its fraction
 /// apart, since in ns it is past the integers an f64 holds exactly (2^53).
@@ -334,16 +329,7 @@ pub fn to_request(trace: &ProfilerTrace, options: &OtlpOptions) -> Result<Export
             .push(epoch_ns(origin, trace.samples[i].timestamp));
     }
 
-    let first = trace
-        .samples
-        .iter()
-        .map(|s| s.timestamp)
-        .fold(f64::INFINITY, f64::min);
-    let last = trace
-        .samples
-        .iter()
-        .map(|s| s.timestamp)
-        .fold(f64::NEG_INFINITY, f64::max);
+    let (first, last) = super::time_span(&trace.samples);
     let period = ns(super::median_interval(&trace.samples));
     let mut profile_attributes = Vec::new();
     for (key, value) in &options.attributes {
