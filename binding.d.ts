@@ -146,7 +146,7 @@ export declare function exportOtlpProfiles(trace: TraceInput, timeOriginMs?: num
 export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | undefined | null): Buffer
 
 /** speedscope JSON text. */
-export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null): string
+export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): string
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an

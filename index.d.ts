@@ -185,8 +185,12 @@ export interface GeckoProfileOptions extends ExportClockOptions {
 /** The Firefox Profiler's processed profile format (version 58), for profiler.firefox.com. */
 export declare function toGeckoProfile(trace: ProfilerTrace, options?: GeckoProfileOptions): Record<string, unknown>
 
-export interface SpeedscopeOptions {
-  /** The profile's name (default "jsprof-node profile"). */
+export interface SpeedscopeOptions extends ExportClockOptions {
+  /**
+   * The profile's name. Default: "jsprof-node profile", and when the clock is known (`timeOrigin`, or
+   * the trace's sidecar as `jsprof record` writes it) when it started and the pid, which speedscope
+   * shows nowhere else: "jsprof-node profile, 2026-11-24 20:05:31.123 UTC, pid 123".
+   */
   name?: string
 }
 

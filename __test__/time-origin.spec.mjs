@@ -49,6 +49,11 @@ test('pprof and Gecko exports show the real clock and pid; pprof names files by 
   assert.ok(!files.some((f) => f.startsWith('file:')), 'plain paths, not file: URLs')
   const gecko = jsprof.toGeckoProfile(recorded)
   assert.equal(gecko.meta.startTime, recorded.jsprof.timeOrigin)
+  // speedscope shows times from the start only: its default name says when, in UTC, and the pid.
+  const at = new Date(Math.round(recorded.jsprof.timeOrigin + first)).toISOString().replace('T', ' ').replace('Z', ' UTC')
+  assert.equal(jsprof.toSpeedscope(recorded).name, `jsprof-node profile, ${at}, pid ${recorded.jsprof.pid}`)
+  assert.equal(jsprof.toSpeedscope(recorded, { name: 'mine' }).name, 'mine')
+  assert.equal(jsprof.toSpeedscope({ ...recorded, jsprof: undefined }).name, 'jsprof-node profile')
   assert.equal(gecko.threads[0].pid, String(recorded.jsprof.pid))
   // Options win over the sidecar; without either, the old origin (0, pid 1).
   assert.equal(jsprof.toGeckoProfile(recorded, { timeOrigin: 5, pid: 7 }).meta.startTime, 5)

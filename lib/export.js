@@ -92,8 +92,10 @@ const JSON_TEXT = {
   },
   toSpeedscope(trace, options) {
     const text = traceJson(trace, 'toSpeedscope')
-    const o = readOptions(options, 'toSpeedscope', { name: 'string' })
-    return callNative(() => binding.exportSpeedscope(text, o.name))
+    const o = readOptions(options, 'toSpeedscope', { name: 'string', timeOrigin: 'finite', pid: 'pid' })
+    // With the recording's clock (options or the sidecar), the default name says when it started.
+    const { timeOrigin, pid } = clock(trace, o)
+    return callNative(() => binding.exportSpeedscope(text, o.name, timeOrigin, pid))
   },
 }
 

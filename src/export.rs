@@ -55,8 +55,15 @@ pub fn export_gecko_profile(
 
 /// speedscope JSON text.
 #[napi(catch_unwind)]
-pub fn export_speedscope(trace: TraceInput<'_>, name: Option<String>) -> Result<String> {
-    to_json(&export::speedscope::to_speedscope(&*trace_of(trace)?, name.as_deref()).map_err(core_error)?)
+pub fn export_speedscope(
+    trace: TraceInput<'_>,
+    name: Option<String>,
+    time_origin_ms: Option<f64>,
+    pid: Option<u32>,
+) -> Result<String> {
+    let trace = trace_of(trace)?;
+    let name = name.or_else(|| time_origin_ms.map(|o| export::speedscope::clock_name(&trace, o, pid)));
+    to_json(&export::speedscope::to_speedscope(&trace, name.as_deref()).map_err(core_error)?)
 }
 
 /// Gzipped `profile.proto` bytes.

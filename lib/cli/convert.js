@@ -10,7 +10,7 @@ const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sour
 const FORMATS = {
   cpuprofile: { fn: 'toCpuProfile', suffix: '.cpuprofile', json: true },
   gecko: { fn: 'toGeckoProfile', suffix: '.gecko.json', json: true, clock: true },
-  speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true },
+  speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true, clock: true },
   pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true, clock: true },
   collapsed: { fn: 'toCollapsed', suffix: '.collapsed.txt' },
 }

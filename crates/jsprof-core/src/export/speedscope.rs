@@ -53,6 +53,50 @@ pub struct SampledProfile {
     pub weights: Vec<f64>,
 }
 
+/// The profile's name when none is given and the trace's clock is known: speedscope shows times from
+/// the profile's start only, so the name carries when it started (UTC) and the pid:
+/// `jsprof-node profile, 2026-11-24 20:05:31.123 UTC, pid 123`.
+pub fn clock_name(trace: &ProfilerTrace, time_origin_ms: f64, pid: Option<u32>) -> String {
+    let first = trace
+        .samples
+        .iter()
+        .map(|s| s.timestamp)
+        .fold(f64::INFINITY, f64::min);
+    let at = if first.is_finite() {
+        time_origin_ms + first
+    } else {
+        time_origin_ms
+    };
+    let mut name = format!("jsprof-node profile, {}", utc(at));
+    if let Some(pid) = pid {
+        name.push_str(&format!(", pid {pid}"));
+    }
+    name
+}
+
+/// `2026-11-24 20:05:31.123 UTC` for a Unix time in ms (the proleptic Gregorian calendar; days from
+/// the epoch to a civil date by Howard Hinnant's algorithm).
+fn utc(ms: f64) -> String {
+    let ms = ms.round().clamp(-8.64e15, 8.64e15) as i64;
+    let (days, ms_of_day) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, sec, milli) = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{sec:02}.{milli:03} UTC")
+}
+
 pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> {
     super::check_frame_references(super::sample_frame_references(trace), "toSpeedscope")?;
     let mut frames: Vec<SpeedscopeFrame> = trace
@@ -134,5 +178,9 @@ mod tests {
         assert_eq!(p.weights, vec![1.0, 1.0, 1.0, 1.0, 1.0, 1.5, 0.5, 1.0, 1.0]);
         assert_eq!((p.start_value, p.end_value), (10.0, 19.0));
         assert_eq!(p.name, "run");
+        assert_eq!(utc(0.0), "1970-01-01 00:00:00.000 UTC");
+        assert_eq!(utc(1_764_014_731_123.0), "2025-11-24 20:05:31.123 UTC");
+        assert_eq!(utc(951_782_400_000.0), "2000-02-29 00:00:00.000 UTC");
+        assert_eq!(utc(-1.0), "1969-12-31 23:59:59.999 UTC");
     }
 }
