@@ -102,15 +102,21 @@ export declare function clearAttributionCache(): void
 export declare function clearSourceMapCache(): void
 
 /**
- * `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
- * strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
- * timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
- * as `Buffer#toString` would read it (U+FFFD for each bad sequence).
+ * `fromCpuProfile` on JSON text given as UTF-8 bytes (a Buffer or typed array, a file's contents),
+ * with timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is
+ * read as `Buffer#toString` would read it (U+FFFD for each bad sequence).
  *
  * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see [`set_own_code`]), for the
  * profiles jsprof-node records itself (`jsprof record`).
  */
 export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
+
+/**
+ * `fromCpuProfile` on JSON text given as a JS string: copied once as UTF-8 (a lone surrogate becomes
+ * U+FFFD, as `Buffer.from(text)` makes it), with no JS Buffer in between: the facade would otherwise
+ * scan the string for its UTF-8 length and copy it into fresh memory.
+ */
+export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
 /** Reads an `ExportProfilesServiceResponse` body's `partial_success`. */
 export declare function decodeOtlpPartialSuccess(body: Buffer): OtlpPartialSuccess | null
@@ -235,13 +241,17 @@ export interface TableColumns {
 }
 
 /**
- * A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text
- * (`JSON.parse` is V8's fastest object factory) and the samples, which dominate, as columns the
- * facade zips into `{ timestamp, stackId?, marker? }` objects.
+ * A trace in the shape that is cheapest to turn into JS objects: the frames and resources (strings)
+ * as JSON text (`JSON.parse` is V8's fastest object factory for them), the stacks and the samples,
+ * which are many and small, as columns the facade zips into `{ frameId, parentId? }` and
+ * `{ timestamp, stackId?, marker? }` objects.
  */
 export interface TraceParts {
-  /** `{"resources":[…],"frames":[…],"stacks":[…]}` */
+  /** `{"frames":[…],"resources":[…]}` */
   tables: string
+  stackFrames: Uint32Array
+  /** -1 where the stack has no parent. */
+  stackParents: Int32Array
   timestamps: Float64Array
   /** -1 where the sample has no stack. */
   stackIds: Int32Array

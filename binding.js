@@ -843,6 +843,7 @@ module.exports.attributionReads = nativeBinding.attributionReads
 module.exports.clearAttributionCache = nativeBinding.clearAttributionCache
 module.exports.clearSourceMapCache = nativeBinding.clearSourceMapCache
 module.exports.convertCpuProfile = nativeBinding.convertCpuProfile
+module.exports.convertCpuProfileText = nativeBinding.convertCpuProfileText
 module.exports.decodeOtlpPartialSuccess = nativeBinding.decodeOtlpPartialSuccess
 module.exports.dieOfSignal = nativeBinding.dieOfSignal
 module.exports.exportCollapsed = nativeBinding.exportCollapsed

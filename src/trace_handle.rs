@@ -42,10 +42,8 @@ impl TraceHandle {
     #[napi(factory, catch_unwind)]
     pub fn from_cpu_profile(bytes: &[u8]) -> Result<TraceHandle> {
         let text = String::from_utf8_lossy(bytes);
-        let profile = core::Profile::from_json(&text).map_err(core_error)?;
+        let trace = core::cpuprofile::trace_from_json(&text, None, None).map_err(core_error)?;
         drop(text);
-        let trace = core::trace_from_profile(&profile, profile.start_time);
-        drop(profile);
         core::export::validate(&trace).map_err(core_error)?;
         Ok(TraceHandle {
             inner: Arc::new(trace),
