@@ -77,6 +77,8 @@ pub fn trace_from_json(
         Some(read) => {
             let mut trace = read.tables;
             trace.samples = read.samples.samples;
+            // The vector grew by doubling (serde_json does not know an array's length ahead).
+            trace.samples.shrink_to_fit();
             Ok(trace)
         }
         None => trace_by_profile(text, time_origin_us, own),
