@@ -141,6 +141,12 @@ export declare function exportCollapsed(trace: TraceInput): string
 /** `.cpuprofile` JSON, as UTF-8 bytes. */
 export declare function exportCpuProfile(trace: TraceInput): Buffer
 
+/**
+ * The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s tree coloured by how
+ * each frame's share changed since `base`.
+ */
+export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput, title?: string | undefined | null): string
+
 /** SVG text, or with `html` the self-contained HTML page. */
 export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
@@ -271,6 +277,12 @@ export interface TraceTiming {
   /** The median gap between samples in time order, ms (0 with fewer than 2). */
   intervalMs: number
 }
+
+/**
+ * A frame label (or a `summarize` row name) without its `:line:column`: how `jsprof diff` knows a
+ * function moved by an edit.
+ */
+export declare function unplacedLabel(label: string): string
 
 /**
  * Gives `signal` back its default action if the native handler has it (when the watcher cannot

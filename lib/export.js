@@ -161,4 +161,27 @@ function toFlameGraph(trace, options) {
   return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
-module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph, JSON_TEXT, clock }
+/**
+ * The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s call tree, each frame
+ * coloured by how its share changed since `base`. Drawn in Rust from both traces' own stack trees, as
+ * toFlameGraph is (not part of the package's API).
+ */
+function toDiffFlameGraph(base, next, options) {
+  const baseText = traceJson(base, 'toDiffFlameGraph')
+  const nextText = traceJson(next, 'toDiffFlameGraph')
+  const o = readOptions(options, 'toDiffFlameGraph', { title: 'string' })
+  return callNative(() => binding.exportDiffFlameGraph(baseText, nextText, o.title))
+}
+
+module.exports = {
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toOtlpProfiles,
+  toCollapsed,
+  toFlameGraph,
+  toDiffFlameGraph,
+  JSON_TEXT,
+  clock,
+}

@@ -149,3 +149,26 @@ pub fn export_flame_graph(
         export::flamegraph::to_flame_graph(&trace, &options).map_err(core_error)
     }
 }
+
+/// The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s tree coloured by how
+/// each frame's share changed since `base`.
+#[napi(catch_unwind)]
+pub fn export_diff_flame_graph(
+    base: TraceInput<'_>,
+    next: TraceInput<'_>,
+    title: Option<String>,
+) -> Result<String> {
+    let options = FlameGraphOptions {
+        title,
+        ..Default::default()
+    };
+    let (base, next) = (trace_of(base)?, trace_of(next)?);
+    export::flamegraph::to_diff_flame_graph(&base, &next, &options).map_err(core_error)
+}
+
+/// A frame label (or a `summarize` row name) without its `:line:column`: how `jsprof diff` knows a
+/// function moved by an edit.
+#[napi(catch_unwind)]
+pub fn unplaced_label(label: String) -> String {
+    export::unplaced(&label).into_owned()
+}

@@ -20,6 +20,7 @@ pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
@@ -339,6 +340,22 @@ pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
                 _ => format!("{name} ({path})"),
             }
         }
+    }
+}
+
+/// A [`frame_label`] without its `:line:column` (`name (path:3:9)` -> `name (path)`): the same
+/// function at another position, as after an edit moved it. A label without both stays as it is.
+pub fn unplaced(label: &str) -> Cow<'_, str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(inner) = label.strip_suffix(')') else {
+        return Cow::Borrowed(label);
+    };
+    let mut parts = inner.rsplitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(column), Some(line), Some(rest)) if digits(column) && digits(line) => {
+            Cow::Owned(format!("{rest})"))
+        }
+        _ => Cow::Borrowed(label),
     }
 }
 
