@@ -105,7 +105,10 @@ impl TraceHandle {
     pub fn with_tables(&mut self, tables_json: String, stack_map: Uint32Array) -> Result<TraceHandle> {
         let tables: Tables = serde_json::from_str(&tables_json)
             .map_err(|e| core_error(core::Error::invalid(format!("malformed tables: {e}"))))?;
-        let unchanged = stack_map.iter().enumerate().all(|(old, &new)| old == new as usize)
+        let unchanged = stack_map
+            .iter()
+            .enumerate()
+            .all(|(old, &new)| old == new as usize)
             && stack_map.len() == self.inner.stacks.len()
             && tables.resources == self.inner.resources
             && tables.frames == self.inner.frames

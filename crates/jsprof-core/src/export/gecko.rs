@@ -208,8 +208,14 @@ impl Serialize for SampleTable<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(5))?;
         let samples = &self.trace.samples;
-        map.serialize_entry("stack", &Seq(|| self.order.iter().map(|&i| self.stack(i as usize))))?;
-        map.serialize_entry("time", &Seq(|| self.order.iter().map(|&i| samples[i as usize].timestamp)))?;
+        map.serialize_entry(
+            "stack",
+            &Seq(|| self.order.iter().map(|&i| self.stack(i as usize))),
+        )?;
+        map.serialize_entry(
+            "time",
+            &Seq(|| self.order.iter().map(|&i| samples[i as usize].timestamp)),
+        )?;
         map.serialize_entry("weight", &Seq(|| (0..self.order.len()).map(|k| self.weight(k))))?;
         map.serialize_entry("weightType", "tracing-ms")?;
         map.serialize_entry("length", &self.order.len())?;
@@ -420,7 +426,9 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
         markers.samples.push(count);
     }
 
-    let first_time = order.first().map_or(0.0, |&i| trace.samples[i as usize].timestamp);
+    let first_time = order
+        .first()
+        .map_or(0.0, |&i| trace.samples[i as usize].timestamp);
     let last_time = order.last().map_or(0.0, |&i| trace.samples[i as usize].timestamp);
     let thread = json!({
         "processType": "default",

@@ -133,7 +133,9 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> 
         samples.push(stack);
         weights.push(round_ns(durations[i]));
     }
-    let start_value = order.first().map_or(0.0, |&i| trace.samples[i as usize].timestamp);
+    let start_value = order
+        .first()
+        .map_or(0.0, |&i| trace.samples[i as usize].timestamp);
     let end_value = round_ns(start_value + weights.iter().sum::<f64>());
     let name = name.unwrap_or("jsprof-node profile").to_owned();
     Ok(File {
