@@ -173,15 +173,4 @@ function toDiffFlameGraph(base, next, options) {
   return callNative(() => binding.exportDiffFlameGraph(baseText, nextText, o.title))
 }
 
-module.exports = {
-  toCpuProfile,
-  toGeckoProfile,
-  toSpeedscope,
-  toPprof,
-  toOtlpProfiles,
-  toCollapsed,
-  toFlameGraph,
-  toDiffFlameGraph,
-  JSON_TEXT,
-  clock,
-}
+module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph, toDiffFlameGraph, JSON_TEXT, clock }
