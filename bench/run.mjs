@@ -6,7 +6,7 @@
 //     JSON.parse(jsonText) alone and vs a straightforward JS conversion.
 //  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
 //
-// Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
+// Environment knobs: BENCH_PROFILE (.cpuprofile files for part 2), BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
 // BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server,
 // BENCH_SERVER_ROUNDS (default 3).
 

@@ -51,13 +51,31 @@ fn main() {
             }
             continue;
         }
-        let mut times = vec![Vec::new(); roads.len()];
+        type Floor = fn(&str) -> usize;
+        let floors: [(&str, Floor); 2] = [
+            (
+                "floor: serde_json validating only",
+                readers::serde_json_validate_only,
+            ),
+            (
+                "floor: serde_json keeping the number arrays only",
+                readers::serde_json_arrays_only,
+            ),
+        ];
+        let mut times = vec![Vec::new(); roads.len() + floors.len()];
         for round in 0..26 {
             for (i, (_, read)) in roads.iter().enumerate() {
                 let t0 = Instant::now();
                 assert!(read(&text).is_some());
                 if round >= 5 {
                     times[i].push(t0.elapsed().as_secs_f64() * 1000.0);
+                }
+            }
+            for (i, (_, read)) in floors.iter().enumerate() {
+                let t0 = Instant::now();
+                assert!(read(&text) > 0);
+                if round >= 5 {
+                    times[roads.len() + i].push(t0.elapsed().as_secs_f64() * 1000.0);
                 }
             }
         }
@@ -68,10 +86,14 @@ fn main() {
             reference.frames.len(),
             reference.stacks.len()
         );
-        for ((name, _), t) in roads.iter().zip(&mut times) {
+        let names = roads
+            .iter()
+            .map(|(name, _)| *name)
+            .chain(floors.iter().map(|(name, _)| *name));
+        for (name, t) in names.zip(&mut times) {
             t.sort_by(f64::total_cmp);
             println!(
-                "  {name:<12} min {:7.2} ms  median {:7.2} ms",
+                "  {name:<48} min {:7.2} ms  median {:7.2} ms",
                 t[0],
                 t[t.len() / 2]
             );

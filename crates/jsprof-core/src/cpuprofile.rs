@@ -140,6 +140,22 @@ pub mod readers {
     pub fn sonic_rs_direct(text: &str) -> Option<ProfilerTrace> {
         direct::read_straight_sonic_rs(text).map(straight)
     }
+
+    /// Floors, not roads: serde_json reading the text and keeping nothing, and keeping only the two
+    /// number arrays. Each gives the number of values it kept.
+    pub fn serde_json_validate_only(text: &str) -> usize {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_or(0, |_| 1)
+    }
+
+    pub fn serde_json_arrays_only(text: &str) -> usize {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Arrays {
+            samples: Vec<i64>,
+            time_deltas: Vec<f64>,
+        }
+        serde_json::from_str::<Arrays>(text).map_or(0, |a| a.samples.len() + a.time_deltas.len())
+    }
 }
 
 #[derive(Deserialize)]
