@@ -161,8 +161,11 @@ function readTrace(file) {
       trace = binding.TraceHandle.fromCpuProfile(bytes)
     } catch {}
     if (trace) {
-      // The file's bytes (up to 512 MiB) are freed now, not whenever V8 collects them.
-      binding.TraceHandle.releaseInput(bytes.buffer)
+      // The file's bytes (up to 512 MiB) are freed now, not whenever V8 collects them: only when they
+      // are the whole of their ArrayBuffer (a small file's Buffer is a slice of Node's shared pool).
+      if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
+        binding.TraceHandle.releaseInput(bytes.buffer)
+      }
       return { trace, format: 'cpuprofile' }
     }
   }
