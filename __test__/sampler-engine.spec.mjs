@@ -103,6 +103,51 @@ test('frequent stops share harvests: at most one per minStopGapUs', async () => 
   assert.ok(harvests >= 1)
 })
 
+test('stops served by one harvest share one promise; a rejected harvest rejects each of them', async () => {
+  const { clock, engine, sub } = setup()
+  const a = sub()
+  const b = sub()
+  engine.add(a)
+  engine.add(b)
+  clock.us += 1000
+  a.stopAt(clock.us)
+  b.stopAt(clock.us)
+  const pa = engine.finish(a)
+  const pb = engine.finish(b)
+  assert.equal(pa, pb, 'one promise for every stop waiting for the same harvest')
+  await pa
+  const c = sub()
+  engine.add(c)
+  c.stopAt(clock.us)
+  const pc = engine.finish(c)
+  assert.notEqual(pc, pa, 'a later stop waits for a later harvest')
+  await pc
+})
+
+test('an owner collected without stop() ends its subscription; a live one is watched, and unwatched by its stop', async () => {
+  const { clock, session, engine, sub } = setup()
+  const owner = {}
+  const kept = sub(clock.us, { owner })
+  const forgotten = sub(clock.us, { owner: {} })
+  // Stand-in for a collection that happened before the first harvest looked (a real one needs a GC).
+  forgotten.owner = { deref: () => undefined }
+  engine.add(kept)
+  engine.add(forgotten)
+  assert.equal(kept.watched, false, 'not watched before a harvest finds it live: short-lived ones never pay')
+  clock.us += 1000
+  session.tick(clock.us - 500)
+  engine.harvestWithin(0)
+  await turn()
+  assert.equal(forgotten.state, 'ended', 'its owner is gone: it leaves')
+  assert.equal(engine.liveCount, 1)
+  assert.equal(kept.watched, true, 'still live at a harvest: watched for collection from now on')
+  kept.stopAt(clock.us)
+  const done = engine.finish(kept)
+  assert.equal(kept.watched, false, 'a stopped subscription is no longer watched')
+  await done
+  assert.equal(engine.liveCount, 0)
+})
+
 test('V8 stays warm for the grace after the last subscription, then stops; within it no cold start', async () => {
   const { clock, session, engine, sub } = setup({ graceUs: 50_000 })
   const a = sub()

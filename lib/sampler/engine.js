@@ -44,8 +44,19 @@ class SamplerEngine {
   #lastHarvestUs = -Infinity
   /** Subscriptions still taking samples (live or stopping). */
   #live = new Set()
-  /** Subscriptions whose stop waits for the next harvest: sub -> [resolve, reject]. */
-  #stopping = new Map()
+  /** Subscriptions whose stop waits for the next harvest. */
+  #stopping = new Set()
+  /**
+   * The promise every stop waiting for the next harvest shares ({ promise, resolve, reject }; null
+   * when none waits): a Profiler per request costs one promise of its own (its stop's), not three.
+   */
+  #stopWaiter = null
+  /**
+   * Owners (Profilers) watched for garbage collection: a collected one releases its subscription.
+   * Registered only when a harvest finds their subscription still live: most per-request Profilers
+   * stop before any harvest and never pay for a registration (~1 µs each).
+   */
+  #collected = new FinalizationRegistry((sub) => this.remove(sub))
   /**
    * Harvests not converted yet, oldest first (see the two turns above). Entries:
    * { taken, intervalUs, harvestUs, ownWindows, receivers, stopping, failure }.
@@ -139,6 +150,10 @@ class SamplerEngine {
   /** Forgets a subscription whose owner was garbage-collected without stopping it. */
   remove(sub) {
     sub.state = 'ended'
+    if (sub.watched) {
+      this.#collected.unregister(sub)
+      sub.watched = false
+    }
     this.#live.delete(sub)
     if (this.#live.size === 0 && this.#running) this.#schedule()
   }
@@ -150,15 +165,23 @@ class SamplerEngine {
    */
   finish(sub, withinMs) {
     if (!this.#live.has(sub)) return Promise.resolve()
-    return new Promise((resolve, reject) => {
-      sub.state = 'stopping'
-      this.#stopping.set(sub, [resolve, reject])
-      const now = this.#now()
-      this.#lastActiveUs = now
-      if (!this.#running) return this.#queueHarvest()
+    sub.state = 'stopping'
+    if (sub.watched) {
+      this.#collected.unregister(sub)
+      sub.watched = false
+    }
+    this.#stopping.add(sub)
+    if (this.#stopWaiter === null) this.#stopWaiter = deferred()
+    const { promise } = this.#stopWaiter
+    const now = this.#now()
+    this.#lastActiveUs = now
+    if (!this.#running) {
+      this.#queueHarvest()
+    } else {
       const withinUs = withinMs === undefined ? undefined : withinMs * 1000
       this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, withinUs, this.#options), now)
-    })
+    }
+    return promise
   }
 
   /** Asks for a harvest at most `withinMs` from now (batched with any other request for one). */
@@ -248,6 +271,7 @@ class SamplerEngine {
   #harvest(fasterUs) {
     this.#timed(() => {
       this.#stopDueUs = Infinity
+      this.#sweepOwners()
       const entry = {
         taken: null,
         ownWindows: [],
@@ -256,6 +280,7 @@ class SamplerEngine {
         // Who gets these samples: every subscription sampling now (including the stopping ones).
         receivers: [...this.#live],
         stopping: this.#stopping,
+        waiter: this.#stopWaiter,
         failure: null,
       }
       if (this.#running) {
@@ -272,13 +297,31 @@ class SamplerEngine {
         entry.ownWindows = [...(this.#lastOwnWindow || []), ...own]
         this.#lastOwnWindow = own.length > 0 && this.#running ? own : null
       }
-      this.#stopping = new Map()
+      this.#stopping = new Set()
+      this.#stopWaiter = null
       // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
-      for (const sub of entry.stopping.keys()) this.#live.delete(sub)
+      for (const sub of entry.stopping) this.#live.delete(sub)
       this.#unconverted.push(entry)
       this.#queueConversion()
       this.#schedule()
     })
+  }
+
+  /**
+   * Subscriptions whose owner was collected leave; owners still live are watched from now on (see
+   * #collected), so one collected later leaves without waiting for a harvest to notice.
+   */
+  #sweepOwners() {
+    for (const sub of this.#live) {
+      if (sub.owner === null || sub.watched || sub.state !== 'live') continue
+      const owner = sub.owner.deref()
+      if (owner === undefined) {
+        this.remove(sub)
+      } else {
+        this.#collected.register(owner, sub, sub)
+        sub.watched = true
+      }
+    }
   }
 
   #take(fasterUs, now) {
@@ -357,9 +400,9 @@ class SamplerEngine {
         sub.filled()
       }
     }
-    for (const [resolve, reject] of entry.stopping.values()) {
-      if (failure) reject(failure)
-      else resolve()
+    if (entry.waiter !== null) {
+      if (failure) entry.waiter.reject(failure)
+      else entry.waiter.resolve()
     }
     const now = this.#now()
     for (const sub of this.#live) {
@@ -373,6 +416,17 @@ class SamplerEngine {
     this.#running = false
     if (this.#session.reset) this.#session.reset()
   }
+}
+
+/** A promise with its settle functions (Promise.withResolvers, which Node 20 lacks). */
+function deferred() {
+  let resolve
+  let reject
+  const promise = new Promise((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
 }
 
 module.exports = { SamplerEngine }

@@ -43,6 +43,12 @@ class Subscription {
   state = 'live'
   /** When its buffer may be full (µs): the engine harvests by then to tell it. */
   checkAtUs = Infinity
+  /**
+   * A WeakRef to the object whose garbage collection ends this subscription (a Profiler forgotten
+   * without stop()), or null. The engine watches it once a harvest finds it live (`watched`).
+   */
+  owner = null
+  watched = false
   #record
   #exclusiveStart
   #onFull
@@ -51,12 +57,15 @@ class Subscription {
   /**
    * `record`: keep samples in a Rust Recording (false: only `onChunk` sees the chunks).
    * `exclusiveStart`: a sample exactly at `startUs` belongs to the subscription this one takes over
-   * from (continuous hand-off). `onFull()` is called once when the buffer fills; `onChunk(harvested)`
+   * from (continuous hand-off). `owner`: an object held weakly, whose collection ends the
+   * subscription. `onFull(owner)` is called once when the buffer fills (with the owner, or undefined
+   * when there is none or it was collected); `onChunk(harvested)`
    * with every harvested chunk ({ chunk, times: its sorted sample times, earliestUs, latestUs, harvestUs })
    * while subscribed.
    */
-  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, onFull, onChunk }) {
+  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, owner, onFull, onChunk }) {
     this.startUs = startUs
+    if (owner !== undefined) this.owner = new WeakRef(owner)
     this.intervalUs = intervalUs
     this.v8IntervalUs = Math.min(intervalUs, MAX_V8_INTERVAL_US)
     this.maxSamples = record ? maxSamples : Infinity
@@ -99,7 +108,7 @@ class Subscription {
   /** The buffer filled: nothing samples on its behalf any more. */
   filled() {
     this.state = 'ended'
-    if (this.#onFull) this.#onFull()
+    if (this.#onFull) this.#onFull(this.owner === null ? undefined : this.owner.deref())
   }
 
   /** Its trace, timestamps relative to `originUs` (a promise when large); the samples are released. */
