@@ -7,7 +7,7 @@
 //
 // Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
 // BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server,
-// BENCH_SERVER_ROUNDS (default 3).
+// BENCH_SERVER_ROUNDS (default 5).
 
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
