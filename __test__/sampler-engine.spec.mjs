@@ -124,26 +124,28 @@ test('stops served by one harvest share one promise; a rejected harvest rejects 
   await pc
 })
 
-test('an owner collected without stop() ends its subscription; a live one is watched, and unwatched by its stop', async () => {
+test('an owner is held strongly until a harvest finds it live, then weakly and watched; its stop unwatches it', async () => {
   const { clock, session, engine, sub } = setup()
   const owner = {}
   const kept = sub(clock.us, { owner })
-  const forgotten = sub(clock.us, { owner: {} })
-  // Stand-in for a collection that happened before the first harvest looked (a real one needs a GC).
-  forgotten.owner = { deref: () => undefined }
+  const brief = sub(clock.us, { owner: {} })
   engine.add(kept)
-  engine.add(forgotten)
-  assert.equal(kept.watched, false, 'not watched before a harvest finds it live: short-lived ones never pay')
+  engine.add(brief)
+  assert.equal(kept.owner, owner, 'held strongly: a Profiler stopped before any harvest never costs a WeakRef')
+  brief.stopAt(clock.us)
+  const briefDone = engine.finish(brief)
   clock.us += 1000
   session.tick(clock.us - 500)
   engine.harvestWithin(0)
-  await turn()
-  assert.equal(forgotten.state, 'ended', 'its owner is gone: it leaves')
-  assert.equal(engine.liveCount, 1)
+  await briefDone
+  assert.equal(brief.watched, false, 'stopped before the harvest: never watched')
   assert.equal(kept.watched, true, 'still live at a harvest: watched for collection from now on')
+  assert.ok(kept.owner instanceof WeakRef, 'and held weakly, so that it can be collected')
+  assert.equal(kept.ownerNow(), owner)
   kept.stopAt(clock.us)
   const done = engine.finish(kept)
   assert.equal(kept.watched, false, 'a stopped subscription is no longer watched')
+  assert.equal(kept.owner, owner, 'and holds its owner strongly again (samplebufferfull may still be owed to it)')
   await done
   assert.equal(engine.liveCount, 0)
 })

@@ -53,8 +53,9 @@ class SamplerEngine {
   #stopWaiter = null
   /**
    * Owners (Profilers) watched for garbage collection: a collected one releases its subscription.
-   * Registered only when a harvest finds their subscription still live: most per-request Profilers
-   * stop before any harvest and never pay for a registration (~1 µs each).
+   * An owner is held strongly until a harvest finds its subscription still live, then weakly and
+   * registered here: most per-request Profilers stop before any harvest and never pay for a WeakRef
+   * or a registration (~1 µs each). A forgotten one is collectable from the next harvest on.
    */
   #collected = new FinalizationRegistry((sub) => this.remove(sub))
   /**
@@ -150,10 +151,7 @@ class SamplerEngine {
   /** Forgets a subscription whose owner was garbage-collected without stopping it. */
   remove(sub) {
     sub.state = 'ended'
-    if (sub.watched) {
-      this.#collected.unregister(sub)
-      sub.watched = false
-    }
+    this.#unwatch(sub)
     this.#live.delete(sub)
     if (this.#live.size === 0 && this.#running) this.#schedule()
   }
@@ -166,10 +164,7 @@ class SamplerEngine {
   finish(sub, withinMs) {
     if (!this.#live.has(sub)) return Promise.resolve()
     sub.state = 'stopping'
-    if (sub.watched) {
-      this.#collected.unregister(sub)
-      sub.watched = false
-    }
+    this.#unwatch(sub)
     this.#stopping.add(sub)
     if (this.#stopWaiter === null) this.#stopWaiter = deferred()
     const { promise } = this.#stopWaiter
@@ -271,7 +266,7 @@ class SamplerEngine {
   #harvest(fasterUs) {
     this.#timed(() => {
       this.#stopDueUs = Infinity
-      this.#sweepOwners()
+      this.#watchOwners()
       const entry = {
         taken: null,
         ownWindows: [],
@@ -307,20 +302,17 @@ class SamplerEngine {
     })
   }
 
-  /**
-   * Subscriptions whose owner was collected leave; owners still live are watched from now on (see
-   * #collected), so one collected later leaves without waiting for a harvest to notice.
-   */
-  #sweepOwners() {
+  #unwatch(sub) {
+    if (!sub.watched) return
+    this.#collected.unregister(sub)
+    sub.holdOwnerStrongly()
+  }
+
+  /** Owners of subscriptions still live at a harvest are held weakly from now on, and watched (#collected). */
+  #watchOwners() {
     for (const sub of this.#live) {
       if (sub.owner === null || sub.watched || sub.state !== 'live') continue
-      const owner = sub.owner.deref()
-      if (owner === undefined) {
-        this.remove(sub)
-      } else {
-        this.#collected.register(owner, sub, sub)
-        sub.watched = true
-      }
+      this.#collected.register(sub.holdOwnerWeakly(), sub, sub)
     }
   }
 

@@ -44,8 +44,10 @@ class Subscription {
   /** When its buffer may be full (µs): the engine harvests by then to tell it. */
   checkAtUs = Infinity
   /**
-   * A WeakRef to the object whose garbage collection ends this subscription (a Profiler forgotten
-   * without stop()), or null. The engine watches it once a harvest finds it live (`watched`).
+   * The object whose garbage collection ends this subscription (a Profiler forgotten without stop()),
+   * or null. Held strongly until a harvest finds the subscription still live; the engine then holds it
+   * through a WeakRef and watches it for collection (`watched`). Most per-request Profilers stop before
+   * any harvest and never cost a WeakRef or a registration.
    */
   owner = null
   watched = false
@@ -65,7 +67,7 @@ class Subscription {
    */
   constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, owner, onFull, onChunk }) {
     this.startUs = startUs
-    if (owner !== undefined) this.owner = new WeakRef(owner)
+    if (owner !== undefined) this.owner = owner
     this.intervalUs = intervalUs
     this.v8IntervalUs = Math.min(intervalUs, MAX_V8_INTERVAL_US)
     this.maxSamples = record ? maxSamples : Infinity
@@ -105,10 +107,31 @@ class Subscription {
     this.recording = recording
   }
 
+  /** Its owner, or undefined when it has none or it was collected. */
+  ownerNow() {
+    if (this.owner === null) return undefined
+    return this.watched ? this.owner.deref() : this.owner
+  }
+
+  /** Holds the owner weakly from now on (the engine watches it for collection); returns the owner. */
+  holdOwnerWeakly() {
+    const owner = this.owner
+    this.owner = new WeakRef(owner)
+    this.watched = true
+    return owner
+  }
+
+  /** No longer watched (stopped, or ended): the owner is held strongly again, if it is still there. */
+  holdOwnerStrongly() {
+    if (!this.watched) return
+    this.owner = this.owner.deref() ?? null
+    this.watched = false
+  }
+
   /** The buffer filled: nothing samples on its behalf any more. */
   filled() {
     this.state = 'ended'
-    if (this.#onFull) this.#onFull(this.owner === null ? undefined : this.owner.deref())
+    if (this.#onFull) this.#onFull(this.ownerNow())
   }
 
   /** Its trace, timestamps relative to `originUs` (a promise when large); the samples are released. */
