@@ -17,6 +17,7 @@ use napi_derive::napi;
 
 mod export;
 mod prod;
+mod record;
 mod signals;
 mod sourcemap;
 mod text;

@@ -90,7 +90,8 @@ class Subscription {
   }
 
   #makeRecording() {
-    const recording = new binding.Recording(this.startUs, this.intervalUs, this.maxSamples)
+    // No buffer limit (`jsprof record`): as many as a Recording counts.
+    const recording = new binding.Recording(this.startUs, this.intervalUs, Math.min(this.maxSamples, 2 ** 32 - 1))
     if (this.#exclusiveStart) recording.setStartExclusive(true)
     if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)
     this.recording = recording
