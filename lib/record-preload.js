@@ -122,6 +122,8 @@ function workerClaim() {
 
 function start(config) {
   if (config.worker) return startWorkerThread(config)
+  const { performance } = require('node:perf_hooks')
+  const startedAt = performance.now()
   // Everything used at exit is captured now, before the app can replace or break it.
   const fs = require('node:fs')
   const path = require('node:path')
@@ -145,7 +147,7 @@ function start(config) {
   const numbers = {}
   for (const signal of SIGNALS) numbers[signal] = os.constants.signals[signal]
   const state = new Int32Array(new SharedArrayBuffer(shared.SLOTS * 4))
-  const sidecar = { pid, threadId: 0, timeOrigin: require('node:perf_hooks').performance.timeOrigin }
+  const sidecar = { pid, threadId: 0, timeOrigin: performance.timeOrigin }
 
   // The native handlers go in first: the watcher thread, not the engine's timers, then asks for the
   // flushes (a V8 interrupt reaches a main thread that spins; a timer never fires there).
@@ -174,7 +176,7 @@ function start(config) {
       }
       // At exit nobody asks again: the trace up to the last flush.
       if (result === null) result = { ...assemble(chunksFile, output), partial: true }
-      writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt, workersStarted })
+      writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt, startMs, workersStarted })
     } catch (err) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
@@ -259,6 +261,8 @@ function start(config) {
     stderrLine(`worker threads will not be profiled (${err.message})`)
   }
 
+  // What the start cost this thread (ms), reported in the status with the flushes' and the write's.
+  const startMs = performance.now() - startedAt
   process.on('exit', () => {
     finish('exit')
     // Let the watcher drop its inspector session before Node tears the process down; a watcher that

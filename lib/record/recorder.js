@@ -40,14 +40,19 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
     canFlush,
     /** Samples written to the side file so far. */
     flushedSamples: 0,
+    /** What the recording cost the thread so far (ms; `jsprof record` reports them in its status). */
+    costs: { flushes: 0, flushMs: 0 },
     /** Harvests now (V8 goes on sampling); ms it took, or -1 when the engine was busy (ask again). */
     flush() {
       const startedAt = performance.now()
       if (!engine.flushSync()) return -1
-      return performance.now() - startedAt
+      const ms = performance.now() - startedAt
+      state.costs.flushes++
+      state.costs.flushMs += ms
+      return ms
     },
     /**
-     * Stops sampling and writes the trace to `output`: `{ path, samples, durationMs }`; null when the
+     * Stops sampling and writes the trace to `output`: `{ path, samples, durationMs, ...costs }`; null when the
      * engine was busy (a V8 interrupt inside its own work: ask again). Throws on a write failure.
      */
     finish(sidecar) {
@@ -66,7 +71,7 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
       )
       const result = writeRecorded(output, recorded)
       fs.rmSync(chunksFile, { force: true })
-      return result
+      return { ...result, ...state.costs }
     },
     /** Gives up (the thread could not be profiled after all): no side file left behind. */
     abandon() {
