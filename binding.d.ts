@@ -250,6 +250,12 @@ export interface TableColumns {
 }
 
 /**
+ * The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to
+ * `timeOriginUs` (default: the profile's `startTime`): `jsprof attach`'s, written as `record`'s are.
+ */
+export declare function traceFileFromCpuProfile(json: Uint8Array, timeOriginUs: number | undefined | null, sidecar: TraceSidecar): RecordedTrace
+
+/**
  * The trace file of a side file's chunk lines (torn lines skipped), all their samples at
  * `intervalUs`, jsprof-node's own code left out as in every trace it records.
  */

@@ -858,6 +858,7 @@ module.exports.resolveSourceMaps = nativeBinding.resolveSourceMaps
 module.exports.setOwnCode = nativeBinding.setOwnCode
 module.exports.sourceMapReads = nativeBinding.sourceMapReads
 module.exports.summarizeTrace = nativeBinding.summarizeTrace
+module.exports.traceFileFromCpuProfile = nativeBinding.traceFileFromCpuProfile
 module.exports.traceFromChunkLines = nativeBinding.traceFromChunkLines
 module.exports.unwatchSignal = nativeBinding.unwatchSignal
 module.exports.visibleText = nativeBinding.visibleText

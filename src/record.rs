@@ -76,3 +76,22 @@ pub fn trace_from_chunk_lines(
     }
     recorded(&recording.build(time_origin_us), &sidecar)
 }
+
+/// The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to
+/// `timeOriginUs` (default: the profile's `startTime`): `jsprof attach`'s, written as `record`'s are.
+#[napi(catch_unwind)]
+pub fn trace_file_from_cpu_profile(
+    json: &[u8],
+    time_origin_us: Option<f64>,
+    sidecar: TraceSidecar,
+) -> Result<RecordedTrace> {
+    let text = String::from_utf8_lossy(json);
+    let profile = jsprof_core::Profile::from_json(&text).map_err(crate::core_error)?;
+    let origin = time_origin_us
+        .filter(|t| t.is_finite())
+        .unwrap_or(profile.start_time);
+    Ok(recorded(
+        &jsprof_core::trace_from_profile(&profile, origin),
+        &sidecar,
+    ))
+}

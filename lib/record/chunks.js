@@ -54,7 +54,14 @@ function readChunks(file) {
   return { header, lines, hasChunks: lines.some((b) => b !== 10) }
 }
 
-/** The `jsprof` member of a recorded trace from a side file's header (see sidecarFacts in the preload). */
+/**
+ * The sidecar member `jsprof: { pid, threadId, timeOrigin }` of a recorded trace (the Rust side writes
+ * it beside the spec's members; a ProfilerTrace reader ignores it), from a side file's header:
+ * `timeOrigin` is the Unix epoch, ms, of the recorded thread's performance.timeOrigin, which the
+ * trace's timestamps count from; `threadId` is 0 for the main thread, else the worker thread's. The
+ * exporters read it, so pprof, the Firefox Profiler and speedscope files of a recording show real
+ * clock times and the real pid; `jsprof report` says which thread the trace holds.
+ */
 function sidecarOf(header) {
   return {
     pid: Number.isInteger(header.pid) ? header.pid : undefined,
@@ -80,44 +87,6 @@ function assemble(file, output) {
   const { header } = chunks
   const recorded = callNative(() => binding.traceFromChunkLines(chunks.lines, header.intervalUs, header.timeOriginUs, sidecarOf(header)))
   return writeRecorded(output, recorded)
-}
-
-/** Earliest to latest sample (V8 records some samples out of time order, the trace keeps its order). */
-function span(trace) {
-  let first = Infinity
-  let last = -Infinity
-  for (const s of trace.samples) {
-    first = Math.min(first, s.timestamp)
-    last = Math.max(last, s.timestamp)
-  }
-  return trace.samples.length ? last - first : 0
-}
-
-/**
- * The trace with the sidecar member `jsprof: { pid, threadId, timeOrigin }` beside the spec's members
- * (a ProfilerTrace reader ignores it): `timeOrigin` is the Unix epoch, ms, of the recorded thread's
- * performance.timeOrigin, which the trace's timestamps count from; `threadId` is 0 for the main
- * thread, else the worker thread's `threadId`. The exporters read it, so pprof, the Firefox Profiler
- * and speedscope files of a recording show real clock times and the real pid; `jsprof report` says
- * which thread the trace holds.
- */
-function withSidecar(trace, { timeOrigin, pid, threadId }) {
-  const jsprof = {}
-  if (Number.isInteger(pid)) jsprof.pid = pid
-  if (Number.isInteger(threadId)) jsprof.threadId = threadId
-  if (Number.isFinite(timeOrigin)) jsprof.timeOrigin = timeOrigin
-  // Members in WebIDL's (lexicographic) order, as the rest of the trace.
-  return { frames: trace.frames, jsprof, resources: trace.resources, samples: trace.samples, stacks: trace.stacks }
-}
-
-/**
- * Writes the trace by lib/output.js's rules: a regular file through a temporary name and a rename
- * (never half-written), a symlink through to its target, a pipe or device (-o /dev/stdout) written to,
- * never replaced by a file.
- */
-function writeTrace(output, trace) {
-  writeOutputFile(output, JSON.stringify(trace))
-  return { path: output, samples: trace.samples.length, durationMs: span(trace) }
 }
 
 /** Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. */
@@ -147,4 +116,4 @@ function siblingOutput(output, tag) {
   return m ? `${m[1]}.${tag}${m[2]}` : `${target}.${tag}`
 }
 
-module.exports = { siblingOutput, createChunks, readChunks, assemble, sidecarOf, writeRecorded, writeStatus, writeTrace, withSidecar }
+module.exports = { siblingOutput, createChunks, readChunks, assemble, sidecarOf, writeRecorded, writeStatus }
