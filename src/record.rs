@@ -46,6 +46,25 @@ impl Chunk {
         line.push(b'\n');
         line.into()
     }
+
+    /// Lets go of the chunk's samples and call tree once every subscription had it (the Recordings
+    /// that keep some hold their own reference): V8 knows nothing of this native memory, so without
+    /// it the chunk would live until the small JS object around it happens to be collected — in a
+    /// long `jsprof record` of an app that allocates little, hundreds of MB an hour. The chunk is
+    /// empty afterwards.
+    #[napi]
+    pub fn release(&mut self) {
+        self.inner = std::sync::Arc::new(jsprof_core::Chunk {
+            profile: jsprof_core::Profile {
+                nodes: Vec::new(),
+                samples: Vec::new(),
+                strings: Vec::new(),
+                start_time: 0.0,
+                end_time: 0.0,
+            },
+            interval_us: self.inner.interval_us,
+        });
+    }
 }
 
 #[napi]
@@ -56,7 +75,16 @@ impl Recording {
     #[napi(catch_unwind)]
     pub fn build_file(&mut self, time_origin_us: f64, sidecar: TraceSidecar) -> RecordedTrace {
         let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
-        recorded(&recording.build(time_origin_us), &sidecar)
+        recorded(&recording.into_trace(time_origin_us), &sidecar)
+    }
+
+    /// Converts the samples as each chunk comes and lets the chunk go (see
+    /// `jsprof_core::Recording::stream_into_trace`): `jsprof record`'s recording, hours long, holds the
+    /// trace's tables and a small sample each instead of every harvest's call tree. Call it before
+    /// the first chunk; the trace's timestamps count from `timeOriginUs`.
+    #[napi]
+    pub fn stream_into_trace(&mut self, time_origin_us: f64) {
+        self.inner.stream_into_trace(time_origin_us);
     }
 }
 
@@ -70,11 +98,8 @@ pub fn trace_from_chunk_lines(
     sidecar: TraceSidecar,
 ) -> RecordedTrace {
     let text = String::from_utf8_lossy(lines);
-    let (mut recording, _) = record_file::recording_from_lines(&text, interval_us);
-    if let Some(own) = own_code() {
-        recording.hide_own_code(own);
-    }
-    recorded(&recording.build(time_origin_us), &sidecar)
+    let (trace, _) = record_file::trace_from_lines(&text, interval_us, time_origin_us, own_code());
+    recorded(&trace, &sidecar)
 }
 
 /// The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to

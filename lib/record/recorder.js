@@ -82,6 +82,8 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
   const sub = new Subscription({
     startUs: nowUs(),
     intervalUs: v8IntervalUs,
+    // Converted as the chunks come: memory stays the trace's, not every harvest's call tree.
+    streamOriginUs: originUs,
     onChunk: canFlush
       ? ({ chunk }) => {
           // The last chunk, at the end, is built into the trace from memory, never written here.

@@ -412,6 +412,8 @@ class SamplerEngine {
         this.#live.delete(sub)
         sub.filled()
       }
+      // Every receiver had it; the Recordings that kept samples hold their own reference.
+      h.chunk.release()
     }
     for (const [resolve, reject] of entry.stopping.values()) {
       if (failure) reject(failure)

@@ -47,15 +47,18 @@ class Subscription {
   #exclusiveStart
   #onFull
   #onChunk
+  #streamOriginUs
 
   /**
    * `record`: keep samples in a Rust Recording (false: only `onChunk` sees the chunks).
    * `exclusiveStart`: a sample exactly at `startUs` belongs to the subscription this one takes over
    * from (continuous hand-off). `onFull()` is called once when the buffer fills; `onChunk(harvested)`
    * with every harvested chunk ({ chunk, times: its sorted sample times, earliestUs, latestUs, harvestUs })
-   * while subscribed.
+   * while subscribed. `streamOriginUs`: the Recording converts each chunk as it comes, timestamps
+   * counting from there, and lets the chunk go (`jsprof record`, hours long: see
+   * Recording.streamIntoTrace); its trace is then the Recording's buildFile().
    */
-  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, onFull, onChunk }) {
+  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, onFull, onChunk, streamOriginUs }) {
     this.startUs = startUs
     this.intervalUs = intervalUs
     this.v8IntervalUs = Math.min(intervalUs, MAX_V8_INTERVAL_US)
@@ -64,6 +67,7 @@ class Subscription {
     this.#exclusiveStart = exclusiveStart
     this.#onFull = onFull
     this.#onChunk = onChunk
+    this.#streamOriginUs = streamOriginUs
   }
 
   /** Samples kept so far. */
@@ -93,6 +97,7 @@ class Subscription {
     // No buffer limit (`jsprof record`): as many as a Recording counts.
     const recording = new binding.Recording(this.startUs, this.intervalUs, Math.min(this.maxSamples, 2 ** 32 - 1))
     if (this.#exclusiveStart) recording.setStartExclusive(true)
+    if (this.#streamOriginUs !== undefined) recording.streamIntoTrace(this.#streamOriginUs)
     if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)
     this.recording = recording
   }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::convert::OwnCode;
 use crate::cpuprofile::Profile;
 use crate::error::{Error, Result};
 use crate::export::cpuprofile::{CallFrame, CpuProfile, CpuProfileNode};
@@ -82,11 +83,21 @@ impl Chunk {
     }
 }
 
-/// What the side file's lines hold: every chunk that reads back, in order, in a recording of all
-/// their samples at `interval_us` (the recorder's own interval). Returns it and how many lines were
-/// skipped (torn or not chunks).
-pub fn recording_from_lines(text: &str, interval_us: f64) -> (Recording, usize) {
+/// The trace of the side file's lines: every chunk that reads back, in order, all their samples at
+/// `interval_us` (the recorder's own interval), timestamps relative to `time_origin_us`, `own` code
+/// left out. Converted chunk by chunk (a streaming recording), so a long recording's side file never
+/// sits in memory as call trees. Returns it and how many lines were skipped (torn or not chunks).
+pub fn trace_from_lines(
+    text: &str,
+    interval_us: f64,
+    time_origin_us: f64,
+    own: Option<Arc<OwnCode>>,
+) -> (ProfilerTrace, usize) {
     let mut recording = Recording::new(f64::NEG_INFINITY, interval_us, u32::MAX);
+    if let Some(own) = own {
+        recording.hide_own_code(own);
+    }
+    recording.stream_into_trace(time_origin_us);
     let mut skipped = 0;
     for line in text.split('\n').filter(|l| !l.trim().is_empty()) {
         match Chunk::from_line(line) {
@@ -96,7 +107,7 @@ pub fn recording_from_lines(text: &str, interval_us: f64) -> (Recording, usize) 
             Err(_) => skipped += 1,
         }
     }
-    (recording, skipped)
+    (recording.into_trace(time_origin_us), skipped)
 }
 
 /// The `jsprof` member of a recorded trace: `timeOrigin` is the Unix epoch (ms) of the recorded
@@ -185,11 +196,11 @@ mod tests {
     fn torn_and_foreign_lines_are_skipped() {
         let line = chunk().to_line();
         let text = format!("{line}\n{}\nnot a chunk\n{line}\n", &line[..line.len() / 2]);
-        let (recording, skipped) = recording_from_lines(&text, 1000.0);
+        let (trace, skipped) = trace_from_lines(&text, 1000.0, 5_000.0, None);
         assert_eq!(skipped, 2);
         // The second copy repeats the first one's times: a recording keeps each tick once.
         assert_eq!(
-            recording.sample_count(),
+            trace.samples.len(),
             3,
             "the reordered sample is not kept twice either"
         );
@@ -197,9 +208,42 @@ mod tests {
     }
 
     #[test]
+    fn a_streaming_recording_gives_the_trace_a_kept_one_gives() {
+        let first = Arc::new(chunk());
+        let mut later = chunk();
+        // The same tree, later samples: the stacks are shared, the chunks are not kept.
+        for s in &mut later.profile.samples {
+            s.time += 10_000.0;
+        }
+        let later = Arc::new(later);
+        let own = Arc::new(OwnCode::new(["file:///a.js".to_owned()]));
+        let mut kept = Recording::new(0.0, 1000.0, u32::MAX);
+        kept.hide_own_code(Arc::clone(&own));
+        let mut streamed = Recording::new(0.0, 1000.0, u32::MAX);
+        streamed.hide_own_code(own);
+        streamed.stream_into_trace(5_000.0);
+        for c in [&first, &later] {
+            assert_eq!(kept.add_chunk(c), streamed.add_chunk(c));
+        }
+        assert_eq!(streamed.sample_count(), kept.sample_count());
+        assert_eq!(streamed.chunk_count(), 0, "no call tree is held");
+        assert_eq!(kept.chunk_count(), 2);
+        assert_eq!(streamed.into_trace(0.0), kept.into_trace(5_000.0));
+    }
+
+    #[test]
+    fn a_streaming_recording_keeps_its_buffer_limit() {
+        let mut r = Recording::new(0.0, 1000.0, 2);
+        r.stream_into_trace(0.0);
+        let added = r.add_chunk(&Arc::new(chunk()));
+        assert_eq!((added.accepted, added.became_full), (2, true));
+        assert_eq!(r.add_chunk(&Arc::new(chunk())).accepted, 0);
+        assert_eq!(r.into_trace(0.0).samples.len(), 2);
+    }
+
+    #[test]
     fn the_trace_file_has_the_sidecar_in_webidl_order() {
-        let (recording, _) = recording_from_lines(&chunk().to_line(), 1000.0);
-        let trace = recording.build(5_000.0);
+        let (trace, _) = trace_from_lines(&chunk().to_line(), 1000.0, 5_000.0, None);
         let sidecar = Sidecar {
             pid: Some(42),
             thread_id: Some(0),
