@@ -418,3 +418,33 @@ test('with periodic harvests off, nothing harvests until asked (no timer at an i
   // Node runs a timer of an infinite delay after 1 ms, with a warning: a timer spinning every ms.
   assert.deepEqual(warnings, [])
 })
+
+test('a chunk is let go once every subscription had it; the Recordings that kept samples still hold them', async () => {
+  const { clock, session, engine } = setup()
+  const held = []
+  const r = unlimited(clock.us, { onChunk: (h) => held.push(h.chunk) })
+  engine.add(r)
+  session.tick(clock.us + 1000, clock.us + 2000)
+  clock.us += 2500
+  engine.flushSync()
+  assert.equal(held.length, 1)
+  assert.equal(held[0].sampleCount, 0, 'released: its native memory goes now, not when the JS object is collected')
+  assert.equal(timesOf(await r.trace(clock.us - 2500)).length, 2)
+})
+
+test('a streaming subscription (jsprof record) builds the same trace file as a kept one', () => {
+  const { clock, session, engine } = setup()
+  const origin = clock.us
+  const kept = unlimited(clock.us)
+  const streamed = unlimited(clock.us, { streamOriginUs: origin })
+  engine.add(kept)
+  engine.add(streamed)
+  for (let round = 0; round < 3; round++) {
+    session.tick(clock.us + 1000, clock.us + 2000)
+    clock.us += 2500
+    engine.flushSync()
+  }
+  assert.equal(streamed.sampleCount, 6)
+  const file = (sub) => JSON.parse(sub.recording.buildFile(origin, { pid: 1 }).json.toString())
+  assert.deepEqual(file(streamed), file(kept))
+})
