@@ -1,7 +1,7 @@
 'use strict'
 // The worker thread `jsprof record` starts in the profiled process (lib/record-preload.js). Its event
 // loop stays free while the app's main thread spins, so it is the one that acts on time:
-//   - every --flush-every it asks the main thread to cut the profile into the side file, so a process
+//   - every --flush-every it asks the main thread to harvest the samples into the side file, so a process
 //     killed without warning (SIGKILL, the OOM killer, abort) still leaves its samples up to then;
 //   - on SIGINT / SIGTERM / SIGHUP (caught by the native watcher, src/signals.rs, when the app has no
 //     handler of its own) it asks the main thread to write the trace and die of the signal.
