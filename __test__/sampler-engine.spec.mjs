@@ -448,3 +448,14 @@ test('a streaming subscription (jsprof record) builds the same trace file as a k
   const file = (sub) => JSON.parse(sub.recording.buildFile(origin, { pid: 1 }).json.toString())
   assert.deepEqual(file(streamed), file(kept))
 })
+
+test("a streaming subscription's trace() is its samples too (every way to build a Recording's trace)", async () => {
+  const { clock, session, engine } = setup()
+  const origin = clock.us
+  const streamed = unlimited(clock.us, { streamOriginUs: origin })
+  engine.add(streamed)
+  session.tick(clock.us + 1000, clock.us + 2000)
+  clock.us += 2500
+  engine.flushSync()
+  assert.deepEqual(timesOf(await streamed.trace(origin)), [1, 2])
+})
