@@ -28,6 +28,12 @@
 // samples are dropped: the harvest (~1 ms of main thread) shows in no trace, as in Chrome, where the
 // profiler works off the main thread. A restart inside a constructor (a faster interval) is not one of
 // them: its start sample is the caller's stack, which Chrome's first sample shows too.
+//
+// Two synchronous paths serve callers that get no more event-loop turns (`jsprof record`: its watcher
+// thread reaches the main thread through V8 interrupts, even while the app spins, and a process ends
+// in the synchronous 'exit' event): flushSync() harvests and converts at once, V8 going on sampling;
+// stopSync() does the same and stops V8 for good. An interrupt can land in the middle of the engine's
+// own work (a harvest, a conversion): then they do nothing and say so, and the caller asks again.
 
 const { nowUs: realNowUs } = require('../clock')
 const schedule = require('./schedule')
@@ -60,7 +66,7 @@ class SamplerEngine {
   #collected = new FinalizationRegistry((sub) => this.remove(sub))
   /**
    * Harvests not converted yet, oldest first (see the two turns above). Entries:
-   * { taken, intervalUs, harvestUs, ownWindows, receivers, stopping, failure }.
+   * { taken, intervalUs, harvestUs, ownWindows, receivers, stopping, waiter, failure }.
    */
   #unconverted = []
   #convertQueued = false
@@ -78,6 +84,10 @@ class SamplerEngine {
    * sample of the profile it began is in the next harvest's samples.
    */
   #lastOwnWindow = null
+  /** True while the engine works (V8 calls, conversions): a synchronous flush must not cut in. */
+  #busy = false
+  /** Set by stopSync(): the next harvest stops V8 whatever the subscriptions need. */
+  #stopForGood = false
   /** Figures for benchmarks and tests. */
   stats = {
     harvests: 0,
@@ -118,7 +128,7 @@ class SamplerEngine {
   add(sub) {
     const now = this.#now()
     if (!this.#running) {
-      this.#start(sub.v8IntervalUs)
+      this.#exclusive(() => this.#start(sub.v8IntervalUs))
     } else if (sub.v8IntervalUs < this.#intervalUs) {
       // V8 cannot change the interval of a running profile: harvest and restart faster.
       this.#harvest(sub.v8IntervalUs)
@@ -213,6 +223,37 @@ class SamplerEngine {
     })
   }
 
+  /**
+   * Harvests now and converts at once, without waiting for a turn of the event loop: when it returns,
+   * every subscription has its samples up to now (a stopped one, all of them) and V8 goes on sampling.
+   * Returns false, doing nothing, when called from inside the engine's own work (a V8 interrupt that
+   * landed in a harvest): ask again a moment later.
+   */
+  flushSync() {
+    if (this.#busy) return false
+    this.#timed(() => {
+      if (this.#running || this.#stopping.size > 0) this.#harvestTurn(Infinity)
+      while (this.#unconverted.length > 0) this.#convertOldest()
+    })
+    return true
+  }
+
+  /**
+   * As flushSync(), and V8 stops for good (the process or thread is ending): no timer is left, and a
+   * subscription added later starts V8 afresh. Returns false, doing nothing, when called from inside
+   * the engine's own work.
+   */
+  stopSync() {
+    if (this.#busy) return false
+    this.#stopForGood = true
+    try {
+      return this.flushSync()
+    } finally {
+      this.#stopForGood = false
+      this.#schedule()
+    }
+  }
+
   #schedule() {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
@@ -227,6 +268,8 @@ class SamplerEngine {
       fullCheckUs,
       graceEndUs: this.#live.size === 0 ? this.#lastActiveUs + (graceUs > 0 ? graceUs : 0) : Infinity,
     })
+    // No deadline at all (periodic harvests off, nothing waits): no timer.
+    if (due === Infinity) return
     const delayMs = Math.max(1, Math.ceil((due - this.#now()) / 1000))
     this.#timerDueUs = due
     this.#timer = setTimeout(() => {
@@ -264,42 +307,44 @@ class SamplerEngine {
    * for a restart at a smaller interval (a new, faster subscription).
    */
   #harvest(fasterUs) {
-    this.#timed(() => {
-      this.#stopDueUs = Infinity
-      this.#watchOwners()
-      const entry = {
-        taken: null,
-        ownWindows: [],
-        intervalUs: this.#intervalUs,
-        harvestUs: this.#now(),
-        // Who gets these samples: every subscription sampling now (including the stopping ones).
-        receivers: [...this.#live],
-        stopping: this.#stopping,
-        waiter: this.#stopWaiter,
-        failure: null,
+    this.#timed(() => this.#harvestTurn(fasterUs))
+  }
+
+  #harvestTurn(fasterUs) {
+    this.#stopDueUs = Infinity
+    this.#watchOwners()
+    const entry = {
+      taken: null,
+      ownWindows: [],
+      intervalUs: this.#intervalUs,
+      harvestUs: this.#now(),
+      // Who gets these samples: every subscription sampling now (including the stopping ones).
+      receivers: [...this.#live],
+      stopping: this.#stopping,
+      waiter: this.#stopWaiter,
+      failure: null,
+    }
+    if (this.#running) {
+      try {
+        entry.taken = this.#take(fasterUs, entry.harvestUs)
+      } catch (err) {
+        entry.failure = err
+        this.#reset()
       }
-      if (this.#running) {
-        try {
-          entry.taken = this.#take(fasterUs, entry.harvestUs)
-        } catch (err) {
-          entry.failure = err
-          this.#reset()
-        }
-        // fasterUs is Infinity when the engine harvests on its own (timer, immediate), the new
-        // interval when a constructor asked for a faster one.
-        const own = fasterUs === Infinity ? [entry.harvestUs, this.#now()] : []
-        if (own.length > 0) this.stats.recentOwnWindows = [...this.stats.recentOwnWindows.slice(-15), own]
-        entry.ownWindows = [...(this.#lastOwnWindow || []), ...own]
-        this.#lastOwnWindow = own.length > 0 && this.#running ? own : null
-      }
-      this.#stopping = new Set()
-      this.#stopWaiter = null
-      // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
-      for (const sub of entry.stopping) this.#live.delete(sub)
-      this.#unconverted.push(entry)
-      this.#queueConversion()
-      this.#schedule()
-    })
+      // fasterUs is Infinity when the engine harvests on its own (timer, immediate), the new
+      // interval when a constructor asked for a faster one.
+      const own = fasterUs === Infinity ? [entry.harvestUs, this.#now()] : []
+      if (own.length > 0) this.stats.recentOwnWindows = [...this.stats.recentOwnWindows.slice(-15), own]
+      entry.ownWindows = [...(this.#lastOwnWindow || []), ...own]
+      this.#lastOwnWindow = own.length > 0 && this.#running ? own : null
+    }
+    this.#stopping = new Set()
+    this.#stopWaiter = null
+    // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
+    for (const sub of entry.stopping) this.#live.delete(sub)
+    this.#unconverted.push(entry)
+    this.#queueConversion()
+    this.#schedule()
   }
 
   #unwatch(sub) {
@@ -321,7 +366,7 @@ class SamplerEngine {
     this.stats.harvests++
     if (needed !== Infinity) this.#lastActiveUs = now
     else if (this.#warm(now)) needed = this.#intervalUs
-    const action = schedule.harvestAction(this.#intervalUs, needed, this.#options)
+    const action = this.#stopForGood ? 'stop' : schedule.harvestAction(this.#intervalUs, needed, this.#options)
     let taken
     if (action === 'keep') {
       taken = this.#session.take()
@@ -342,11 +387,22 @@ class SamplerEngine {
   #timed(work) {
     const startedUs = this.#now()
     try {
-      work()
+      this.#exclusive(work)
     } finally {
       const ms = (this.#now() - startedUs) / 1000
       this.stats.harvestMsTotal += ms
       if (ms > this.stats.harvestMsMax) this.stats.harvestMsMax = ms
+    }
+  }
+
+  /** Runs engine work that a synchronous flush must not cut into. */
+  #exclusive(work) {
+    const was = this.#busy
+    this.#busy = true
+    try {
+      work()
+    } finally {
+      this.#busy = was
     }
   }
 
@@ -391,6 +447,8 @@ class SamplerEngine {
         this.#live.delete(sub)
         sub.filled()
       }
+      // Every receiver had it; the Recordings that kept samples hold their own reference.
+      h.chunk.release()
     }
     if (entry.waiter !== null) {
       if (failure) entry.waiter.reject(failure)

@@ -55,17 +55,20 @@ class Subscription {
   #exclusiveStart
   #onFull
   #onChunk
+  #streamOriginUs
 
   /**
    * `record`: keep samples in a Rust Recording (false: only `onChunk` sees the chunks).
    * `exclusiveStart`: a sample exactly at `startUs` belongs to the subscription this one takes over
-   * from (continuous hand-off). `owner`: an object held weakly, whose collection ends the
-   * subscription. `onFull(owner)` is called once when the buffer fills (with the owner, or undefined
+   * from (continuous hand-off). `owner`: the object whose collection ends the subscription (see
+   * `owner` above). `onFull(owner)` is called once when the buffer fills (with the owner, or undefined
    * when there is none or it was collected); `onChunk(harvested)`
    * with every harvested chunk ({ chunk, times: its sorted sample times, earliestUs, latestUs, harvestUs })
-   * while subscribed.
+   * while subscribed. `streamOriginUs`: the Recording converts each chunk as it comes, timestamps
+   * counting from there, and lets the chunk go (`jsprof record`, hours long: see
+   * Recording.streamIntoTrace); its trace is then the Recording's buildFile().
    */
-  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, owner, onFull, onChunk }) {
+  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, owner, onFull, onChunk, streamOriginUs }) {
     this.startUs = startUs
     if (owner !== undefined) this.owner = owner
     this.intervalUs = intervalUs
@@ -75,6 +78,7 @@ class Subscription {
     this.#exclusiveStart = exclusiveStart
     this.#onFull = onFull
     this.#onChunk = onChunk
+    this.#streamOriginUs = streamOriginUs
   }
 
   /** Samples kept so far. */
@@ -101,8 +105,10 @@ class Subscription {
   }
 
   #makeRecording() {
-    const recording = new binding.Recording(this.startUs, this.intervalUs, this.maxSamples)
+    // No buffer limit (`jsprof record`): as many as a Recording counts.
+    const recording = new binding.Recording(this.startUs, this.intervalUs, Math.min(this.maxSamples, 2 ** 32 - 1))
     if (this.#exclusiveStart) recording.setStartExclusive(true)
+    if (this.#streamOriginUs !== undefined) recording.streamIntoTrace(this.#streamOriginUs)
     if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)
     this.recording = recording
   }

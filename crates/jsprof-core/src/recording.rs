@@ -75,6 +75,24 @@ pub struct Recording {
     intervals: Option<IntervalSet>,
     /// The profiler's own code, left out of the trace's stacks (see [`OwnCode`]).
     own_code: Option<Arc<OwnCode>>,
+    /// Set for a recording converted as it goes (see [`Recording::stream_into_trace`]).
+    streamed: Option<Streamed>,
+}
+
+/// The samples a streaming recording has already converted, and the time origin they count from.
+struct Streamed {
+    time_origin_us: f64,
+    builder: TraceBuilder,
+    samples: usize,
+}
+
+impl std::fmt::Debug for Streamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streamed")
+            .field("time_origin_us", &self.time_origin_us)
+            .field("samples", &self.samples)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Recording {
@@ -94,6 +112,23 @@ impl Recording {
             start_exclusive: false,
             intervals: None,
             own_code: None,
+            streamed: None,
+        }
+    }
+
+    /// Converts the samples into the trace (timestamps relative to `time_origin_us`) as each chunk
+    /// comes, and lets the chunk go: what it holds is the trace's tables and one small sample each,
+    /// however long it runs. For a recording with no end in sight (`jsprof record`, hours long):
+    /// keeping every chunk's call tree would grow with each harvest. Such a recording keeps what it
+    /// took: a later `stop_at` or `keep_intervals` applies to the chunks after it only. Get its
+    /// trace with [`Recording::into_trace`].
+    pub fn stream_into_trace(&mut self, time_origin_us: f64) {
+        if self.streamed.is_none() {
+            self.streamed = Some(Streamed {
+                time_origin_us,
+                builder: TraceBuilder::new(),
+                samples: 0,
+            });
         }
     }
 
@@ -131,7 +166,7 @@ impl Recording {
     }
 
     pub fn sample_count(&self) -> usize {
-        self.selected.len()
+        self.selected.len() + self.streamed.as_ref().map_or(0, |s| s.samples)
     }
 
     /// The number of chunks this recording holds on to.
@@ -164,7 +199,7 @@ impl Recording {
             {
                 continue;
             }
-            if self.selected.len() >= self.max_samples as usize {
+            if self.sample_count() >= self.max_samples as usize {
                 self.full = true;
                 added.became_full = true;
                 break;
@@ -177,10 +212,34 @@ impl Recording {
         if added.accepted > 0 {
             self.chunks.push(Arc::clone(chunk));
         }
+        if let Some(streamed) = self.streamed.as_mut() {
+            let converter = ProfileConverter::new(&chunk.profile, streamed.time_origin_us);
+            let mut converter = match &self.own_code {
+                Some(own) => converter.hiding(own),
+                None => converter,
+            };
+            for &(_, sample) in &self.selected {
+                let s = converter.sample(&mut streamed.builder, &chunk.profile.samples[sample as usize]);
+                streamed.builder.push_sample(s);
+            }
+            streamed.samples += self.selected.len();
+            self.selected.clear();
+            self.chunks.clear();
+        }
         added
     }
 
+    /// The trace of the kept samples, timestamps relative to `time_origin_us` — for a streaming
+    /// recording, to the origin it was given then.
+    pub fn into_trace(self, time_origin_us: f64) -> ProfilerTrace {
+        match self.streamed {
+            Some(streamed) => streamed.builder.finish(),
+            None => self.build(time_origin_us),
+        }
+    }
+
     /// The spec's trace of the kept samples, timestamps relative to `time_origin_us` (V8's clock).
+    /// A streaming recording holds its samples elsewhere: see [`Recording::into_trace`].
     pub fn build(&self, time_origin_us: f64) -> ProfilerTrace {
         let mut builder = TraceBuilder::new();
         let mut converters: Vec<ProfileConverter> = self
