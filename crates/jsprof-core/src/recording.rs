@@ -64,9 +64,10 @@ pub struct Recording {
     /// (index into `chunks`, index into that chunk's samples), in V8's order.
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
-    /// Time of the last kept sample. The sampler's harvests overlap (the bridge profile that keeps V8
-    /// sampling across a restart records the same ticks as the profiles on either side of it), so a
-    /// sample at or before it is one already kept.
+    /// Time of the latest kept sample. Chunks from harvests that overlap (a full restart next to a
+    /// profile that kept running) would hold the same ticks, so a later chunk's sample at or before it
+    /// is one already kept. Within a chunk V8's order is kept as it is, a sample V8 reordered (a
+    /// negative time delta) included, as Chrome keeps it.
     last_kept_us: f64,
     full: bool,
     /// When true, a sample taken exactly at `start_us` belongs to the previous recording (hand-off).
@@ -188,12 +189,13 @@ impl Recording {
         // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th.
         let decimate = self.interval_us > chunk.interval_us;
         let slack = chunk.interval_us / 2.0;
+        let kept_before = self.last_kept_us;
         for (i, sample) in chunk.profile.samples.iter().enumerate() {
             let t = sample.time;
             if t < self.start_us
                 || (self.start_exclusive && t <= self.start_us)
                 || self.stop_us.is_some_and(|stop| t > stop)
-                || t <= self.last_kept_us
+                || t <= kept_before
                 || (decimate && t < self.next_due_us)
                 || self.intervals.as_ref().is_some_and(|iv| !iv.contains(t))
             {
@@ -206,7 +208,7 @@ impl Recording {
             }
             self.selected.push((chunk_index, i as u32));
             self.next_due_us = t + self.interval_us - slack;
-            self.last_kept_us = t;
+            self.last_kept_us = self.last_kept_us.max(t);
             added.accepted += 1;
         }
         if added.accepted > 0 {
@@ -335,6 +337,16 @@ mod tests {
         r.add_chunk(&chunk(&[4_000.0, 5_000.0], 1_000.0));
         let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
         assert_eq!(ts, vec![1.0, 2.0, 3.0, 3.5, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn a_sample_v8_reordered_keeps_its_place_within_a_chunk() {
+        // timeDeltas can be negative: V8 hands some samples out of time order. Chrome keeps V8's order.
+        let times = [1_000.0, 2_000.0, 1_900.0, 3_000.0];
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        assert_eq!(r.add_chunk(&chunk(&times, 1_000.0)).accepted, 4);
+        let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![1.0, 2.0, 1.9, 3.0]);
     }
 
     #[test]
