@@ -310,10 +310,12 @@ function startWorkerThread(config) {
   const { startRecorder } = require('./record/recorder')
   const { writeStatus, siblingOutput } = require('./record/chunks')
   const { pid } = process
-  const dir = path.dirname(config.status)
+  // Without the CLI (the preload loaded by hand: no status file, so no CLI directory), a worker's side
+  // file goes beside its trace, as the main thread's does, and it reports to nobody.
+  const dir = typeof config.status === 'string' ? path.dirname(config.status) : null
   const output = siblingOutput(config.output, `worker-${threadId}`)
-  const chunksFile = path.join(dir, `chunks.${pid}.t${threadId}.jsonl`)
-  const status = path.join(dir, `status.${pid}.t${threadId}.json`)
+  const chunksFile = dir ? path.join(dir, `chunks.${pid}.t${threadId}.jsonl`) : path.resolve(`${output}.${pid}.chunks`)
+  const status = dir ? path.join(dir, `status.${pid}.t${threadId}.json`) : null
   const sidecar = { pid, threadId, timeOrigin: require('node:perf_hooks').performance.timeOrigin }
   let recorder
   try {
