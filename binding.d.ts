@@ -18,6 +18,16 @@ export declare class Chunk {
    * request that has no sample in a chunk, without a native object per request.
    */
   countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
+  /** The chunk as a side-file line, newline included. */
+  toLine(): Buffer
+  /**
+   * Lets go of the chunk's samples and call tree once every subscription had it (the Recordings
+   * that keep some hold their own reference): V8 knows nothing of this native memory, so without
+   * it the chunk would live until the small JS object around it happens to be collected — in a
+   * long `jsprof record` of an app that allocates little, hundreds of MB an hour. The chunk is
+   * empty afterwards.
+   */
+  release(): void
   /**
    * A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
    * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
@@ -51,6 +61,19 @@ export declare class Recording {
    * empty afterwards.
    */
   buildJson(timeOriginUs: number): string
+  /**
+   * The trace file of the kept samples (timestamps relative to `timeOriginUs`, V8's clock), built on
+   * the calling thread: `jsprof record` writes it inside 'exit', where no other turn comes. The
+   * recording is empty afterwards.
+   */
+  buildFile(timeOriginUs: number, sidecar: TraceSidecar): RecordedTrace
+  /**
+   * Converts the samples as each chunk comes and lets the chunk go (see
+   * `jsprof_core::Recording::stream_into_trace`): `jsprof record`'s recording, hours long, holds the
+   * trace's tables and a small sample each instead of every harvest's call tree. Call it before
+   * the first chunk; the trace's timestamps count from `timeOriginUs`.
+   */
+  streamIntoTrace(timeOriginUs: number): void
   /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
   constructor(startUs: number, intervalUs: number, maxSamples: number)
   addChunk(chunk: Chunk): Added
@@ -211,6 +234,13 @@ export interface OtlpPartialSuccess {
  */
 export declare function rearmSignal(signal: number): boolean
 
+/** A trace file's bytes and what `jsprof record` says about it. */
+export interface RecordedTrace {
+  json: Buffer
+  samples: number
+  durationMs: number
+}
+
 /** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
 export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
 
@@ -252,6 +282,18 @@ export interface TableColumns {
 }
 
 /**
+ * The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to
+ * `timeOriginUs` (default: the profile's `startTime`): `jsprof attach`'s, written as `record`'s are.
+ */
+export declare function traceFileFromCpuProfile(json: Uint8Array, timeOriginUs: number | undefined | null, sidecar: TraceSidecar): RecordedTrace
+
+/**
+ * The trace file of a side file's chunk lines (torn lines skipped), all their samples at
+ * `intervalUs`, jsprof-node's own code left out as in every trace it records.
+ */
+export declare function traceFromChunkLines(lines: Uint8Array, intervalUs: number, timeOriginUs: number, sidecar: TraceSidecar): RecordedTrace
+
+/**
  * A trace in the shape that is cheapest to turn into JS objects: the frames and resources (strings)
  * as JSON text (`JSON.parse` is V8's fastest object factory for them), the stacks and the samples,
  * which are many and small, as columns the facade zips into `{ frameId, parentId? }` and
@@ -268,6 +310,13 @@ export interface TraceParts {
   stackIds: Int32Array
   /** 0 none, 1 script, 2 gc, 3 other, 4 style, 5 layout, 6 paint. */
   markers: Uint8Array
+}
+
+/** The `jsprof` member of a recorded trace (see `jsprof_core::record_file::Sidecar`). */
+export interface TraceSidecar {
+  pid?: number
+  threadId?: number
+  timeOrigin?: number
 }
 
 export interface TraceTiming {

@@ -130,6 +130,10 @@ describe('jsprof attach', { skip: !linux && 'attach reads /proc: Linux only' }, 
     const t = readTrace(out)
     assert.ok(t.samples.length > 0)
     assert.ok(served > 0)
+    // The sidecar, as in `record`'s traces: whose trace, and its clock (the process's time origin).
+    assert.deepEqual(Object.keys(t), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
+    assert.equal(t.jsprof.pid, pid)
+    assert.ok(Math.abs(t.jsprof.timeOrigin - Date.now()) < 10 * 60_000, `timeOrigin is an epoch in ms: ${t.jsprof.timeOrigin}`)
     assert.ok(t.frames.some((f) => f.name === 'handle'), `the request handler was sampled: ${t.samples.length} ${JSON.stringify(t.frames)} ${r.stderr}`)
     assert.equal(await get(port), `ok ${pid}`, 'still serving after detach')
     assert.deepEqual(listening(pid), socketsBefore, 'the inspector port is closed again')

@@ -100,6 +100,8 @@ function assertHotTrace(file, hot) {
   assert.ok(hotFrame >= 0, `${hot} is in the trace: ${t.frames.map((f) => f.name)}`)
   const onTop = t.samples.filter((s) => s.stackId !== undefined && t.stacks[s.stackId].frameId === hotFrame).length
   assert.ok(onTop > 0, `samples with ${hot} on top`)
+  // No frame of jsprof-node's own code: its flushes ran inside the app through V8 interrupts.
+  assert.deepEqual(t.resources.filter((r) => r.includes(`${path.sep}lib${path.sep}record`) || r.includes('record-preload') || r.includes(`${path.sep}lib${path.sep}sampler`)), [])
   assert.ok(!fs.readdirSync(path.dirname(file)).some((f) => f.endsWith('.tmp')), 'no temporary file left')
   return { trace: t, onTop }
 }

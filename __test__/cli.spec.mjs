@@ -72,6 +72,9 @@ function assertAppTrace(file) {
   const alpha = t.frames.findIndex((f) => f.name === 'burnAlpha')
   assert.ok(t.samples.some((s) => s.stackId !== undefined && t.stacks[s.stackId].frameId === alpha))
   assert.ok(t.resources.some((r) => r.endsWith('app.js')))
+  // No frame of jsprof-node's own code (the preload, the recorder, the engine): their time is the app's.
+  const own = [path.join(root, 'lib'), 'file://' + path.join(root, 'lib')]
+  assert.deepEqual(t.resources.filter((r) => own.some((prefix) => r.startsWith(prefix))), [])
   return t
 }
 

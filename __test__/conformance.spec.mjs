@@ -25,12 +25,7 @@ const CHROME_ERRORS = [
     TypeError,
     `${PREFIX}Failed to read the 'maxBufferSize' property from 'ProfilerInitOptions': Required member is undefined.`,
   ],
-  [
-    'undefined (an empty dictionary)',
-    () => new Profiler(undefined),
-    TypeError,
-    `${PREFIX}Failed to read the 'maxBufferSize' property from 'ProfilerInitOptions': Required member is undefined.`,
-  ],
+  ['undefined (not read as an empty dictionary)', () => new Profiler(undefined), TypeError, `${PREFIX}The provided value is not of type 'ProfilerInitOptions'.`],
   ['a negative interval', () => new Profiler({ sampleInterval: -1, maxBufferSize: 10 }), RangeError, `${PREFIX}Invalid sample interval`],
   [
     'a call without new',

@@ -34,6 +34,21 @@ export function positionOf(marker) {
   throw new Error(`marker not found: ${marker}`)
 }
 
+/**
+ * Runs `attempt()` (a capture and its assertions) until it passes, at most `times` times: on a loaded
+ * 2-core machine V8's sampler thread can be starved for a whole capture, so a test about what V8
+ * samples takes a fresh capture rather than a looser rule. Only assertion failures are retried.
+ */
+export async function retryCapture(times, attempt) {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt()
+    } catch (err) {
+      if (i >= times || !(err instanceof assert.AssertionError)) throw err
+    }
+  }
+}
+
 /** Lets the event loop turn (the sampler harvests on timers and immediates). */
 export const tick = () => new Promise((resolve) => setImmediate(resolve))
 

@@ -103,6 +103,53 @@ test('frequent stops share harvests: at most one per minStopGapUs', async () => 
   assert.ok(harvests >= 1)
 })
 
+test('stops served by one harvest share one promise; a rejected harvest rejects each of them', async () => {
+  const { clock, engine, sub } = setup()
+  const a = sub()
+  const b = sub()
+  engine.add(a)
+  engine.add(b)
+  clock.us += 1000
+  a.stopAt(clock.us)
+  b.stopAt(clock.us)
+  const pa = engine.finish(a)
+  const pb = engine.finish(b)
+  assert.equal(pa, pb, 'one promise for every stop waiting for the same harvest')
+  await pa
+  const c = sub()
+  engine.add(c)
+  c.stopAt(clock.us)
+  const pc = engine.finish(c)
+  assert.notEqual(pc, pa, 'a later stop waits for a later harvest')
+  await pc
+})
+
+test('an owner is held strongly until a harvest finds it live, then weakly and watched; its stop unwatches it', async () => {
+  const { clock, session, engine, sub } = setup()
+  const owner = {}
+  const kept = sub(clock.us, { owner })
+  const brief = sub(clock.us, { owner: {} })
+  engine.add(kept)
+  engine.add(brief)
+  assert.equal(kept.owner, owner, 'held strongly: a Profiler stopped before any harvest never costs a WeakRef')
+  brief.stopAt(clock.us)
+  const briefDone = engine.finish(brief)
+  clock.us += 1000
+  session.tick(clock.us - 500)
+  engine.harvestWithin(0)
+  await briefDone
+  assert.equal(brief.watched, false, 'stopped before the harvest: never watched')
+  assert.equal(kept.watched, true, 'still live at a harvest: watched for collection from now on')
+  assert.ok(kept.owner instanceof WeakRef, 'and held weakly, so that it can be collected')
+  assert.equal(kept.ownerNow(), owner)
+  kept.stopAt(clock.us)
+  const done = engine.finish(kept)
+  assert.equal(kept.watched, false, 'a stopped subscription is no longer watched')
+  assert.equal(kept.owner, owner, 'and holds its owner strongly again (samplebufferfull may still be owed to it)')
+  await done
+  assert.equal(engine.liveCount, 0)
+})
+
 test('V8 stays warm for the grace after the last subscription, then stops; within it no cold start', async () => {
   const { clock, session, engine, sub } = setup({ graceUs: 50_000 })
   const a = sub()
@@ -324,4 +371,138 @@ test('another profiler client is --cpu-prof, NODE_V8_COVERAGE or an open inspect
   // Options of --cpu-prof alone profile nothing; Node 24+'s test runner passes them to every child.
   assert.equal(otherProfilerClientPossible(closed, {}, ['--cpu-prof-interval=1000', '--cpu-prof-dir=/tmp']), false)
   assert.equal(otherProfilerClientPossible(closed, {}, []), false)
+})
+
+// The synchronous paths `jsprof record` ends through ('exit', a signal brought by a V8 interrupt).
+
+/** A subscription with no buffer limit, as `jsprof record`'s. */
+const unlimited = (startUs, more = {}) => new Subscription({ startUs, intervalUs: 1000, ...more })
+
+test('flushSync harvests and converts at once: the samples are there without a turn, V8 goes on', async () => {
+  const { clock, session, engine } = setup()
+  const seen = []
+  const r = unlimited(clock.us, { onChunk: (h) => seen.push(h.chunk.sampleCount) })
+  engine.add(r)
+  session.tick(clock.us + 1000, clock.us + 2000)
+  clock.us += 2500
+  assert.equal(engine.flushSync(), true)
+  assert.deepEqual(session.calls, ['start 1000', 'take'])
+  assert.equal(r.sampleCount, 2, 'no buffer limit: a Recording all the same')
+  assert.deepEqual(seen, [2])
+  const [first] = session.ownWindows
+  assert.equal(first.length, 2, 'its own window, as for any harvest the engine runs')
+  session.tick(clock.us + 1000)
+  clock.us += 2000
+  engine.flushSync()
+  assert.equal(r.sampleCount, 3)
+  assert.deepEqual(session.ownWindows[1].slice(0, 2), first, 'the next one drops the restart sample of the last')
+  await turn()
+  await turn()
+  assert.equal(session.count('take'), 2, 'nothing left queued')
+  assert.equal(engine.running, true)
+})
+
+test('stopSync stops V8 however warm, resolves the waiting stops, and a later subscription starts afresh', async () => {
+  const { clock, session, engine, sub } = setup()
+  const a = sub(clock.us)
+  const r = unlimited(clock.us)
+  engine.add(a)
+  engine.add(r)
+  session.tick(clock.us + 1000)
+  clock.us += 1500
+  a.stopAt(clock.us)
+  const done = engine.finish(a)
+  session.tick(clock.us + 100)
+  clock.us += 200
+  r.stopAt(clock.us)
+  assert.equal(engine.stopSync(), true)
+  assert.deepEqual(session.calls, ['start 1000', 'stop'], 'within the grace, yet stopped: the thread is ending')
+  assert.equal(engine.running, false)
+  await done
+  assert.equal(a.sampleCount, 1)
+  assert.equal(r.sampleCount, 2)
+  await turn()
+  await turn()
+  assert.deepEqual(session.calls, ['start 1000', 'stop'], 'the queued harvest finds nothing to do')
+  engine.add(sub(clock.us))
+  assert.equal(session.count('start'), 2)
+})
+
+test('a synchronous flush or stop that lands inside the engine own work does nothing and says so', async () => {
+  const { clock, session, engine } = setup()
+  const r = unlimited(clock.us)
+  engine.add(r)
+  const answers = []
+  const take = session.take.bind(session)
+  const toChunks = session.toChunks.bind(session)
+  // As a V8 interrupt would: in the middle of the harvest, and of the conversion.
+  session.take = () => {
+    answers.push(engine.flushSync(), engine.stopSync())
+    return take()
+  }
+  session.toChunks = (...args) => {
+    answers.push(engine.flushSync())
+    return toChunks(...args)
+  }
+  session.tick(clock.us + 1000)
+  clock.us += 2000
+  assert.equal(engine.flushSync(), true)
+  assert.deepEqual(answers, [false, false, false])
+  assert.equal(session.count('take'), 1)
+  assert.equal(engine.running, true)
+  assert.equal(r.sampleCount, 1)
+})
+
+test('with periodic harvests off, nothing harvests until asked (no timer at an infinite period)', async () => {
+  const warnings = []
+  const onWarning = (w) => warnings.push(w.name)
+  process.on('warning', onWarning)
+  const { clock, session, engine } = setup({ harvestMinPeriodUs: Infinity, harvestMaxPeriodUs: Infinity })
+  engine.add(unlimited(clock.us))
+  await sleep(60)
+  process.removeListener('warning', onWarning)
+  assert.deepEqual(session.calls, ['start 1000'])
+  // Node runs a timer of an infinite delay after 1 ms, with a warning: a timer spinning every ms.
+  assert.deepEqual(warnings, [])
+})
+
+test('a chunk is let go once every subscription had it; the Recordings that kept samples still hold them', async () => {
+  const { clock, session, engine } = setup()
+  const held = []
+  const r = unlimited(clock.us, { onChunk: (h) => held.push(h.chunk) })
+  engine.add(r)
+  session.tick(clock.us + 1000, clock.us + 2000)
+  clock.us += 2500
+  engine.flushSync()
+  assert.equal(held.length, 1)
+  assert.equal(held[0].sampleCount, 0, 'released: its native memory goes now, not when the JS object is collected')
+  assert.equal(timesOf(await r.trace(clock.us - 2500)).length, 2)
+})
+
+test('a streaming subscription (jsprof record) builds the same trace file as a kept one', () => {
+  const { clock, session, engine } = setup()
+  const origin = clock.us
+  const kept = unlimited(clock.us)
+  const streamed = unlimited(clock.us, { streamOriginUs: origin })
+  engine.add(kept)
+  engine.add(streamed)
+  for (let round = 0; round < 3; round++) {
+    session.tick(clock.us + 1000, clock.us + 2000)
+    clock.us += 2500
+    engine.flushSync()
+  }
+  assert.equal(streamed.sampleCount, 6)
+  const file = (sub) => JSON.parse(sub.recording.buildFile(origin, { pid: 1 }).json.toString())
+  assert.deepEqual(file(streamed), file(kept))
+})
+
+test("a streaming subscription's trace() is its samples too (every way to build a Recording's trace)", async () => {
+  const { clock, session, engine } = setup()
+  const origin = clock.us
+  const streamed = unlimited(clock.us, { streamOriginUs: origin })
+  engine.add(streamed)
+  session.tick(clock.us + 1000, clock.us + 2000)
+  clock.us += 2500
+  engine.flushSync()
+  assert.deepEqual(timesOf(await streamed.trace(origin)), [1, 2])
 })

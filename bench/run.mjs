@@ -8,7 +8,7 @@
 //
 // Environment knobs: BENCH_PROFILE (.cpuprofile files for part 2), BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
 // BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server,
-// BENCH_SERVER_ROUNDS (default 3).
+// BENCH_SERVER_ROUNDS (default 5).
 
 import { readFileSync } from 'node:fs'
 import os from 'node:os'
@@ -187,6 +187,6 @@ if (!ONLY || ONLY === 'deep') await child('./deep.mjs', [])
 if (!ONLY || ONLY === 'large') await child('./large-input.mjs', [])
 if (!ONLY || ONLY === 'loop') await child('./per-request-loop.mjs', [])
 if (!ONLY || ONLY === 'server') {
-  await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '3', '--duration', '6'])
+  await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '5', '--duration', '6'])
 }
 console.log(`\ntotal bench time: ${((performance.now() - t0) / 1000).toFixed(0)} s`)

@@ -9,11 +9,23 @@ const { emptyTrace } = require('./trace')
 const { convertProfilerInitOptions, notAFunctionCall } = require('./webidl')
 const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
 
-// A Profiler collected without stop() releases its subscription; V8 stops when nobody needs it.
-const collected = new FinalizationRegistry((sub) => getSampler().remove(sub))
-
 function dispatchBufferFull(target) {
   setImmediate(() => target.dispatchEvent(new Event('samplebufferfull')))
+}
+
+/** A subscription's onFull: the profiler is its owner (undefined once collected: no one to tell). */
+function ownerBufferFull(profiler) {
+  if (profiler !== undefined) dispatchBufferFull(profiler)
+}
+
+/** A stopped subscription's trace (a promise when large), with the binding's errors typed. */
+function traceOf(sub) {
+  try {
+    const trace = sub.trace(timeOriginUs())
+    return trace instanceof Promise ? trace.catch(rethrowTyped) : trace
+  } catch (err) {
+    rethrowTyped(err)
+  }
 }
 
 class Profiler extends EventTarget {
@@ -34,19 +46,11 @@ class Profiler extends EventTarget {
       dispatchBufferFull(this)
       return
     }
-    const self = new WeakRef(this)
-    const sub = new Subscription({
-      startUs: nowUs(),
-      intervalUs,
-      maxSamples: maxBufferSize,
-      onFull() {
-        const profiler = self.deref()
-        if (profiler) dispatchBufferFull(profiler)
-      },
-    })
+    // Held weakly (the sampler must not keep a forgotten Profiler alive): collected without stop(),
+    // it releases its subscription, and V8 stops when nobody needs it.
+    const sub = new Subscription({ startUs: nowUs(), intervalUs, maxSamples: maxBufferSize, owner: this, onFull: ownerBufferFull })
     sampler.add(sub)
     this.#sub = sub
-    collected.register(this, sub, sub)
   }
 
   /** Brand check: is `value` a Profiler made by this constructor (WebIDL's "implements")? */
@@ -78,11 +82,10 @@ class Profiler extends EventTarget {
     this.#sub = null
     if (sub === null) return Promise.resolve(emptyTrace())
     sub.stopAt(nowUs())
-    collected.unregister(sub)
+    // One promise of its own: the engine's is shared by every stop served by the same harvest.
     return getSampler()
       .finish(sub)
-      .then(() => sub.trace(timeOriginUs()))
-      .catch(rethrowTyped)
+      .then(() => traceOf(sub), rethrowTyped)
   }
 }
 

@@ -13,9 +13,9 @@
 //
 // Why not `new Profiler()`: Profiler.stop() is asynchronous (its samples are built off the main
 // thread), and a process that ends through process.exit(), an uncaught exception or a signal gets no
-// more turns of the event loop, only the synchronous 'exit' event. So the preload drives V8's sampler
-// through its own in-process inspector session, whose commands answer synchronously
-// (lib/record/profile.js), and every way out of the process runs the same synchronous `finish()`:
+// more turns of the event loop, only the synchronous 'exit' event. So the preload subscribes to the
+// thread's sampler engine like a Profiler, with no buffer limit, and ends through the engine's
+// synchronous path (lib/record/recorder.js); every way out of the process runs the same `finish()`:
 //   - the event loop empties, process.exit(code), process.exitCode, an uncaught exception: 'exit';
 //   - SIGINT / SIGTERM / SIGHUP with no handler of the app's: a native handler (src/signals.rs) wakes
 //     the watcher thread (lib/record/watcher.js), which runs `finish()` on the main thread through the
@@ -23,8 +23,8 @@
 //     process then dies of the signal (exit status 130 / 143 / 129 to a shell). When the app has its
 //     own handler (libuv then holds the signal), the app decides, and its way out ends in 'exit'.
 //   - SIGKILL, the OOM killer, process.abort(), a native crash (nothing runs): the watcher has the
-//     main thread cut the profile into a side file every --flush-every (lib/record/chunks.js), and
-//     the `jsprof` CLI assembles the trace from it.
+//     main thread harvest the samples into a side file every --flush-every (lib/record/chunks.js),
+//     and the `jsprof` CLI assembles the trace from it.
 
 const ENV = 'JSPROF_RECORD'
 // The worker_threads environment data key that carries the configuration to worker threads.
@@ -122,19 +122,17 @@ function workerClaim() {
 
 function start(config) {
   if (config.worker) return startWorkerThread(config)
+  const { performance } = require('node:perf_hooks')
+  const startedAt = performance.now()
   // Everything used at exit is captured now, before the app can replace or break it.
   const fs = require('node:fs')
   const path = require('node:path')
   const os = require('node:os')
-  const { Worker } = require('node:worker_threads')
-  const { startProfile } = require('./record/profile')
-  const { createChunks, assemble, writeStatus } = require('./record/chunks')
+  const { startRecorder } = require('./record/recorder')
+  const { assemble, writeStatus, siblingOutput } = require('./record/chunks')
   const shared = require('./record/shared')
-  const { timeOriginUs } = require('./clock')
-  const { performance } = require('node:perf_hooks')
   const { pid } = process
   const kill = process.kill.bind(process)
-  const { siblingOutput } = require('./record/chunks')
   const top = isTopProcess(config)
   const dir = typeof config.status === 'string' ? path.dirname(config.status) : null
   // A child process (--children) writes beside the top one's trace: t.json -> t.pid-<pid>.json (or
@@ -149,56 +147,72 @@ function start(config) {
   const numbers = {}
   for (const signal of SIGNALS) numbers[signal] = os.constants.signals[signal]
   const state = new Int32Array(new SharedArrayBuffer(shared.SLOTS * 4))
+  const sidecar = { pid, threadId: 0, timeOrigin: performance.timeOrigin }
 
-  let profile
-  let chunks
-  let flushedSamples = 0
+  // The native handlers go in first: the watcher thread, not the engine's timers, then asks for the
+  // flushes (a V8 interrupt reaches a main thread that spins; a timer never fires there).
+  const watched = watchNatively(numbers)
+  let recorder
   // Declared before anything can call finish() (a signal can arrive through the inspector at once).
   let workersStarted = 0
   try {
-    chunks = createChunks(chunksFile, { pid, output, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
-    profile = startProfile(config.intervalUs)
+    recorder = startRecorder({ intervalUs: config.intervalUs, chunksFile, pid, output, flushEveryMs, periodic: !watched })
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
-    if (chunks) chunks.close()
-    fs.rmSync(chunksFile, { force: true })
+    if (watched) unwatch(numbers)
     return
   }
 
+  /** Ends the recording and writes the trace (once); 'busy' when the engine was busy: ask again. */
   function finish(how) {
-    if (Atomics.compareExchange(state, shared.CLAIM, shared.RUNNING, shared.BY_MAIN) !== shared.RUNNING) return
-    writeRecording({ fs, assemble, writeStatus }, { profile, chunks, chunksFile, output, status }, { pid, how }, { workersStarted }, 'the trace')
+    if (Atomics.compareExchange(state, shared.CLAIM, shared.RUNNING, shared.BY_MAIN) !== shared.RUNNING) return undefined
+    const startedAt = Date.now()
+    const facts = { pid, how }
+    try {
+      let result = recorder.finish(sidecar)
+      if (result === null && how !== 'exit') {
+        Atomics.store(state, shared.CLAIM, shared.RUNNING)
+        return 'busy'
+      }
+      // At exit nobody asks again: the trace up to the last flush.
+      if (result === null) result = { ...assemble(chunksFile, output), partial: true }
+      writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt, startMs, workersStarted })
+    } catch (err) {
+      stderrLine(`could not write the trace to ${output}: ${err.message}`)
+      writeStatus(status, { error: err.message, ...facts })
+    }
+    return undefined
   }
 
   // The watcher thread's requests (lib/record/watcher.js), run here through the inspector.
   Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
     value(what, signal) {
       if (what === 'flush') {
-        // Returns how long the cut took, in ms (the watcher spaces the next one by it).
+        // Returns how long the flush took, in ms (the watcher spaces the next one by it).
         if (Atomics.load(state, shared.CLAIM) !== shared.RUNNING) return 0
-        const startedAt = performance.now()
+        let ms = 0
         try {
-          const piece = profile.cut()
-          chunks.append(piece)
-          flushedSamples += piece && Array.isArray(piece.samples) ? piece.samples.length : 0
-          // The CLI's status line on a terminal (one small write a flush, only when asked).
-          if (top && config.progress && dir) writeStatus(path.join(dir, 'progress.json'), { samples: flushedSamples })
+          ms = recorder.flush()
         } catch (err) {
           stderrLine(`could not flush the profile to ${chunksFile}: ${err.message}`)
         }
-        return performance.now() - startedAt
+        // The CLI's status line on a terminal (one small write a flush, only when asked).
+        if (ms >= 0 && top && config.progress && dir) writeStatus(path.join(dir, 'progress.json'), { samples: recorder.flushedSamples })
+        return Math.max(0, ms)
       } else if (what === 'signal') {
         const name = Object.keys(numbers).find((k) => numbers[k] === signal)
-        if (!name) return
-        finish(name)
+        if (!name) return undefined
+        if (finish(name) === 'busy') return 'busy'
         native().dieOfSignal(signal)
       }
+      return undefined
     },
   })
 
   let watcher = null
-  if (watchNatively(numbers)) {
+  if (watched) {
     try {
+      const { Worker } = require('node:worker_threads')
       watcher = new Worker(path.join(__dirname, 'record', 'watcher.js'), {
         name: 'jsprof record',
         execArgv: [],
@@ -206,7 +220,7 @@ function start(config) {
         workerData: {
           state,
           signals: numbers,
-          flushEveryMs: profile.canCut ? flushEveryMs : 0,
+          flushEveryMs: recorder.canFlush ? flushEveryMs : 0,
           chunksFile,
           output,
           statusFile: status,
@@ -247,6 +261,8 @@ function start(config) {
     stderrLine(`worker threads will not be profiled (${err.message})`)
   }
 
+  // What the start cost this thread (ms), reported in the status with the flushes' and the write's.
+  const startMs = performance.now() - startedAt
   process.on('exit', () => {
     finish('exit')
     // Let the watcher drop its inspector session before Node tears the process down; a watcher that
@@ -282,70 +298,43 @@ function start(config) {
 }
 
 /**
- * A worker thread records itself: its own in-process inspector session (V8 profiles each thread's
- * isolate apart), cut into its own side file every --flush-every while it yields, written as its own
- * trace when it exits (its event loop emptied, process.exit() in it). A worker that never gets to exit
- * — terminate(), or the process ending while it runs — runs no more JS: the `jsprof` CLI then
+ * A worker thread records itself: on its own thread's sampler engine (V8 profiles each thread's
+ * isolate apart), harvested into its own side file every --flush-every while it yields, written as its
+ * own trace when it exits (its event loop emptied, process.exit() in it). A worker that never gets to
+ * exit — terminate(), or the process ending while it runs — runs no more JS: the `jsprof` CLI then
  * assembles its trace from the side file, with the samples up to its last flush.
  */
 function startWorkerThread(config) {
-  const fs = require('node:fs')
   const path = require('node:path')
   const { threadId } = require('node:worker_threads')
-  const { startProfile } = require('./record/profile')
-  const { createChunks, assemble, writeStatus, siblingOutput } = require('./record/chunks')
-  const { timeOriginUs } = require('./clock')
-  const { performance } = require('node:perf_hooks')
+  const { startRecorder } = require('./record/recorder')
+  const { writeStatus, siblingOutput } = require('./record/chunks')
   const { pid } = process
-  const dir = path.dirname(config.status)
+  // Without the CLI (the preload loaded by hand: no status file, so no CLI directory), a worker's side
+  // file goes beside its trace, as the main thread's does, and it reports to nobody.
+  const dir = typeof config.status === 'string' ? path.dirname(config.status) : null
   const output = siblingOutput(config.output, `worker-${threadId}`)
-  const chunksFile = path.join(dir, `chunks.${pid}.t${threadId}.jsonl`)
-  const status = path.join(dir, `status.${pid}.t${threadId}.json`)
-  let profile
-  let chunks
+  const chunksFile = dir ? path.join(dir, `chunks.${pid}.t${threadId}.jsonl`) : path.resolve(`${output}.${pid}.chunks`)
+  const status = dir ? path.join(dir, `status.${pid}.t${threadId}.json`) : null
+  const sidecar = { pid, threadId, timeOrigin: require('node:perf_hooks').performance.timeOrigin }
+  let recorder
   try {
-    chunks = createChunks(chunksFile, { pid, threadId, output, timeOriginUs: timeOriginUs(), timeOriginEpochMs: performance.timeOrigin })
-    profile = startProfile(config.intervalUs)
+    recorder = startRecorder({ intervalUs: config.intervalUs, chunksFile, pid, threadId, output, flushEveryMs: config.flushEveryMs, periodic: true })
   } catch (err) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)
-    if (chunks) chunks.close()
-    fs.rmSync(chunksFile, { force: true })
     return
   }
-  let timer = null
-  if (profile.canCut && config.flushEveryMs > 0) {
-    timer = setInterval(() => {
-      try {
-        chunks.append(profile.cut())
-      } catch (err) {
-        stderrLine(`could not flush worker thread ${threadId}'s profile: ${err.message}`)
-      }
-    }, config.flushEveryMs)
-    timer.unref()
-  }
   process.on('exit', () => {
-    if (timer) clearInterval(timer)
-    writeRecording({ fs, assemble, writeStatus }, { profile, chunks, chunksFile, output, status }, { pid, threadId, how: 'exit' }, {}, `worker thread ${threadId}'s trace`)
+    const startedAt = Date.now()
+    const facts = { pid, threadId, how: 'exit' }
+    try {
+      const result = recorder.finish(sidecar)
+      if (result) writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt })
+    } catch (err) {
+      stderrLine(`could not write worker thread ${threadId}'s trace to ${output}: ${err.message}`)
+      writeStatus(status, { error: err.message, ...facts })
+    }
   })
-}
-
-/**
- * Stops the profile and writes the trace (the side file's pieces and the last one) to `output`, and
- * the status the CLI reads (`facts` always, `extra` on success). `modules` were taken at start, before
- * the app could replace or break them.
- */
-function writeRecording({ fs, assemble, writeStatus }, { profile, chunks, chunksFile, output, status }, facts, extra, what) {
-  const startedAt = Date.now()
-  try {
-    const last = profile.stop()
-    chunks.close()
-    const result = assemble(chunksFile, output, last)
-    fs.rmSync(chunksFile, { force: true })
-    writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt, ...extra })
-  } catch (err) {
-    stderrLine(`could not write ${what} to ${output}: ${err.message}`)
-    writeStatus(status, { error: err.message, ...facts })
-  }
 }
 
 // How long the watcher waits for the main thread to take a signal before writing the trace itself

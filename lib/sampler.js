@@ -12,10 +12,14 @@ const { effectiveIntervalUs, MIN_INTERVAL_US, MAX_V8_INTERVAL_US } = require('./
 const v8Console = { profile: console.profile, profileEnd: console.profileEnd }
 
 let threadSampler = null
-/** This thread's sampler engine (created on first use; the inspector connects on the first start). */
-function getSampler() {
+/**
+ * This thread's sampler engine (created on first use; the inspector connects on the first start).
+ * `options` (schedule.DEFAULTS overrides) apply when this call creates it: `jsprof record`'s preload,
+ * which runs before the app, sets its harvest period so.
+ */
+function getSampler(options) {
   if (!threadSampler) {
-    threadSampler = new SamplerEngine(new InspectorSession({ inspector: () => require('node:inspector'), console: v8Console }))
+    threadSampler = new SamplerEngine(new InspectorSession({ inspector: () => require('node:inspector'), console: v8Console }), options)
   }
   return threadSampler
 }

@@ -34,18 +34,18 @@ function toDouble(value, member) {
 }
 
 /**
- * `new Profiler(options)`'s one required argument, as Chrome converts it: no argument at all, or a
- * value that is not an object (null included: Chrome rejects it rather than reading it as {}), is a
- * TypeError; `undefined` reads as an empty dictionary, whose required members are then missing.
+ * `new Profiler(options)`'s one required argument, as Chrome 156 converts it: no argument at all is a
+ * TypeError, and so is a value that is not an object — `null` and `undefined` included: Chrome rejects
+ * them rather than reading them as an empty dictionary (checked against Chromium itself:
+ * __test__/chrome-oracle.spec.mjs).
  */
 function convertProfilerInitOptions(argumentCount, options) {
   if (argumentCount === 0) throw new TypeError(`${PREFIX}: 1 argument required, but only 0 present.`)
-  if (options === null || (options !== undefined && typeof options !== 'object' && typeof options !== 'function')) {
+  if (options === null || (typeof options !== 'object' && typeof options !== 'function')) {
     throw new TypeError(`${PREFIX}: The provided value is not of type 'ProfilerInitOptions'.`)
   }
-  const dict = options === undefined ? {} : options
-  const maxBufferSize = toUnsignedLong(required(dict, 'maxBufferSize'))
-  const sampleInterval = toDouble(required(dict, 'sampleInterval'), 'sampleInterval')
+  const maxBufferSize = toUnsignedLong(required(options, 'maxBufferSize'))
+  const sampleInterval = toDouble(required(options, 'sampleInterval'), 'sampleInterval')
   if (sampleInterval < 0) throw new RangeError(`${PREFIX}: Invalid sample interval`)
   return { maxBufferSize, sampleInterval }
 }

@@ -17,6 +17,7 @@ use napi_derive::napi;
 
 mod export;
 mod prod;
+mod record;
 mod signals;
 mod sourcemap;
 mod text;
@@ -450,7 +451,8 @@ impl Task for BuildTrace {
 
     fn compute(&mut self) -> Result<PlainParts> {
         guarded("building a trace", || {
-            PlainParts::from_trace(self.recording.build(self.time_origin_us))
+            let recording = std::mem::replace(&mut self.recording, core::Recording::new(0.0, 1.0, 0));
+            PlainParts::from_trace(recording.into_trace(self.time_origin_us))
         })
     }
 

@@ -33,7 +33,8 @@ impl Recording {
     #[napi(catch_unwind)]
     pub fn build_json(&mut self, time_origin_us: f64) -> Result<String> {
         let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
-        serde_json::to_string(&recording.build(time_origin_us)).map_err(|e| Error::from_reason(e.to_string()))
+        serde_json::to_string(&recording.into_trace(time_origin_us))
+            .map_err(|e| Error::from_reason(e.to_string()))
     }
 }
 

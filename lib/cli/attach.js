@@ -9,7 +9,7 @@
 const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
-const { CliError, usage, parse, info, api, statusLine } = require('./common')
+const { CliError, usage, parse, info, statusLine } = require('./common')
 const { stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS } = require('./record')
 const { TIME_ORIGIN_SOURCE } = require('../clock')
 
@@ -332,9 +332,14 @@ async function attach(args) {
     closed = !listening(pid).some((s) => s.port === inspector.port)
     if (!closed) info(`warning: the inspector of pid ${pid} is still open on 127.0.0.1:${inspector.port}`)
   }
-  const { writeTrace, withSidecar } = require('../record/chunks')
-  const trace = withSidecar(api('fromCpuProfile')(profile, { timeOrigin: origin }), { timeOrigin: epochOrigin, pid })
-  const result = writeTrace(output, trace)
+  // Built and written as `record`'s traces are: in Rust, with the sidecar (pid, clock).
+  const { writeRecorded } = require('../record/chunks')
+  const { binding, callNative } = require('../native')
+  const sidecar = { pid, timeOrigin: Number.isFinite(epochOrigin) ? epochOrigin : undefined }
+  const recorded = callNative(() =>
+    binding.traceFileFromCpuProfile(Buffer.from(JSON.stringify(profile)), Number.isFinite(origin) ? origin : undefined, sidecar),
+  )
+  const result = writeRecorded(output, recorded)
   info(
     `wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}; ` +
       `${opened ? (closed ? 'inspector closed again' : 'inspector NOT closed') : 'inspector was open before and stays open'})`,

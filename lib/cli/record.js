@@ -120,11 +120,11 @@ function formatDuration(ms) {
  */
 function salvage(chunks, output, signal) {
   const { readChunks, assemble } = require('../record/chunks')
-  const header = readChunks(chunks)
-  if (!header || header.pieces.length === 0) return null
-  const file = output.split('{pid}').join(String(header.header.pid))
+  const side = readChunks(chunks)
+  if (!side || !side.hasChunks) return null
+  const file = output.split('{pid}').join(String(side.header.pid))
   try {
-    const result = assemble(chunks, file, null)
+    const result = assemble(chunks, file)
     return result && result.samples > 0 ? { ...result, partial: true, how: `killed by ${signal}` } : null
   } catch (err) {
     info(`could not assemble the trace from what was flushed: ${err.message}`)
@@ -164,7 +164,7 @@ function otherTraces(statusDir) {
     const chunks = readChunks(file)
     if (!chunks || typeof chunks.header.output !== 'string') continue
     try {
-      const result = assemble(file, chunks.header.output, null)
+      const result = assemble(file, chunks.header.output)
       if (result && result.samples > 0) found.push({ ...who, ...result, partial: true })
       else found.push({ ...who, error: 'nothing was flushed before it ended' })
     } catch (err) {

@@ -1,23 +1,28 @@
 'use strict'
-// The side file of `jsprof record`: the profile's pieces as they are cut (every --flush-every), one
-// V8 CPU profile per line after a header line. Whoever ends the recording — the profiled process in
-// 'exit' or on a signal, its watcher thread when the main thread does not answer, or the `jsprof`
-// CLI when the process was killed without warning (SIGKILL, OOM killer, abort) — assembles the trace
-// from it with `assemble()`. A line torn by a kill in the middle of a write is skipped.
+// The side file of `jsprof record`: the sampler's chunks as they are harvested (every --flush-every),
+// one per line after a header line (the line format: crates/jsprof-core/src/record_file.rs). Whoever
+// ends the recording without the recorder's own samples in memory — its watcher thread when the main
+// thread does not answer, or the `jsprof` CLI when the process was killed without warning (SIGKILL,
+// OOM killer, abort) — assembles the trace from it with `assemble()`. A line torn by a kill in the
+// middle of a write is skipped.
 
 const fs = require('node:fs')
-const { toTrace } = require('./profile')
 const { writeOutputFile } = require('../output')
 
 const MAGIC = 'jsprof-record-chunks'
+const VERSION = 2
 
-/** Creates the side file; returns `append(profile)`. */
-function createChunks(file, { pid, threadId = 0, output, timeOriginUs, timeOriginEpochMs }) {
+/**
+ * Creates the side file; returns `append(chunk)` (a binding Chunk) and `close()`. The header says what
+ * the chunks need to become the trace: the recorder's interval, the thread's time origin (µs on V8's
+ * clock, and as a Unix epoch in ms), and whose trace it is.
+ */
+function createChunks(file, { pid, threadId = 0, output, intervalUs, timeOriginUs, timeOriginEpochMs }) {
   const fd = fs.openSync(file, 'w', 0o600)
-  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: 1, pid, threadId, output, timeOriginUs, timeOriginEpochMs })}\n`)
+  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: VERSION, pid, threadId, output, intervalUs, timeOriginUs, timeOriginEpochMs })}\n`)
   return {
-    append(profile) {
-      fs.writeSync(fd, `${JSON.stringify(profile)}\n`)
+    append(chunk) {
+      fs.writeSync(fd, chunk.toLine())
     },
     close() {
       try {
@@ -29,83 +34,59 @@ function createChunks(file, { pid, threadId = 0, output, timeOriginUs, timeOrigi
   }
 }
 
-/** The header and the pieces of a side file (null when it does not exist or is not one). */
+/** The header and the chunk lines (bytes) of a side file; null when it does not exist or is not one. */
 function readChunks(file) {
-  let text
+  let bytes
   try {
-    text = fs.readFileSync(file, 'utf8')
+    bytes = fs.readFileSync(file)
   } catch {
     return null
   }
-  const lines = text.split('\n')
+  const newline = bytes.indexOf(10)
   let header
   try {
-    header = JSON.parse(lines[0])
+    header = JSON.parse(bytes.subarray(0, newline < 0 ? bytes.length : newline).toString('utf8'))
   } catch {
     return null
   }
-  if (!header || header.format !== MAGIC) return null
-  const pieces = []
-  for (const line of lines.slice(1)) {
-    if (!line) continue
-    try {
-      pieces.push(JSON.parse(line))
-    } catch {
-      // Torn by a kill in the middle of the write: the pieces before it still make a trace.
-    }
-  }
-  return { header, pieces }
-}
-
-/** Earliest to latest sample (V8 records some samples out of time order, the trace keeps its order). */
-function span(trace) {
-  let first = Infinity
-  let last = -Infinity
-  for (const s of trace.samples) {
-    first = Math.min(first, s.timestamp)
-    last = Math.max(last, s.timestamp)
-  }
-  return trace.samples.length ? last - first : 0
+  if (!header || header.format !== MAGIC || header.version !== VERSION || !(header.intervalUs > 0)) return null
+  const lines = newline < 0 ? Buffer.alloc(0) : bytes.subarray(newline + 1)
+  return { header, lines, hasChunks: lines.some((b) => b !== 10) }
 }
 
 /**
- * The trace with the sidecar member `jsprof: { pid, threadId, timeOrigin }` beside the spec's members
- * (a ProfilerTrace reader ignores it): `timeOrigin` is the Unix epoch, ms, of the recorded thread's
- * performance.timeOrigin, which the trace's timestamps count from; `threadId` is 0 for the main
- * thread, else the worker thread's `threadId`. The exporters read it, so pprof, the Firefox Profiler
- * and speedscope files of a recording show real clock times and the real pid; `jsprof report` says
- * which thread the trace holds.
+ * The sidecar member `jsprof: { pid, threadId, timeOrigin }` of a recorded trace (the Rust side writes
+ * it beside the spec's members; a ProfilerTrace reader ignores it), from a side file's header:
+ * `timeOrigin` is the Unix epoch, ms, of the recorded thread's performance.timeOrigin, which the
+ * trace's timestamps count from; `threadId` is 0 for the main thread, else the worker thread's. The
+ * exporters read it, so pprof, the Firefox Profiler and speedscope files of a recording show real
+ * clock times and the real pid; `jsprof report` says which thread the trace holds.
  */
-function withSidecar(trace, { timeOrigin, pid, threadId }) {
-  const jsprof = {}
-  if (Number.isInteger(pid)) jsprof.pid = pid
-  if (Number.isInteger(threadId)) jsprof.threadId = threadId
-  if (Number.isFinite(timeOrigin)) jsprof.timeOrigin = timeOrigin
-  // Members in WebIDL's (lexicographic) order, as the rest of the trace.
-  return { frames: trace.frames, jsprof, resources: trace.resources, samples: trace.samples, stacks: trace.stacks }
+function sidecarOf(header) {
+  return {
+    pid: Number.isInteger(header.pid) ? header.pid : undefined,
+    threadId: Number.isInteger(header.threadId) ? header.threadId : 0,
+    timeOrigin: Number.isFinite(header.timeOriginEpochMs) ? header.timeOriginEpochMs : undefined,
+  }
 }
 
 /**
- * Writes the trace by lib/output.js's rules: a regular file through a temporary name and a rename
- * (never half-written), a symlink through to its target, a pipe or device (-o /dev/stdout) written to,
- * never replaced by a file.
+ * Writes a trace file built in Rust (binding RecordedTrace: its JSON bytes and what to say of it) by
+ * lib/output.js's rules; returns `{ path, samples, durationMs }`.
  */
-function writeTrace(output, trace) {
-  writeOutputFile(output, JSON.stringify(trace))
-  return { path: output, samples: trace.samples.length, durationMs: span(trace) }
+function writeRecorded(output, recorded) {
+  writeOutputFile(output, recorded.json)
+  return { path: output, samples: recorded.samples, durationMs: recorded.durationMs }
 }
 
-/** Assembles the side file `file` (plus `last`, a piece not written to it) into `output`. */
-function assemble(file, output, last) {
+/** Assembles the side file `file` into the trace `output`: `{ path, samples, durationMs }`, or null. */
+function assemble(file, output) {
   const chunks = readChunks(file)
   if (!chunks) return null
-  if (last) chunks.pieces.push(last)
-  const trace = withSidecar(toTrace(chunks.pieces, chunks.header.timeOriginUs), {
-    timeOrigin: chunks.header.timeOriginEpochMs,
-    pid: chunks.header.pid,
-    threadId: Number.isInteger(chunks.header.threadId) ? chunks.header.threadId : 0,
-  })
-  return { ...writeTrace(output, trace), pieces: chunks.pieces.length }
+  const { binding, callNative } = require('../native')
+  const { header } = chunks
+  const recorded = callNative(() => binding.traceFromChunkLines(chunks.lines, header.intervalUs, header.timeOriginUs, sidecarOf(header)))
+  return writeRecorded(output, recorded)
 }
 
 /** Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. */
@@ -135,4 +116,4 @@ function siblingOutput(output, tag) {
   return m ? `${m[1]}.${tag}${m[2]}` : `${target}.${tag}`
 }
 
-module.exports = { siblingOutput, createChunks, readChunks, assemble, writeStatus, writeTrace, withSidecar }
+module.exports = { siblingOutput, createChunks, readChunks, assemble, sidecarOf, writeRecorded, writeStatus }

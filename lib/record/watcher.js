@@ -1,20 +1,21 @@
 'use strict'
 // The worker thread `jsprof record` starts in the profiled process (lib/record-preload.js). Its event
 // loop stays free while the app's main thread spins, so it is the one that acts on time:
-//   - every --flush-every it asks the main thread to cut the profile into the side file, so a process
+//   - every --flush-every it asks the main thread to harvest the samples into the side file, so a process
 //     killed without warning (SIGKILL, the OOM killer, abort) still leaves its samples up to then;
 //   - on SIGINT / SIGTERM / SIGHUP (caught by the native watcher, src/signals.rs, when the app has no
 //     handler of its own) it asks the main thread to write the trace and die of the signal.
 // Both requests run on the main thread through this worker's inspector session connected to it: the
-// inspector serves it through V8 interrupts, which a spinning loop takes too. Should the main thread
+// inspector serves it through V8 interrupts, which a spinning loop takes too. An interrupt that lands
+// inside the sampler engine's own work is answered 'busy' (flush: skipped; signal: asked again). Should the main thread
 // still not answer (blocked in native code, or a trace too big to write in time), the worker writes
 // the trace from the side file itself and ends the process by the signal: jsprof never makes a
 // process harder to kill.
 
 const { workerData, parentPort } = require('node:worker_threads')
 const inspector = require('node:inspector')
+// The addon for the signal deliveries; the side file's code only if the main thread never answers.
 const { binding } = require('../native')
-const { assemble, writeStatus } = require('./chunks')
 const { CLAIM, RUNNING, BY_WORKER, EXITED, HOOK, SESSION, NO_SESSION, CONNECTED } = require('./shared')
 
 const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
@@ -34,8 +35,8 @@ function ask(what, signal, then) {
   )
 }
 
-// A cut costs the main thread time that grows with the call tree (V8 serialises it): the next flush
-// comes no sooner than 100 times the last cut took, so flushing never takes more than ~1% of it.
+// A flush costs the main thread time that grows with the call tree (V8 serialises it): the next one
+// comes no sooner than 100 times the last one took, so flushing never takes more than ~1% of it.
 const BUDGET = 100
 let flushTimer = null
 function scheduleFlush(delayMs) {
@@ -46,18 +47,27 @@ function scheduleFlush(delayMs) {
 }
 if (connected && flushEveryMs > 0) scheduleFlush(flushEveryMs)
 
+// How soon a signal is asked again when the main thread was inside the engine's own work.
+const BUSY_RETRY_MS = 10
+
 let signalled = 0
+function askSignal(signal) {
+  ask('signal', signal, (answer) => {
+    if (answer === 'busy' && Atomics.load(state, CLAIM) === RUNNING) setTimeout(askSignal, BUSY_RETRY_MS, signal)
+  })
+}
 function onSignal(signal) {
   if (signalled) return
   signalled = signal
-  ask('signal', signal)
+  askSignal(signal)
   setTimeout(() => {
     if (Atomics.compareExchange(state, CLAIM, RUNNING, BY_WORKER) === RUNNING) {
       // The main thread did not take the signal in time: the trace up to the last flush, then die.
       const name = Object.keys(signals).find((k) => signals[k] === signal) || String(signal)
       const started = Date.now()
+      const { assemble, writeStatus } = require('./chunks')
       try {
-        const result = assemble(chunksFile, output, null)
+        const result = assemble(chunksFile, output)
         if (result) {
           writeStatus(statusFile, { ...result, pid: process.pid, how: `${name}, main thread unresponsive`, writeMs: Date.now() - started, partial: true })
         }

@@ -28,6 +28,12 @@
 // samples are dropped: the harvest (~1 ms of main thread) shows in no trace, as in Chrome, where the
 // profiler works off the main thread. A restart inside a constructor (a faster interval) is not one of
 // them: its start sample is the caller's stack, which Chrome's first sample shows too.
+//
+// Two synchronous paths serve callers that get no more event-loop turns (`jsprof record`: its watcher
+// thread reaches the main thread through V8 interrupts, even while the app spins, and a process ends
+// in the synchronous 'exit' event): flushSync() harvests and converts at once, V8 going on sampling;
+// stopSync() does the same and stops V8 for good. An interrupt can land in the middle of the engine's
+// own work (a harvest, a conversion): then they do nothing and say so, and the caller asks again.
 
 const { nowUs: realNowUs } = require('../clock')
 const schedule = require('./schedule')
@@ -44,11 +50,23 @@ class SamplerEngine {
   #lastHarvestUs = -Infinity
   /** Subscriptions still taking samples (live or stopping). */
   #live = new Set()
-  /** Subscriptions whose stop waits for the next harvest: sub -> [resolve, reject]. */
-  #stopping = new Map()
+  /** Subscriptions whose stop waits for the next harvest. */
+  #stopping = new Set()
+  /**
+   * The promise every stop waiting for the next harvest shares ({ promise, resolve, reject }; null
+   * when none waits): a Profiler per request costs one promise of its own (its stop's), not three.
+   */
+  #stopWaiter = null
+  /**
+   * Owners (Profilers) watched for garbage collection: a collected one releases its subscription.
+   * An owner is held strongly until a harvest finds its subscription still live, then weakly and
+   * registered here: most per-request Profilers stop before any harvest and never pay for a WeakRef
+   * or a registration (~1 µs each). A forgotten one is collectable from the next harvest on.
+   */
+  #collected = new FinalizationRegistry((sub) => this.remove(sub))
   /**
    * Harvests not converted yet, oldest first (see the two turns above). Entries:
-   * { taken, intervalUs, harvestUs, ownWindows, receivers, stopping, failure }.
+   * { taken, intervalUs, harvestUs, ownWindows, receivers, stopping, waiter, failure }.
    */
   #unconverted = []
   #convertQueued = false
@@ -66,6 +84,10 @@ class SamplerEngine {
    * sample of the profile it began is in the next harvest's samples.
    */
   #lastOwnWindow = null
+  /** True while the engine works (V8 calls, conversions): a synchronous flush must not cut in. */
+  #busy = false
+  /** Set by stopSync(): the next harvest stops V8 whatever the subscriptions need. */
+  #stopForGood = false
   /** Figures for benchmarks and tests. */
   stats = {
     harvests: 0,
@@ -106,7 +128,7 @@ class SamplerEngine {
   add(sub) {
     const now = this.#now()
     if (!this.#running) {
-      this.#start(sub.v8IntervalUs)
+      this.#exclusive(() => this.#start(sub.v8IntervalUs))
     } else if (sub.v8IntervalUs < this.#intervalUs) {
       // V8 cannot change the interval of a running profile: harvest and restart faster.
       this.#harvest(sub.v8IntervalUs)
@@ -139,6 +161,7 @@ class SamplerEngine {
   /** Forgets a subscription whose owner was garbage-collected without stopping it. */
   remove(sub) {
     sub.state = 'ended'
+    this.#unwatch(sub)
     this.#live.delete(sub)
     if (this.#live.size === 0 && this.#running) this.#schedule()
   }
@@ -150,15 +173,20 @@ class SamplerEngine {
    */
   finish(sub, withinMs) {
     if (!this.#live.has(sub)) return Promise.resolve()
-    return new Promise((resolve, reject) => {
-      sub.state = 'stopping'
-      this.#stopping.set(sub, [resolve, reject])
-      const now = this.#now()
-      this.#lastActiveUs = now
-      if (!this.#running) return this.#queueHarvest()
+    sub.state = 'stopping'
+    this.#unwatch(sub)
+    this.#stopping.add(sub)
+    if (this.#stopWaiter === null) this.#stopWaiter = deferred()
+    const { promise } = this.#stopWaiter
+    const now = this.#now()
+    this.#lastActiveUs = now
+    if (!this.#running) {
+      this.#queueHarvest()
+    } else {
       const withinUs = withinMs === undefined ? undefined : withinMs * 1000
       this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, withinUs, this.#options), now)
-    })
+    }
+    return promise
   }
 
   /** Asks for a harvest at most `withinMs` from now (batched with any other request for one). */
@@ -195,6 +223,37 @@ class SamplerEngine {
     })
   }
 
+  /**
+   * Harvests now and converts at once, without waiting for a turn of the event loop: when it returns,
+   * every subscription has its samples up to now (a stopped one, all of them) and V8 goes on sampling.
+   * Returns false, doing nothing, when called from inside the engine's own work (a V8 interrupt that
+   * landed in a harvest): ask again a moment later.
+   */
+  flushSync() {
+    if (this.#busy) return false
+    this.#timed(() => {
+      if (this.#running || this.#stopping.size > 0) this.#harvestTurn(Infinity)
+      while (this.#unconverted.length > 0) this.#convertOldest()
+    })
+    return true
+  }
+
+  /**
+   * As flushSync(), and V8 stops for good (the process or thread is ending): no timer is left, and a
+   * subscription added later starts V8 afresh. Returns false, doing nothing, when called from inside
+   * the engine's own work.
+   */
+  stopSync() {
+    if (this.#busy) return false
+    this.#stopForGood = true
+    try {
+      return this.flushSync()
+    } finally {
+      this.#stopForGood = false
+      this.#schedule()
+    }
+  }
+
   #schedule() {
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
@@ -209,6 +268,8 @@ class SamplerEngine {
       fullCheckUs,
       graceEndUs: this.#live.size === 0 ? this.#lastActiveUs + (graceUs > 0 ? graceUs : 0) : Infinity,
     })
+    // No deadline at all (periodic harvests off, nothing waits): no timer.
+    if (due === Infinity) return
     const delayMs = Math.max(1, Math.ceil((due - this.#now()) / 1000))
     this.#timerDueUs = due
     this.#timer = setTimeout(() => {
@@ -246,39 +307,58 @@ class SamplerEngine {
    * for a restart at a smaller interval (a new, faster subscription).
    */
   #harvest(fasterUs) {
-    this.#timed(() => {
-      this.#stopDueUs = Infinity
-      const entry = {
-        taken: null,
-        ownWindows: [],
-        intervalUs: this.#intervalUs,
-        harvestUs: this.#now(),
-        // Who gets these samples: every subscription sampling now (including the stopping ones).
-        receivers: [...this.#live],
-        stopping: this.#stopping,
-        failure: null,
+    this.#timed(() => this.#harvestTurn(fasterUs))
+  }
+
+  #harvestTurn(fasterUs) {
+    this.#stopDueUs = Infinity
+    this.#watchOwners()
+    const entry = {
+      taken: null,
+      ownWindows: [],
+      intervalUs: this.#intervalUs,
+      harvestUs: this.#now(),
+      // Who gets these samples: every subscription sampling now (including the stopping ones).
+      receivers: [...this.#live],
+      stopping: this.#stopping,
+      waiter: this.#stopWaiter,
+      failure: null,
+    }
+    if (this.#running) {
+      try {
+        entry.taken = this.#take(fasterUs, entry.harvestUs)
+      } catch (err) {
+        entry.failure = err
+        this.#reset()
       }
-      if (this.#running) {
-        try {
-          entry.taken = this.#take(fasterUs, entry.harvestUs)
-        } catch (err) {
-          entry.failure = err
-          this.#reset()
-        }
-        // fasterUs is Infinity when the engine harvests on its own (timer, immediate), the new
-        // interval when a constructor asked for a faster one.
-        const own = fasterUs === Infinity ? [entry.harvestUs, this.#now()] : []
-        if (own.length > 0) this.stats.recentOwnWindows = [...this.stats.recentOwnWindows.slice(-15), own]
-        entry.ownWindows = [...(this.#lastOwnWindow || []), ...own]
-        this.#lastOwnWindow = own.length > 0 && this.#running ? own : null
-      }
-      this.#stopping = new Map()
-      // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
-      for (const sub of entry.stopping.keys()) this.#live.delete(sub)
-      this.#unconverted.push(entry)
-      this.#queueConversion()
-      this.#schedule()
-    })
+      // fasterUs is Infinity when the engine harvests on its own (timer, immediate), the new
+      // interval when a constructor asked for a faster one.
+      const own = fasterUs === Infinity ? [entry.harvestUs, this.#now()] : []
+      if (own.length > 0) this.stats.recentOwnWindows = [...this.stats.recentOwnWindows.slice(-15), own]
+      entry.ownWindows = [...(this.#lastOwnWindow || []), ...own]
+      this.#lastOwnWindow = own.length > 0 && this.#running ? own : null
+    }
+    this.#stopping = new Set()
+    this.#stopWaiter = null
+    // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
+    for (const sub of entry.stopping) this.#live.delete(sub)
+    this.#unconverted.push(entry)
+    this.#queueConversion()
+    this.#schedule()
+  }
+
+  #unwatch(sub) {
+    if (!sub.watched) return
+    this.#collected.unregister(sub)
+    sub.holdOwnerStrongly()
+  }
+
+  /** Owners of subscriptions still live at a harvest are held weakly from now on, and watched (#collected). */
+  #watchOwners() {
+    for (const sub of this.#live) {
+      if (sub.owner === null || sub.watched || sub.state !== 'live') continue
+      this.#collected.register(sub.holdOwnerWeakly(), sub, sub)
+    }
   }
 
   #take(fasterUs, now) {
@@ -286,7 +366,7 @@ class SamplerEngine {
     this.stats.harvests++
     if (needed !== Infinity) this.#lastActiveUs = now
     else if (this.#warm(now)) needed = this.#intervalUs
-    const action = schedule.harvestAction(this.#intervalUs, needed, this.#options)
+    const action = this.#stopForGood ? 'stop' : schedule.harvestAction(this.#intervalUs, needed, this.#options)
     let taken
     if (action === 'keep') {
       taken = this.#session.take()
@@ -307,11 +387,22 @@ class SamplerEngine {
   #timed(work) {
     const startedUs = this.#now()
     try {
-      work()
+      this.#exclusive(work)
     } finally {
       const ms = (this.#now() - startedUs) / 1000
       this.stats.harvestMsTotal += ms
       if (ms > this.stats.harvestMsMax) this.stats.harvestMsMax = ms
+    }
+  }
+
+  /** Runs engine work that a synchronous flush must not cut into. */
+  #exclusive(work) {
+    const was = this.#busy
+    this.#busy = true
+    try {
+      work()
+    } finally {
+      this.#busy = was
     }
   }
 
@@ -356,10 +447,12 @@ class SamplerEngine {
         this.#live.delete(sub)
         sub.filled()
       }
+      // Every receiver had it; the Recordings that kept samples hold their own reference.
+      h.chunk.release()
     }
-    for (const [resolve, reject] of entry.stopping.values()) {
-      if (failure) reject(failure)
-      else resolve()
+    if (entry.waiter !== null) {
+      if (failure) entry.waiter.reject(failure)
+      else entry.waiter.resolve()
     }
     const now = this.#now()
     for (const sub of this.#live) {
@@ -373,6 +466,17 @@ class SamplerEngine {
     this.#running = false
     if (this.#session.reset) this.#session.reset()
   }
+}
+
+/** A promise with its settle functions (Promise.withResolvers, which Node 20 lacks). */
+function deferred() {
+  let resolve
+  let reject
+  const promise = new Promise((res, rej) => {
+    resolve = res
+    reject = rej
+  })
+  return { promise, resolve, reject }
 }
 
 module.exports = { SamplerEngine }

@@ -43,20 +43,34 @@ class Subscription {
   state = 'live'
   /** When its buffer may be full (µs): the engine harvests by then to tell it. */
   checkAtUs = Infinity
+  /**
+   * The object whose garbage collection ends this subscription (a Profiler forgotten without stop()),
+   * or null. Held strongly until a harvest finds the subscription still live; the engine then holds it
+   * through a WeakRef and watches it for collection (`watched`). Most per-request Profilers stop before
+   * any harvest and never cost a WeakRef or a registration.
+   */
+  owner = null
+  watched = false
   #record
   #exclusiveStart
   #onFull
   #onChunk
+  #streamOriginUs
 
   /**
    * `record`: keep samples in a Rust Recording (false: only `onChunk` sees the chunks).
    * `exclusiveStart`: a sample exactly at `startUs` belongs to the subscription this one takes over
-   * from (continuous hand-off). `onFull()` is called once when the buffer fills; `onChunk(harvested)`
+   * from (continuous hand-off). `owner`: the object whose collection ends the subscription (see
+   * `owner` above). `onFull(owner)` is called once when the buffer fills (with the owner, or undefined
+   * when there is none or it was collected); `onChunk(harvested)`
    * with every harvested chunk ({ chunk, times: its sorted sample times, earliestUs, latestUs, harvestUs })
-   * while subscribed.
+   * while subscribed. `streamOriginUs`: the Recording converts each chunk as it comes, timestamps
+   * counting from there, and lets the chunk go (`jsprof record`, hours long: see
+   * Recording.streamIntoTrace); its trace is then the Recording's buildFile().
    */
-  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, onFull, onChunk }) {
+  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, owner, onFull, onChunk, streamOriginUs }) {
     this.startUs = startUs
+    if (owner !== undefined) this.owner = owner
     this.intervalUs = intervalUs
     this.v8IntervalUs = Math.min(intervalUs, MAX_V8_INTERVAL_US)
     this.maxSamples = record ? maxSamples : Infinity
@@ -64,6 +78,7 @@ class Subscription {
     this.#exclusiveStart = exclusiveStart
     this.#onFull = onFull
     this.#onChunk = onChunk
+    this.#streamOriginUs = streamOriginUs
   }
 
   /** Samples kept so far. */
@@ -90,16 +105,39 @@ class Subscription {
   }
 
   #makeRecording() {
-    const recording = new binding.Recording(this.startUs, this.intervalUs, this.maxSamples)
+    // No buffer limit (`jsprof record`): as many as a Recording counts.
+    const recording = new binding.Recording(this.startUs, this.intervalUs, Math.min(this.maxSamples, 2 ** 32 - 1))
     if (this.#exclusiveStart) recording.setStartExclusive(true)
+    if (this.#streamOriginUs !== undefined) recording.streamIntoTrace(this.#streamOriginUs)
     if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)
     this.recording = recording
+  }
+
+  /** Its owner, or undefined when it has none or it was collected. */
+  ownerNow() {
+    if (this.owner === null) return undefined
+    return this.watched ? this.owner.deref() : this.owner
+  }
+
+  /** Holds the owner weakly from now on (the engine watches it for collection); returns the owner. */
+  holdOwnerWeakly() {
+    const owner = this.owner
+    this.owner = new WeakRef(owner)
+    this.watched = true
+    return owner
+  }
+
+  /** No longer watched (stopped, or ended): the owner is held strongly again, if it is still there. */
+  holdOwnerStrongly() {
+    if (!this.watched) return
+    this.owner = this.owner.deref() ?? null
+    this.watched = false
   }
 
   /** The buffer filled: nothing samples on its behalf any more. */
   filled() {
     this.state = 'ended'
-    if (this.#onFull) this.#onFull()
+    if (this.#onFull) this.#onFull(this.ownerNow())
   }
 
   /** Its trace, timestamps relative to `originUs` (a promise when large); the samples are released. */

@@ -13,6 +13,7 @@ pub mod files;
 pub mod interner;
 pub mod intervals;
 pub mod json_path;
+pub mod record_file;
 pub mod recording;
 pub mod sourcemap;
 pub mod summary;

@@ -64,9 +64,10 @@ pub struct Recording {
     /// (index into `chunks`, index into that chunk's samples), in V8's order.
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
-    /// Time of the last kept sample. The sampler's harvests overlap (the bridge profile that keeps V8
-    /// sampling across a restart records the same ticks as the profiles on either side of it), so a
-    /// sample at or before it is one already kept.
+    /// Time of the latest kept sample. Chunks from harvests that overlap (a full restart next to a
+    /// profile that kept running) would hold the same ticks, so a later chunk's sample at or before it
+    /// is one already kept. Within a chunk V8's order is kept as it is, a sample V8 reordered (a
+    /// negative time delta) included, as Chrome keeps it.
     last_kept_us: f64,
     full: bool,
     /// When true, a sample taken exactly at `start_us` belongs to the previous recording (hand-off).
@@ -75,6 +76,24 @@ pub struct Recording {
     intervals: Option<IntervalSet>,
     /// The profiler's own code, left out of the trace's stacks (see [`OwnCode`]).
     own_code: Option<Arc<OwnCode>>,
+    /// Set for a recording converted as it goes (see [`Recording::stream_into_trace`]).
+    streamed: Option<Streamed>,
+}
+
+/// The samples a streaming recording has already converted, and the time origin they count from.
+struct Streamed {
+    time_origin_us: f64,
+    builder: TraceBuilder,
+    samples: usize,
+}
+
+impl std::fmt::Debug for Streamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streamed")
+            .field("time_origin_us", &self.time_origin_us)
+            .field("samples", &self.samples)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Recording {
@@ -94,6 +113,23 @@ impl Recording {
             start_exclusive: false,
             intervals: None,
             own_code: None,
+            streamed: None,
+        }
+    }
+
+    /// Converts the samples into the trace (timestamps relative to `time_origin_us`) as each chunk
+    /// comes, and lets the chunk go: what it holds is the trace's tables and one small sample each,
+    /// however long it runs. For a recording with no end in sight (`jsprof record`, hours long):
+    /// keeping every chunk's call tree would grow with each harvest. Such a recording keeps what it
+    /// took: a later `stop_at` or `keep_intervals` applies to the chunks after it only. Get its
+    /// trace with [`Recording::into_trace`].
+    pub fn stream_into_trace(&mut self, time_origin_us: f64) {
+        if self.streamed.is_none() {
+            self.streamed = Some(Streamed {
+                time_origin_us,
+                builder: TraceBuilder::new(),
+                samples: 0,
+            });
         }
     }
 
@@ -131,7 +167,7 @@ impl Recording {
     }
 
     pub fn sample_count(&self) -> usize {
-        self.selected.len()
+        self.selected.len() + self.streamed.as_ref().map_or(0, |s| s.samples)
     }
 
     /// The number of chunks this recording holds on to.
@@ -153,34 +189,59 @@ impl Recording {
         // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th.
         let decimate = self.interval_us > chunk.interval_us;
         let slack = chunk.interval_us / 2.0;
+        let kept_before = self.last_kept_us;
         for (i, sample) in chunk.profile.samples.iter().enumerate() {
             let t = sample.time;
             if t < self.start_us
                 || (self.start_exclusive && t <= self.start_us)
                 || self.stop_us.is_some_and(|stop| t > stop)
-                || t <= self.last_kept_us
+                || t <= kept_before
                 || (decimate && t < self.next_due_us)
                 || self.intervals.as_ref().is_some_and(|iv| !iv.contains(t))
             {
                 continue;
             }
-            if self.selected.len() >= self.max_samples as usize {
+            if self.sample_count() >= self.max_samples as usize {
                 self.full = true;
                 added.became_full = true;
                 break;
             }
             self.selected.push((chunk_index, i as u32));
             self.next_due_us = t + self.interval_us - slack;
-            self.last_kept_us = t;
+            self.last_kept_us = self.last_kept_us.max(t);
             added.accepted += 1;
         }
         if added.accepted > 0 {
             self.chunks.push(Arc::clone(chunk));
         }
+        if let Some(streamed) = self.streamed.as_mut() {
+            let converter = ProfileConverter::new(&chunk.profile, streamed.time_origin_us);
+            let mut converter = match &self.own_code {
+                Some(own) => converter.hiding(own),
+                None => converter,
+            };
+            for &(_, sample) in &self.selected {
+                let s = converter.sample(&mut streamed.builder, &chunk.profile.samples[sample as usize]);
+                streamed.builder.push_sample(s);
+            }
+            streamed.samples += self.selected.len();
+            self.selected.clear();
+            self.chunks.clear();
+        }
         added
     }
 
+    /// The trace of the kept samples, timestamps relative to `time_origin_us` — for a streaming
+    /// recording, to the origin it was given then.
+    pub fn into_trace(self, time_origin_us: f64) -> ProfilerTrace {
+        match self.streamed {
+            Some(streamed) => streamed.builder.finish(),
+            None => self.build(time_origin_us),
+        }
+    }
+
     /// The spec's trace of the kept samples, timestamps relative to `time_origin_us` (V8's clock).
+    /// A streaming recording holds its samples elsewhere: see [`Recording::into_trace`].
     pub fn build(&self, time_origin_us: f64) -> ProfilerTrace {
         let mut builder = TraceBuilder::new();
         let mut converters: Vec<ProfileConverter> = self
@@ -276,6 +337,16 @@ mod tests {
         r.add_chunk(&chunk(&[4_000.0, 5_000.0], 1_000.0));
         let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
         assert_eq!(ts, vec![1.0, 2.0, 3.0, 3.5, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn a_sample_v8_reordered_keeps_its_place_within_a_chunk() {
+        // timeDeltas can be negative: V8 hands some samples out of time order. Chrome keeps V8's order.
+        let times = [1_000.0, 2_000.0, 1_900.0, 3_000.0];
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        assert_eq!(r.add_chunk(&chunk(&times, 1_000.0)).accepted, 4);
+        let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![1.0, 2.0, 1.9, 3.0]);
     }
 
     #[test]

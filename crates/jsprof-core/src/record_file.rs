@@ -1,0 +1,271 @@
+//! The files of `jsprof record`: the side file, where the recorder appends each harvested [`Chunk`] as
+//! it goes (so a process killed without warning still leaves its samples up to the last harvest), and
+//! the trace file it writes at the end, with the `jsprof` sidecar member beside the spec's members.
+//!
+//! A side-file line is `<interval µs> <V8 CPU profile JSON>`: the chunk's profile in the format
+//! [`Profile::from_json`] reads (ids are node indexes + 1, children listed, times as the signed
+//! deltas V8 writes), so a line reads back into the same chunk. A line torn by a kill in the middle of
+//! a write does not parse and is skipped.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::convert::OwnCode;
+use crate::cpuprofile::Profile;
+use crate::error::{Error, Result};
+use crate::export::cpuprofile::{CallFrame, CpuProfile, CpuProfileNode};
+use crate::recording::{Chunk, Recording};
+use crate::trace::{Frame, ProfilerTrace, Stack, TraceSample};
+
+impl Chunk {
+    /// The chunk as one side-file line (without the newline).
+    pub fn to_line(&self) -> String {
+        let p = &self.profile;
+        let mut nodes: Vec<CpuProfileNode> = p
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| CpuProfileNode {
+                id: i as u32 + 1,
+                call_frame: CallFrame {
+                    function_name: p.string(n.name).to_owned(),
+                    script_id: "0".into(),
+                    url: p.string(n.url).to_owned(),
+                    line_number: n.line.into(),
+                    column_number: n.column.into(),
+                },
+                hit_count: 0,
+                children: Vec::new(),
+            })
+            .collect();
+        for (i, n) in p.nodes.iter().enumerate() {
+            if let Some(parent) = n.parent {
+                nodes[parent as usize].children.push(i as u32 + 1);
+            }
+        }
+        let mut last = p.start_time;
+        let time_deltas = p
+            .samples
+            .iter()
+            .map(|s| {
+                let delta = s.time - last;
+                last = s.time;
+                delta
+            })
+            .collect();
+        let profile = CpuProfile {
+            nodes,
+            start_time: p.start_time,
+            end_time: p.end_time,
+            samples: p.samples.iter().map(|s| s.node + 1).collect(),
+            time_deltas,
+        };
+        // Plain numbers and strings: serializing cannot fail.
+        let json = serde_json::to_string(&profile).unwrap_or_default();
+        format!("{} {json}", self.interval_us)
+    }
+
+    /// A chunk from a side-file line (see [`Chunk::to_line`]).
+    pub fn from_line(line: &str) -> Result<Chunk> {
+        let (interval, json) = line
+            .split_once(' ')
+            .ok_or_else(|| Error::invalid("not a jsprof record chunk line"))?;
+        let interval_us: f64 = interval
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| Error::invalid("not a jsprof record chunk line: bad interval"))?;
+        Ok(Chunk {
+            profile: Profile::from_json(json)?,
+            interval_us,
+        })
+    }
+}
+
+/// The trace of the side file's lines: every chunk that reads back, in order, all their samples at
+/// `interval_us` (the recorder's own interval), timestamps relative to `time_origin_us`, `own` code
+/// left out. Converted chunk by chunk (a streaming recording), so a long recording's side file never
+/// sits in memory as call trees. Returns it and how many lines were skipped (torn or not chunks).
+pub fn trace_from_lines(
+    text: &str,
+    interval_us: f64,
+    time_origin_us: f64,
+    own: Option<Arc<OwnCode>>,
+) -> (ProfilerTrace, usize) {
+    let mut recording = Recording::new(f64::NEG_INFINITY, interval_us, u32::MAX);
+    if let Some(own) = own {
+        recording.hide_own_code(own);
+    }
+    recording.stream_into_trace(time_origin_us);
+    let mut skipped = 0;
+    for line in text.split('\n').filter(|l| !l.trim().is_empty()) {
+        match Chunk::from_line(line) {
+            Ok(chunk) => {
+                recording.add_chunk(&Arc::new(chunk));
+            }
+            Err(_) => skipped += 1,
+        }
+    }
+    (recording.into_trace(time_origin_us), skipped)
+}
+
+/// The `jsprof` member of a recorded trace: `timeOrigin` is the Unix epoch (ms) of the recorded
+/// thread's `performance.timeOrigin`, which the timestamps count from; `threadId` is 0 for a main
+/// thread. A ProfilerTrace reader ignores it; the exporters read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sidecar {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_origin: Option<f64>,
+}
+
+/// A trace file's JSON: the spec's members and `jsprof`, all in lexicographic (WebIDL's) order.
+pub fn trace_file_json(trace: &ProfilerTrace, sidecar: &Sidecar) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct TraceFile<'a> {
+        frames: &'a [Frame],
+        jsprof: &'a Sidecar,
+        resources: &'a [String],
+        samples: &'a [TraceSample],
+        stacks: &'a [Stack],
+    }
+    serde_json::to_vec(&TraceFile {
+        frames: &trace.frames,
+        jsprof: sidecar,
+        resources: &trace.resources,
+        samples: &trace.samples,
+        stacks: &trace.stacks,
+    })
+    .unwrap_or_default()
+}
+
+/// From the earliest to the latest sample, ms (V8 records a few samples out of time order).
+pub fn span_ms(trace: &ProfilerTrace) -> f64 {
+    let (first, last) = trace
+        .samples
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
+            (a.min(s.timestamp), b.max(s.timestamp))
+        });
+    if trace.samples.is_empty() {
+        0.0
+    } else {
+        last - first
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuprofile::ProfileBuilder;
+
+    fn chunk() -> Chunk {
+        let mut b = ProfileBuilder::with_capacity(4);
+        b.add_node(1, "(root)", "", -1, -1).unwrap();
+        b.add_node(5, "main", "file:///a \"q\".js", 3, 7).unwrap();
+        b.add_node(9, "inner", "file:///a.js", 10, 2).unwrap();
+        b.add_node(2, "(garbage collector)", "", -1, -1).unwrap();
+        b.set_children(0, &[5, 2]).unwrap();
+        b.set_children(1, &[9]).unwrap();
+        // A negative delta: V8 reorders some samples; the order is kept.
+        let profile = b
+            .finish(&[9, 5, 2, 9], &[10.0, 1000.0, -300.0, 1300.0], 5_000.0, 8_000.0)
+            .unwrap();
+        Chunk {
+            profile,
+            interval_us: 1000.0,
+        }
+    }
+
+    #[test]
+    fn a_chunk_line_reads_back_as_the_same_chunk() {
+        let c = chunk();
+        let line = c.to_line();
+        assert!(!line.contains('\n'));
+        let back = Chunk::from_line(&line).unwrap();
+        assert_eq!(back.interval_us, 1000.0);
+        assert_eq!(back.profile, c.profile);
+    }
+
+    #[test]
+    fn torn_and_foreign_lines_are_skipped() {
+        let line = chunk().to_line();
+        let text = format!("{line}\n{}\nnot a chunk\n{line}\n", &line[..line.len() / 2]);
+        let (trace, skipped) = trace_from_lines(&text, 1000.0, 5_000.0, None);
+        assert_eq!(skipped, 2);
+        // The second copy repeats the first one's times: a recording keeps each tick once, the one
+        // V8 reordered included (in V8's order, within its chunk).
+        let times: Vec<f64> = trace.samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(times, vec![0.01, 1.01, 0.71, 2.01]);
+        assert!(Chunk::from_line("0 {}").is_err());
+    }
+
+    #[test]
+    fn a_streaming_recording_gives_the_trace_a_kept_one_gives() {
+        let first = Arc::new(chunk());
+        let mut later = chunk();
+        // The same tree, later samples: the stacks are shared, the chunks are not kept.
+        for s in &mut later.profile.samples {
+            s.time += 10_000.0;
+        }
+        let later = Arc::new(later);
+        let own = Arc::new(OwnCode::new(["file:///a.js".to_owned()]));
+        let mut kept = Recording::new(0.0, 1000.0, u32::MAX);
+        kept.hide_own_code(Arc::clone(&own));
+        let mut streamed = Recording::new(0.0, 1000.0, u32::MAX);
+        streamed.hide_own_code(own);
+        streamed.stream_into_trace(5_000.0);
+        for c in [&first, &later] {
+            assert_eq!(kept.add_chunk(c), streamed.add_chunk(c));
+        }
+        assert_eq!(streamed.sample_count(), kept.sample_count());
+        assert_eq!(streamed.chunk_count(), 0, "no call tree is held");
+        assert_eq!(kept.chunk_count(), 2);
+        assert_eq!(streamed.into_trace(0.0), kept.into_trace(5_000.0));
+    }
+
+    #[test]
+    fn a_streaming_recording_keeps_its_buffer_limit() {
+        let mut r = Recording::new(0.0, 1000.0, 2);
+        r.stream_into_trace(0.0);
+        let added = r.add_chunk(&Arc::new(chunk()));
+        assert_eq!((added.accepted, added.became_full), (2, true));
+        assert_eq!(r.add_chunk(&Arc::new(chunk())).accepted, 0);
+        assert_eq!(r.into_trace(0.0).samples.len(), 2);
+    }
+
+    #[test]
+    fn the_trace_file_has_the_sidecar_in_webidl_order() {
+        let (trace, _) = trace_from_lines(&chunk().to_line(), 1000.0, 5_000.0, None);
+        let sidecar = Sidecar {
+            pid: Some(42),
+            thread_id: Some(0),
+            time_origin: Some(1.5e12),
+        };
+        let text = String::from_utf8(trace_file_json(&trace, &sidecar)).unwrap();
+        let keys: Vec<usize> = [
+            "\"frames\"",
+            "\"jsprof\"",
+            "\"resources\"",
+            "\"samples\"",
+            "\"stacks\"",
+        ]
+        .iter()
+        .map(|k| text.find(k).unwrap())
+        .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(
+            text.contains(r#""jsprof":{"pid":42,"threadId":0,"timeOrigin":1500000000000.0}"#),
+            "{text}"
+        );
+        let back: ProfilerTrace = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, trace);
+        assert!((span_ms(&trace) - 2.0).abs() < 1e-9);
+        assert_eq!(span_ms(&ProfilerTrace::default()), 0.0);
+    }
+}
