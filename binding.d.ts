@@ -102,9 +102,17 @@ export declare class TraceHandle {
   tablesJson(): string
   /**
    * The same samples over new tables (`{ resources, frames, stacks }` JSON, from source maps),
-   * each sample's stack renumbered through `stackMap` (old id -> new id).
+   * each sample's stack renumbered through `stackMap` (old id -> new id). The samples move to the
+   * new handle (this one keeps its tables and no samples): ten million of them are 240 MB, not to be
+   * held twice. When nothing changed (no frame had a map), both handles share the trace.
    */
   withTables(tablesJson: string, stackMap: Uint32Array): TraceHandle
+  /**
+   * Frees the memory of `bytes` (an input this handle was read from) now, instead of whenever V8
+   * collects it: the buffer is detached (its length becomes 0). For the CLI, which reads files of
+   * up to 512 MiB and has no further use for them.
+   */
+  static releaseInput(bytes: ArrayBuffer): void
 }
 
 export interface Added {
@@ -125,15 +133,21 @@ export declare function clearAttributionCache(): void
 export declare function clearSourceMapCache(): void
 
 /**
- * `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
- * strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
- * timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
- * as `Buffer#toString` would read it (U+FFFD for each bad sequence).
+ * `fromCpuProfile` on JSON text given as UTF-8 bytes (a Buffer or typed array, a file's contents),
+ * with timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is
+ * read as `Buffer#toString` would read it (U+FFFD for each bad sequence).
  *
  * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see [`set_own_code`]), for the
  * profiles jsprof-node records itself (`jsprof record`).
  */
 export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
+
+/**
+ * `fromCpuProfile` on JSON text given as a JS string: copied once as UTF-8 (a lone surrogate becomes
+ * U+FFFD, as `Buffer.from(text)` makes it), with no JS Buffer in between: the facade would otherwise
+ * scan the string for its UTF-8 length and copy it into fresh memory.
+ */
+export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
 /** Reads an `ExportProfilesServiceResponse` body's `partial_success`. */
 export declare function decodeOtlpPartialSuccess(body: Buffer): OtlpPartialSuccess | null
@@ -147,16 +161,19 @@ export declare function dieOfSignal(signal: number): void
 /** Folded stacks text. */
 export declare function exportCollapsed(trace: TraceInput): string
 
-/** `.cpuprofile` JSON text. */
-export declare function exportCpuProfile(trace: TraceInput): string
+/** `.cpuprofile` JSON, as UTF-8 bytes. */
+export declare function exportCpuProfile(trace: TraceInput): Buffer
+
+/**
+ * The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s tree coloured by how
+ * each frame's share changed since `base`.
+ */
+export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput, title?: string | undefined | null): string
 
 /** SVG text, or with `html` the self-contained HTML page. */
 export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
-/**
- * Firefox Profiler processed-profile JSON, as UTF-8 bytes: a large profile's JSON goes to a file
- * without being made a JS string (hundreds of MB for ten million samples).
- */
+/** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
 export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /**
@@ -168,8 +185,8 @@ export declare function exportOtlpProfiles(trace: TraceInput, timeOriginMs?: num
 /** Gzipped `profile.proto` bytes. */
 export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | undefined | null): Buffer
 
-/** speedscope JSON text. */
-export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): string
+/** speedscope JSON, as UTF-8 bytes. */
+export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -277,13 +294,17 @@ export declare function traceFileFromCpuProfile(json: Uint8Array, timeOriginUs: 
 export declare function traceFromChunkLines(lines: Uint8Array, intervalUs: number, timeOriginUs: number, sidecar: TraceSidecar): RecordedTrace
 
 /**
- * A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text
- * (`JSON.parse` is V8's fastest object factory) and the samples, which dominate, as columns the
- * facade zips into `{ timestamp, stackId?, marker? }` objects.
+ * A trace in the shape that is cheapest to turn into JS objects: the frames and resources (strings)
+ * as JSON text (`JSON.parse` is V8's fastest object factory for them), the stacks and the samples,
+ * which are many and small, as columns the facade zips into `{ frameId, parentId? }` and
+ * `{ timestamp, stackId?, marker? }` objects.
  */
 export interface TraceParts {
-  /** `{"resources":[…],"frames":[…],"stacks":[…]}` */
+  /** `{"frames":[…],"resources":[…]}` */
   tables: string
+  stackFrames: Uint32Array
+  /** -1 where the stack has no parent. */
+  stackParents: Int32Array
   timestamps: Float64Array
   /** -1 where the sample has no stack. */
   stackIds: Int32Array
@@ -305,6 +326,12 @@ export interface TraceTiming {
   /** The median gap between samples in time order, ms (0 with fewer than 2). */
   intervalMs: number
 }
+
+/**
+ * A frame label (or a `summarize` row name) without its `:line:column`: how `jsprof diff` knows a
+ * function moved by an edit.
+ */
+export declare function unplacedLabel(label: string): string
 
 /**
  * Gives `signal` back its default action if the native handler has it (when the watcher cannot

@@ -157,6 +157,40 @@ describe('jsprof diff', () => {
     assert.doesNotMatch(text, /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/)
   }
 
+  test('the flame graph shows any name as the trace spells it (a ; stays a ;) and draws a 20,000-deep stack', () => {
+    const depth = 20_000
+    // A chain of `depth` frames, each level sampled once, under a frame named `a;b <x>`; the new
+    // profile spends more of its time at the bottom of the chain.
+    const traceOf = (extraAtBottom) => {
+      const trace = { resources: ['file:///app/deep.js'], frames: [{ name: 'a;b <x>', resourceId: 0, line: 1, column: 1 }], stacks: [{ frameId: 0 }], samples: [] }
+      for (let i = 1; i <= depth; i++) {
+        trace.frames.push({ name: `f${i}`, resourceId: 0, line: i + 1, column: 1 })
+        trace.stacks.push({ frameId: i, parentId: i - 1 })
+      }
+      let t = 0
+      for (let i = 0; i <= depth; i++) trace.samples.push({ timestamp: t++, stackId: i })
+      for (let i = 0; i < extraAtBottom; i++) trace.samples.push({ timestamp: t++, stackId: depth })
+      return trace
+    }
+    const baseFile = path.join(tmp, 'deep-base.json')
+    const newFile = path.join(tmp, 'deep-new.json')
+    fs.writeFileSync(baseFile, JSON.stringify(traceOf(0)))
+    fs.writeFileSync(newFile, JSON.stringify(traceOf(depth)))
+    const svg = path.join(tmp, 'deep-diff.svg')
+    const r = jsprof(['diff', baseFile, newFile, '-o', svg, '--top', '1'])
+    assert.equal(r.code, 0, r.stderr)
+    const text = fs.readFileSync(svg, 'utf8')
+    assert.match(text, /<\/svg>\n$/)
+    assert.match(text, /<title>a;b &lt;x&gt; \(\/app\/deep\.js:1:1\) — 100\.00% of the time \(base 100\.00%, \+0\.00 points\)<\/title>/)
+    assert.doesNotMatch(text, /a:b/)
+    const levels = [...text.matchAll(/<title>f(\d+) \(/g)].length
+    assert.equal(levels, depth, 'every level of the chain is drawn once')
+    // The bottom of the chain grew most (the deepest red): half of the new profile's time (20,001 of
+    // 40,001 samples) against 1/20,001 of the base's.
+    const bottom = new RegExp(`<title>f${depth} \\([^<]*— 50\\.00% of the time \\(base 0\\.00%, \\+50\\.00 points\\)</title><rect [^>]*fill="rgb\\(250,30,30\\)"`)
+    assert.match(text, bottom)
+  })
+
   test('bad input: one line, exit 2', () => {
     for (const [args, pattern] of [
       [['diff', base], /expected two profiles/],

@@ -272,4 +272,15 @@ test('deep stacks: a 20,000-deep chain is summarized and drawn; formats that rep
   for (const name of ['toPprof', 'toSpeedscope', 'toCollapsed']) {
     assert.throws(() => jsprof[name](trace), (err) => err instanceof RangeError && /hold 200010000 frames in all, more than its limit of 50000000/.test(err.message), name)
   }
+  // The CLI says so in one line (exit 1, nothing written), not as an internal error.
+  const file = writeTrace('deep.json', trace)
+  for (const to of ['speedscope', 'collapsed', 'pprof']) {
+    const out = path.join(tmp, `deep-out.${to}`)
+    const r = run(['convert', file, '--to', to, '-o', out])
+    assert.equal(r.code, 1, r.stderr)
+    assert.match(r.stderr, new RegExp(`^jsprof: cannot write --to ${to}: to\\w+ repeats whole stacks, and this trace's stacks hold 200010000 frames in all, more than its limit of 50000000: [^\\n]*\\n$`))
+    assert.equal(fs.existsSync(out), false)
+  }
+  const r = run(['convert', file, '--to', 'gecko', '-o', path.join(tmp, 'deep-out.gecko.json')])
+  assert.equal(r.code, 0, r.stderr)
 })

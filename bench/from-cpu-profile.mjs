@@ -44,15 +44,14 @@ export function timeInterleaved(candidates, { reps, warmup, gc }) {
 
 /** The candidates: the whole calls, and ours split into its native and JS (assembly) parts. */
 export function candidates(text) {
-  // The text is ASCII, so its bytes are a latin1 copy, as fromCpuProfile makes them.
-  let parts = binding.convertCpuProfile(Buffer.from(text, 'latin1'))
+  let parts = binding.convertCpuProfileText(text)
   return {
     ours: () => fromCpuProfile(text),
+    jsonParse: () => JSON.parse(text),
     baseline: () => baselineFromCpuProfile(text),
     oursNative: () => {
-      parts = binding.convertCpuProfile(Buffer.from(text, 'latin1'))
+      parts = binding.convertCpuProfileText(text)
     },
     oursAssemble: () => assembleTrace(parts),
-    jsonParse: () => JSON.parse(text),
   }
 }

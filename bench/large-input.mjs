@@ -39,7 +39,9 @@ try {
     ['convert', file, '--to', 'cpuprofile', '-o', path.join(dir, 'out.cpuprofile')],
     ['convert', file, '--to', 'gecko', '-o', path.join(dir, 'out.gecko.json')],
     ['convert', file, '--to', 'speedscope', '-o', path.join(dir, 'out.speedscope.json')],
+    ['convert', file, '--to', 'collapsed', '-o', path.join(dir, 'out.collapsed.txt')],
     ['flamegraph', file, '-o', path.join(dir, 'out.svg')],
+    ['flamegraph', file, '--html', '-o', path.join(dir, 'out.html')],
   ]) {
     const t0 = performance.now()
     // GNU time gives the child's peak RSS; without it (no `time` package), no memory figure.
@@ -48,9 +50,12 @@ try {
       ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...command], { encoding: 'utf8', maxBuffer: 1 << 26 })
       : spawnSync(process.execPath, [BIN, ...command], { encoding: 'utf8', maxBuffer: 1 << 26 })
     const ms = performance.now() - t0
-    const kb = timed ? Number(r.stderr.trim().split('\n').pop()) : NaN
+    const lines = r.stderr.trim().split('\n')
+    const kb = timed ? Number(lines.pop()) : NaN
     const shown = command.map((a) => (a.startsWith(dir) ? path.basename(a) : a)).join(' ')
-    console.log(`| jsprof ${shown} | ${(ms / 1000).toFixed(1)} s | ${(kb / 1024).toFixed(0)} MB | ${r.status} |`)
+    // What a failing command said (its one line), so that a refusal shows as one.
+    const said = r.status === 0 ? '' : ` ${lines.filter((l) => !l.startsWith('Command exited')).join(' ').slice(0, 160)}`
+    console.log(`| jsprof ${shown} | ${(ms / 1000).toFixed(1)} s | ${(kb / 1024).toFixed(0)} MB | ${r.status}${said} |`)
   }
 } finally {
   fs.rmSync(dir, { recursive: true, force: true })

@@ -2,10 +2,11 @@
 //
 //  1. Event-loop stalls: jsprof-node's Profiler vs a bare node:inspector session, same workload
 //     (300 generated functions in a real module file), 1 ms sampling, modes alternated A B A B.
-//  2. fromCpuProfile(jsonText) on a multi-MB profile vs a straightforward JS conversion.
+//  2. fromCpuProfile(jsonText) on multi-MB profiles (sample-heavy, node-heavy, BENCH_PROFILE=files) vs
+//     JSON.parse(jsonText) alone and vs a straightforward JS conversion.
 //  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
 //
-// Environment knobs: BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
+// Environment knobs: BENCH_PROFILE (.cpuprofile files for part 2), BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
 // BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server,
 // BENCH_SERVER_ROUNDS (default 5).
 
@@ -127,29 +128,44 @@ async function stallBench() {
   }
 }
 
+/** The profiles of part 2: sample-heavy and node-heavy (synthesized), and any given in BENCH_PROFILE. */
+function convertProfiles() {
+  const profiles = [
+    ['sample-heavy (synthesized)', makeProfileText()],
+    ['node-heavy (synthesized)', makeProfileText({ nodeCount: 40_000, sampleCount: 20_000 })],
+  ]
+  for (const file of (process.env.BENCH_PROFILE || '').split(',').filter(Boolean)) {
+    profiles.push([file, readFileSync(file, 'utf8')])
+  }
+  return profiles
+}
+
 function convertBench() {
-  console.log(`\n## 2. fromCpuProfile(jsonText) vs a straightforward JS conversion (bench/baseline-from-cpu-profile.mjs)`)
-  const text = makeProfileText()
-  const trace = assertSameTraces(text)
+  console.log(`\n## 2. fromCpuProfile(jsonText) vs JSON.parse(jsonText) alone, and vs a straightforward JS conversion (bench/baseline-from-cpu-profile.mjs)`)
+  const gcEach = Boolean(process.env.BENCH_GC)
+  const rows = []
+  for (const [name, text] of convertProfiles()) {
+    const trace = assertSameTraces(text)
+    console.log(
+      `${name}: ${(text.length / 1e6).toFixed(2)} MB of JSON, ${trace.samples.length} samples -> ${trace.frames.length} frames, ${trace.stacks.length} stacks, ${trace.resources.length} resources (traces asserted deep-equal)`,
+    )
+    const times = timeInterleaved(candidates(text), { reps: REPS, warmup: 3, gc: gcEach ? gc : null })
+    rows.push({ name, m: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])) })
+  }
+  table(rows, [
+    ['profile', (r) => r.name],
+    ['fromCpuProfile', (r) => f1(r.m.ours)],
+    ['JSON.parse alone', (r) => f1(r.m.jsonParse)],
+    ['ours / JSON.parse', (r) => ratio(r.m.ours, r.m.jsonParse)],
+    ['native part', (r) => f1(r.m.oursNative)],
+    ['JS part', (r) => f1(r.m.oursAssemble)],
+    ['baseline JS conversion', (r) => f1(r.m.baseline)],
+    ['speed-up', (r) => ratio(r.m.baseline, r.m.ours)],
+  ])
   console.log(
-    `profile: ${(text.length / 1e6).toFixed(2)} MB of JSON, ${trace.samples.length} samples -> ${trace.frames.length} frames, ${trace.stacks.length} stacks, ${trace.resources.length} resources (traces asserted deep-equal)`,
+    `(median ms of ${REPS}, candidates interleaved${gcEach ? ', gc() before each call, outside the timing' : ''}; goal: ours / JSON.parse ≤ 1.00×. ` +
+      'native part: the text copied into Rust, parsed, validated and converted into columns; JS part: frames JSON.parse, stack and sample objects)',
   )
-  const times = timeInterleaved(candidates(text), { reps: REPS, warmup: 3, gc: process.env.BENCH_GC ? gc : null })
-  const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]))
-  table(
-    [
-      ['fromCpuProfile (jsprof-node)', m.ours],
-      ['baseline JS conversion', m.baseline],
-      ['  ours: native part (parse + convert in Rust)', m.oursNative],
-      ['  ours: JS part (tables JSON.parse + sample objects)', m.oursAssemble],
-      ['  for scale: JSON.parse(text) alone', m.jsonParse],
-    ].map(([what, ms]) => ({ what, ms })),
-    [
-      ['what', (r) => r.what.padEnd(52)],
-      ['median ms', (r) => f1(r.ms)],
-    ],
-  )
-  console.log(`speed-up: ${ratio(m.baseline, m.ours)} (target ≥ 5×); medians of ${REPS}${process.env.BENCH_GC ? ", gc() before each call, outside the timing" : ""}`)
 }
 
 console.log(`# jsprof-node benchmarks\nmachine: ${machine()}`)

@@ -6,20 +6,18 @@ const { binding, callNative } = require('./native')
 const { assembleTrace } = require('./trace')
 
 /**
- * The profile as UTF-8 bytes for the binding. Bytes pass as they are; an ASCII string (what V8 and
- * DevTools write) becomes bytes by a plain copy (`latin1`), any other string by UTF-8 encoding; an
- * object is serialized first.
+ * The binding's call for the profile: JSON text goes as the string itself (Rust copies it once as
+ * UTF-8), bytes as they are; an object is serialized first.
  */
-function profileBytes(profile) {
-  if (typeof profile === 'string') {
-    return Buffer.from(profile, Buffer.byteLength(profile, 'utf8') === profile.length ? 'latin1' : 'utf8')
-  }
+function converter(profile) {
+  if (typeof profile === 'string') return (origin) => binding.convertCpuProfileText(profile, origin)
   if (ArrayBuffer.isView(profile)) {
-    return new Uint8Array(profile.buffer, profile.byteOffset, profile.byteLength)
+    const bytes = new Uint8Array(profile.buffer, profile.byteOffset, profile.byteLength)
+    return (origin) => binding.convertCpuProfile(bytes, origin)
   }
   if (profile !== null && typeof profile === 'object') {
     // A JS object graph that is not plain JSON (cycles, BigInt) fails here with a TypeError.
-    return profileBytes(JSON.stringify(profile))
+    return converter(JSON.stringify(profile))
   }
   throw new TypeError(
     `fromCpuProfile: expected a V8 CPU profile (an object, its JSON text or a Buffer), got ${profile === null ? 'null' : typeof profile}`,
@@ -27,7 +25,7 @@ function profileBytes(profile) {
 }
 
 function fromCpuProfile(profile, options) {
-  const bytes = profileBytes(profile)
+  const convert = converter(profile)
   let timeOrigin
   if (options !== undefined && options !== null) {
     if (typeof options !== 'object') throw new TypeError('fromCpuProfile: options must be an object')
@@ -38,7 +36,7 @@ function fromCpuProfile(profile, options) {
       }
     }
   }
-  return assembleTrace(callNative(() => binding.convertCpuProfile(bytes, timeOrigin)))
+  return assembleTrace(callNative(() => convert(timeOrigin)))
 }
 
 module.exports = { fromCpuProfile }

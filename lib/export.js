@@ -76,9 +76,9 @@ function readOptions(options, fn, spec) {
   return out
 }
 
-// The JSON formats as the text Rust writes: the public functions parse it into objects; the CLI
-// writes it as it is (a large profile's Gecko JSON parsed and stringified again tripled its memory).
-// The Gecko JSON comes as UTF-8 bytes (a Buffer), the largest of them: never a JS string on the CLI's way.
+// The JSON formats as the text Rust writes, UTF-8 bytes (a Buffer): the public functions parse it into
+// objects; the CLI writes it as it is, never a JS string on its way (a large profile's Gecko JSON parsed
+// and stringified again tripled its memory; ten million samples' .cpuprofile is 110 MB of text).
 const JSON_TEXT = {
   toCpuProfile(trace) {
     const text = traceJson(trace, 'toCpuProfile')
@@ -100,13 +100,13 @@ const JSON_TEXT = {
 }
 
 /** V8's `.cpuprofile` object; `fromCpuProfile(result, { timeOrigin: 0 })` gives the trace back. */
-const toCpuProfile = (trace) => JSON.parse(JSON_TEXT.toCpuProfile(trace))
+const toCpuProfile = (trace) => JSON.parse(JSON_TEXT.toCpuProfile(trace).toString('utf8'))
 
 /** The Firefox Profiler's processed profile (version 58) object. */
 const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(trace, options).toString('utf8'))
 
 /** A speedscope file object. */
-const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options))
+const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options).toString('utf8'))
 
 /** Gzipped pprof `profile.proto` bytes, as a Buffer. */
 function toPprof(trace, options) {
@@ -161,4 +161,16 @@ function toFlameGraph(trace, options) {
   return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
-module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph, JSON_TEXT, clock }
+/**
+ * The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s call tree, each frame
+ * coloured by how its share changed since `base`. Drawn in Rust from both traces' own stack trees, as
+ * toFlameGraph is (not part of the package's API).
+ */
+function toDiffFlameGraph(base, next, options) {
+  const baseText = traceJson(base, 'toDiffFlameGraph')
+  const nextText = traceJson(next, 'toDiffFlameGraph')
+  const o = readOptions(options, 'toDiffFlameGraph', { title: 'string' })
+  return callNative(() => binding.exportDiffFlameGraph(baseText, nextText, o.title))
+}
+
+module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph, toDiffFlameGraph, JSON_TEXT, clock }

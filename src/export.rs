@@ -23,19 +23,21 @@ pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
     }
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string(value)
+/// JSON text as UTF-8 bytes (a Buffer): a large profile's JSON goes to a file without being made a JS
+/// string (hundreds of MB for ten million samples), and the public functions parse it from there.
+fn to_json<T: serde::Serialize>(value: &T) -> Result<Buffer> {
+    serde_json::to_vec(value)
+        .map(Buffer::from)
         .map_err(|e| Error::from_reason(format!("jsprof-node: could not write JSON: {e}")))
 }
 
-/// `.cpuprofile` JSON text.
+/// `.cpuprofile` JSON, as UTF-8 bytes.
 #[napi(catch_unwind)]
-pub fn export_cpu_profile(trace: TraceInput<'_>) -> Result<String> {
+pub fn export_cpu_profile(trace: TraceInput<'_>) -> Result<Buffer> {
     to_json(&export::cpuprofile::to_cpu_profile(&*trace_of(trace)?))
 }
 
-/// Firefox Profiler processed-profile JSON, as UTF-8 bytes: a large profile's JSON goes to a file
-/// without being made a JS string (hundreds of MB for ten million samples).
+/// Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]).
 #[napi(catch_unwind)]
 pub fn export_gecko_profile(
     trace: TraceInput<'_>,
@@ -53,14 +55,14 @@ pub fn export_gecko_profile(
         .map_err(|e| Error::from_reason(format!("jsprof-node: could not write JSON: {e}")))
 }
 
-/// speedscope JSON text.
+/// speedscope JSON, as UTF-8 bytes.
 #[napi(catch_unwind)]
 pub fn export_speedscope(
     trace: TraceInput<'_>,
     name: Option<String>,
     time_origin_ms: Option<f64>,
     pid: Option<u32>,
-) -> Result<String> {
+) -> Result<Buffer> {
     let trace = trace_of(trace)?;
     let name = name.or_else(|| time_origin_ms.map(|o| export::speedscope::clock_name(&trace, o, pid)));
     to_json(&export::speedscope::to_speedscope(&trace, name.as_deref()).map_err(core_error)?)
@@ -146,4 +148,27 @@ pub fn export_flame_graph(
     } else {
         export::flamegraph::to_flame_graph(&trace, &options).map_err(core_error)
     }
+}
+
+/// The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s tree coloured by how
+/// each frame's share changed since `base`.
+#[napi(catch_unwind)]
+pub fn export_diff_flame_graph(
+    base: TraceInput<'_>,
+    next: TraceInput<'_>,
+    title: Option<String>,
+) -> Result<String> {
+    let options = FlameGraphOptions {
+        title,
+        ..Default::default()
+    };
+    let (base, next) = (trace_of(base)?, trace_of(next)?);
+    export::flamegraph::to_diff_flame_graph(&base, &next, &options).map_err(core_error)
+}
+
+/// A frame label (or a `summarize` row name) without its `:line:column`: how `jsprof diff` knows a
+/// function moved by an edit.
+#[napi(catch_unwind)]
+pub fn unplaced_label(label: String) -> String {
+    export::unplaced(&label).into_owned()
 }

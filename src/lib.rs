@@ -47,13 +47,17 @@ pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T>
     })
 }
 
-/// A trace in the shape that is cheapest to turn into JS objects: the small tables as JSON text
-/// (`JSON.parse` is V8's fastest object factory) and the samples, which dominate, as columns the
-/// facade zips into `{ timestamp, stackId?, marker? }` objects.
+/// A trace in the shape that is cheapest to turn into JS objects: the frames and resources (strings)
+/// as JSON text (`JSON.parse` is V8's fastest object factory for them), the stacks and the samples,
+/// which are many and small, as columns the facade zips into `{ frameId, parentId? }` and
+/// `{ timestamp, stackId?, marker? }` objects.
 #[napi(object)]
 pub struct TraceParts {
-    /// `{"resources":[…],"frames":[…],"stacks":[…]}`
+    /// `{"frames":[…],"resources":[…]}`
     pub tables: String,
+    pub stack_frames: Uint32Array,
+    /// -1 where the stack has no parent.
+    pub stack_parents: Int32Array,
     pub timestamps: Float64Array,
     /// -1 where the sample has no stack.
     pub stack_ids: Int32Array,
@@ -64,85 +68,94 @@ pub struct TraceParts {
 /// [`TraceParts`] before the typed arrays exist: plain data that can be built off the main thread.
 pub struct PlainParts {
     tables: String,
+    stack_frames: Vec<u32>,
+    stack_parents: Vec<i32>,
     samples: SampleColumns,
 }
 
-/// The samples as the columns of [`TraceParts`].
+/// The samples as the columns of [`TraceParts`]; what `fromCpuProfile`'s one pass writes them into.
+#[derive(Default)]
 struct SampleColumns {
     timestamps: Vec<f64>,
     stack_ids: Vec<i32>,
     markers: Vec<u8>,
 }
 
+impl core::cpuprofile::SampleSink for SampleColumns {
+    fn reserve(&mut self, additional: usize) {
+        self.timestamps.reserve_exact(additional);
+        self.stack_ids.reserve_exact(additional);
+        self.markers.reserve_exact(additional);
+    }
+
+    #[inline]
+    fn push_leaf(&mut self, stack_id: Option<u32>, marker: Option<Marker>) {
+        self.stack_ids.push(stack_id.map_or(-1, |id| id as i32));
+        self.markers.push(Marker::code(marker));
+    }
+
+    #[inline]
+    fn push_timestamp(&mut self, timestamp: f64) -> bool {
+        let room = self.timestamps.len() < self.stack_ids.len();
+        if room {
+            self.timestamps.push(timestamp);
+        }
+        room
+    }
+
+    fn complete(&self) -> bool {
+        self.timestamps.len() == self.stack_ids.len()
+    }
+}
+
 impl SampleColumns {
-    fn collect(samples: impl ExactSizeIterator<Item = core::TraceSample>) -> SampleColumns {
-        let n = samples.len();
-        let mut columns = SampleColumns {
-            timestamps: Vec::with_capacity(n),
-            stack_ids: Vec::with_capacity(n),
-            markers: Vec::with_capacity(n),
-        };
+    fn collect(samples: &[core::TraceSample]) -> SampleColumns {
+        use core::cpuprofile::SampleSink;
+        let mut columns = SampleColumns::default();
+        columns.reserve(samples.len());
         for s in samples {
-            columns.timestamps.push(s.timestamp);
-            columns.stack_ids.push(s.stack_id.map_or(-1, |id| id as i32));
-            columns.markers.push(Marker::code(s.marker));
+            columns.push_leaf(s.stack_id, s.marker);
+            columns.push_timestamp(s.timestamp);
         }
         columns
     }
 }
 
 impl PlainParts {
-    fn tables_json(resources: &[String], frames: &[core::Frame], stacks: &[core::Stack]) -> Result<String> {
+    /// The parts of a trace's tables (its samples, if any, are not looked at).
+    fn of_tables(tables: &ProfilerTrace, samples: SampleColumns) -> Result<PlainParts> {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
             frames: &'a [core::Frame],
             resources: &'a [String],
-            stacks: &'a [core::Stack],
         }
-        serde_json::to_string(&Tables {
-            frames,
-            resources,
-            stacks,
+        let json = serde_json::to_string(&Tables {
+            frames: &tables.frames,
+            resources: &tables.resources,
         })
-        .map_err(|e| Error::from_reason(e.to_string()))
+        .map_err(|e| Error::from_reason(e.to_string()))?;
+        Ok(PlainParts {
+            tables: json,
+            stack_frames: tables.stacks.iter().map(|s| s.frame_id).collect(),
+            stack_parents: tables
+                .stacks
+                .iter()
+                .map(|s| s.parent_id.map_or(-1, |p| p as i32))
+                .collect(),
+            samples,
+        })
     }
 
     pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
-        Ok(PlainParts {
-            tables: Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?,
-            samples: SampleColumns::collect(trace.samples.iter().copied()),
-        })
-    }
-
-    /// The whole profile converted as [`core::trace_from_profile`] does, but each sample goes straight
-    /// into the columns (no intermediate `Vec<TraceSample>`).
-    pub(crate) fn from_profile(
-        profile: &core::Profile,
-        time_origin_us: f64,
-        own_code: Option<&core::OwnCode>,
-    ) -> Result<PlainParts> {
-        let mut builder = core::TraceBuilder::new();
-        let converter = core::convert::ProfileConverter::new(profile, time_origin_us);
-        let mut converter = match own_code {
-            Some(own) => converter.hiding(own),
-            None => converter,
-        };
-        let samples = SampleColumns::collect(
-            profile
-                .samples
-                .iter()
-                .map(|sample| converter.sample(&mut builder, sample)),
-        );
-        let trace = builder.finish();
-        Ok(PlainParts {
-            tables: Self::tables_json(&trace.resources, &trace.frames, &trace.stacks)?,
-            samples,
-        })
+        let samples = SampleColumns::collect(&trace.samples);
+        Self::of_tables(&trace, samples)
     }
 
     pub(crate) fn into_js(self) -> TraceParts {
         TraceParts {
             tables: self.tables,
+            stack_frames: Uint32Array::new(self.stack_frames),
+            stack_parents: Int32Array::new(self.stack_parents),
             timestamps: Float64Array::new(self.samples.timestamps),
             stack_ids: Int32Array::new(self.samples.stack_ids),
             markers: Uint8Array::new(self.samples.markers),
@@ -150,10 +163,9 @@ impl PlainParts {
     }
 }
 
-/// `fromCpuProfile` on JSON text given as UTF-8 bytes (the facade hands over a Buffer: for ASCII
-/// strings that is a plain copy, where a `String` argument would cost a UTF-8 transcoding pass), with
-/// timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is read
-/// as `Buffer#toString` would read it (U+FFFD for each bad sequence).
+/// `fromCpuProfile` on JSON text given as UTF-8 bytes (a Buffer or typed array, a file's contents),
+/// with timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is
+/// read as `Buffer#toString` would read it (U+FFFD for each bad sequence).
 ///
 /// `hideOwnCode`: leave jsprof-node's own code out of the stacks (see [`set_own_code`]), for the
 /// profiles jsprof-node records itself (`jsprof record`).
@@ -168,11 +180,70 @@ pub fn convert_cpu_profile(
         Ok(text) => std::borrow::Cow::Borrowed(text),
         Err(_) => String::from_utf8_lossy(json),
     };
-    let profile = core::Profile::from_json(&text).map_err(core_error)?;
-    drop(text);
-    let origin = time_origin_us.unwrap_or(profile.start_time);
     let own = hide_own_code.unwrap_or(false).then(own_code).flatten();
-    Ok(PlainParts::from_profile(&profile, origin, own.as_deref())?.into_js())
+    // One pass from the text to the columns; anything unusual (and every error) takes the road that
+    // words errors, with the same result.
+    let parts = match core::cpuprofile::read_straight::<SampleColumns>(&text, time_origin_us, own.as_deref())
+    {
+        Some(read) => PlainParts::of_tables(&read.tables, read.samples)?,
+        None => PlainParts::from_trace(
+            core::cpuprofile::trace_by_profile(&text, time_origin_us, own.as_deref()).map_err(core_error)?,
+        )?,
+    };
+    Ok(parts.into_js())
+}
+
+/// Strings up to this many UTF-16 units are copied into [`TEXT`], kept for the next call.
+const TEXT_REUSE_MAX_UNITS: usize = 4 << 20;
+
+thread_local! {
+    /// The UTF-8 copy of `fromCpuProfile`'s text, kept between calls: fresh memory for each call costs
+    /// a page fault per 4 KB (about 1 ms for a 4 MB profile). At most 3 × 4 Mi units + 1 (12 MiB), and
+    /// only as much of it is ever touched as the largest text needed.
+    static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `fromCpuProfile` on JSON text given as a JS string: copied once as UTF-8 (a lone surrogate becomes
+/// U+FFFD, as `Buffer.from(text)` makes it), with no JS Buffer in between: the facade would otherwise
+/// scan the string for its UTF-8 length and copy it into fresh memory.
+#[napi(catch_unwind)]
+pub fn convert_cpu_profile_text(
+    text: napi::JsString,
+    time_origin_us: Option<f64>,
+    hide_own_code: Option<bool>,
+) -> Result<TraceParts> {
+    let units = text.utf16_len()?;
+    if units > TEXT_REUSE_MAX_UNITS {
+        return convert_cpu_profile(text.into_utf8()?.as_slice(), time_origin_us, hide_own_code);
+    }
+    TEXT.with(|cell| {
+        let mut buffer = cell.borrow_mut();
+        // A UTF-16 unit is at most 3 bytes of UTF-8 (a surrogate pair, two units, is 4), plus the NUL
+        // napi writes.
+        let capacity = units * 3 + 1;
+        buffer.clear();
+        buffer.reserve(capacity);
+        let value = napi::JsValue::value(&text);
+        let mut written = 0usize;
+        // SAFETY: the buffer has room for `capacity` bytes; napi writes at most that many, and says
+        // how many (without the NUL) it wrote.
+        let status = unsafe {
+            napi::sys::napi_get_value_string_utf8(
+                value.env,
+                value.value,
+                buffer.as_mut_ptr().cast(),
+                capacity,
+                &mut written,
+            )
+        };
+        if status != napi::sys::Status::napi_ok || written >= capacity {
+            return Err(Error::from_reason(
+                "jsprof-node: could not read the profile's text",
+            ));
+        }
+        unsafe { buffer.set_len(written) };
+        convert_cpu_profile(&buffer, time_origin_us, hide_own_code)
+    })
 }
 
 /// jsprof-node's own code (URL and path prefixes of its files), set once by the facade at load.

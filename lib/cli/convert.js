@@ -2,7 +2,7 @@
 // `jsprof convert <in> --to <format> [-o out]` and `jsprof flamegraph <in> [-o flame.svg]`.
 
 const path = require('node:path')
-const { api, parse, oneOf, usage, writeOutput, writeStdout, info } = require('./common')
+const { api, parse, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('./common')
 const { readTrace } = require('./input')
 const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
 
@@ -52,6 +52,19 @@ ${FORCE_HELP}
 ${SOURCE_MAP_HELP}
   -h, --help            show this help`
 
+/**
+ * `make()`, with a format's refusal of a trace too large for it (a RangeError that names the limit:
+ * speedscope repeats every sample's whole stack) as one line and exit status 1, not an internal error.
+ */
+function refusedAsCliError(what, make) {
+  try {
+    return make()
+  } catch (err) {
+    if (err instanceof RangeError) throw new CliError(`cannot write ${what}: ${err.message}`, 1)
+    throw err
+  }
+}
+
 /** `dir/name.trace.json` -> `dir/name<suffix>`, never the input itself. */
 function derivedPath(input, suffix) {
   const dir = path.dirname(input)
@@ -100,7 +113,9 @@ async function convert(args) {
   // The recording's clock (time origin, pid), for the formats that show it.
   const options = format.clock ? { ...read.clock } : undefined
   // JSON formats as the text Rust writes (no object parsed to be stringified again).
-  const data = format.json ? require('../export').JSON_TEXT[format.fn](trace, options) : api(format.fn)(trace, options)
+  const data = refusedAsCliError(`--to ${values.to}`, () =>
+    format.json ? require('../export').JSON_TEXT[format.fn](trace, options) : api(format.fn)(trace, options),
+  )
   await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0
 }

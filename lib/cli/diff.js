@@ -7,7 +7,11 @@ const { api, parse, positiveInt, oneOf, usage, writeOutput, writeStdout, info, C
 const { readTrace, timingOf } = require('./input')
 const { visible } = require('../text')
 const { table, label } = require('./report')
-const { diffFlameGraph, unplaced } = require('./diff-svg')
+const { binding } = require('../native')
+const { toDiffFlameGraph } = require('../export')
+
+/** A row name without its `:line:column`: the same function moved by an edit (the flame graph's rule). */
+const unplaced = (name) => binding.unplacedLabel(String(name))
 
 const BY = ['function', 'package', 'resource']
 const DEFAULT_TOP = 20
@@ -147,8 +151,7 @@ async function diff(args) {
   rows.sort((x, y) => growth(y) - growth(x) || y.selfDelta - x.selfDelta)
 
   if (values.output !== undefined) {
-    const toCollapsed = api('toCollapsed')
-    writeOutput(values.output, diffFlameGraph(toCollapsed(baseTrace), toCollapsed(newTrace), { title: `${baseFile} → ${newFile}` }), {
+    writeOutput(values.output, toDiffFlameGraph(baseTrace, newTrace, { title: `${baseFile} → ${newFile}` }), {
       inputs: [baseFile, newFile],
     })
     info(`wrote ${values.output}`)

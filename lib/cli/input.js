@@ -156,9 +156,18 @@ function readTrace(file) {
   // (a 10-million-sample .cpuprofile peaked at 3.9 GB that way). The JS reading below only runs
   // when Rust refused it, for the same messages as before.
   if (bytes.includes('"nodes"')) {
+    let trace
     try {
-      return { trace: binding.TraceHandle.fromCpuProfile(bytes), format: 'cpuprofile' }
+      trace = binding.TraceHandle.fromCpuProfile(bytes)
     } catch {}
+    if (trace) {
+      // The file's bytes (up to 512 MiB) are freed now, not whenever V8 collects them: only when they
+      // are the whole of their ArrayBuffer (a small file's Buffer is a slice of Node's shared pool).
+      if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
+        binding.TraceHandle.releaseInput(bytes.buffer)
+      }
+      return { trace, format: 'cpuprofile' }
+    }
   }
   const text = bytes.toString('utf8')
   let data

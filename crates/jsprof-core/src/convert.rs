@@ -9,6 +9,8 @@
 //!   profiler's): with an [`OwnCode`], its frames, and the builtins and internals it calls, are left
 //!   out of every stack, so their time goes to the code that called the profiler.
 
+use foldhash::HashMap;
+
 use crate::cpuprofile::{NodeKind, Profile, Sample};
 use crate::trace::{us_to_ms, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
 
@@ -48,6 +50,11 @@ pub struct ProfileConverter<'p> {
     profile: &'p Profile,
     /// `None` = not resolved yet; `Some(None)` = no JS stack (pseudo-nodes above any code).
     stacks: Vec<Option<Option<u32>>>,
+    /// Per node, what a sample on it gets, once known (see [`Leaf`]): one load per sample.
+    leaves: Vec<Leaf>,
+    /// The frame id of each (name, url, line, column) of this profile's nodes: many nodes share a
+    /// frame, and each distinct one is built and hashed as a [`Frame`] once.
+    frames: HashMap<(u32, u32, i32, i32), u32>,
     /// Per resolved node: it is hidden — the profiler's own code, or a builtin or runtime internal the
     /// profiler called (no user code in between). Its descendants inherit this until user code.
     hidden: Vec<bool>,
@@ -60,6 +67,8 @@ impl<'p> ProfileConverter<'p> {
         ProfileConverter {
             profile,
             stacks: vec![None; profile.nodes.len()],
+            leaves: vec![Leaf::UNKNOWN; profile.nodes.len()],
+            frames: HashMap::default(),
             hidden: Vec::new(),
             own: None,
             time_origin_us,
@@ -123,8 +132,16 @@ impl<'p> ProfileConverter<'p> {
                     hidden = own.contains(url) || (hidden && !is_user_code(url));
                 }
                 if !hidden {
-                    let frame = self.frame(builder, n);
-                    let frame_id = builder.frame_id(frame);
+                    let key = (node.name, node.url, node.line, node.column);
+                    let frame_id = match self.frames.get(&key) {
+                        Some(&id) => id,
+                        None => {
+                            let frame = self.frame(builder, n);
+                            let id = builder.frame_id(frame);
+                            self.frames.insert(key, id);
+                            id
+                        }
+                    };
                     stack = Some(builder.stack_id(frame_id, stack));
                 }
             }
@@ -138,9 +155,34 @@ impl<'p> ProfileConverter<'p> {
 
     /// The trace sample for one of this profile's samples.
     pub fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
-        let kind = self.profile.nodes[sample.node as usize].kind;
-        let (stack_id, marker) = match kind {
-            NodeKind::Code => match self.stack_of(builder, sample.node) {
+        let (stack_id, marker) = self.stack_and_marker(builder, sample.node);
+        TraceSample {
+            timestamp: self.timestamp(sample.time),
+            stack_id,
+            marker,
+        }
+    }
+
+    /// The stack id and marker of a sample whose leaf is `node`.
+    #[inline]
+    pub fn stack_and_marker(
+        &mut self,
+        builder: &mut TraceBuilder,
+        node: u32,
+    ) -> (Option<u32>, Option<Marker>) {
+        let leaf = self.leaves[node as usize];
+        if leaf != Leaf::UNKNOWN {
+            return leaf.get();
+        }
+        let (stack, marker) = self.first_leaf(builder, node);
+        self.leaves[node as usize] = Leaf::new(stack, marker);
+        (stack, marker)
+    }
+
+    #[cold]
+    fn first_leaf(&mut self, builder: &mut TraceBuilder, node: u32) -> (Option<u32>, Option<Marker>) {
+        match self.profile.nodes[node as usize].kind {
+            NodeKind::Code => match self.stack_of(builder, node) {
                 Some(stack) => (Some(stack), Some(Marker::Script)),
                 // Only the profiler's own code, called from no code of the app's: native work.
                 None => (None, Some(Marker::Other)),
@@ -148,20 +190,59 @@ impl<'p> ProfileConverter<'p> {
             NodeKind::GarbageCollector => (None, Some(Marker::Gc)),
             NodeKind::Program | NodeKind::Root => (None, Some(Marker::Other)),
             NodeKind::Idle => (None, None),
-        };
-        let timestamp = us_to_ms(sample.time - self.time_origin_us);
-        TraceSample {
-            timestamp,
-            stack_id,
-            marker,
         }
     }
+
+    /// The timestamp of a sample taken at `time_us` on V8's clock.
+    #[inline]
+    pub fn timestamp(&self, time_us: f64) -> f64 {
+        sample_timestamp(time_us, self.time_origin_us)
+    }
+}
+
+/// A node's stack id and marker packed in one word: `1 << 40 | marker code << 32 | stack id`
+/// (`u32::MAX` for no stack); 0 until the node is first seen as a sample's leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Leaf(u64);
+
+impl Leaf {
+    const UNKNOWN: Leaf = Leaf(0);
+
+    fn new(stack: Option<u32>, marker: Option<Marker>) -> Leaf {
+        Leaf(1 << 40 | u64::from(Marker::code(marker)) << 32 | u64::from(stack.unwrap_or(u32::MAX)))
+    }
+
+    #[inline]
+    fn get(self) -> (Option<u32>, Option<Marker>) {
+        let stack = self.0 as u32;
+        let marker = Marker::from_code((self.0 >> 32) as u8);
+        ((stack != u32::MAX).then_some(stack), marker)
+    }
+}
+
+/// A sample's timestamp: ms from the time origin (both µs on V8's clock), at µs precision.
+#[inline]
+pub fn sample_timestamp(time_us: f64, time_origin_us: f64) -> f64 {
+    us_to_ms(time_us - time_origin_us)
 }
 
 /// The whole profile as a trace, timestamps in ms relative to `time_origin_us` (V8's clock, µs).
 pub fn trace_from_profile(profile: &Profile, time_origin_us: f64) -> ProfilerTrace {
+    trace_from_profile_hiding(profile, time_origin_us, None)
+}
+
+/// [`trace_from_profile`], with `own` code left out of the stacks (see [`OwnCode`]).
+pub fn trace_from_profile_hiding(
+    profile: &Profile,
+    time_origin_us: f64,
+    own: Option<&OwnCode>,
+) -> ProfilerTrace {
     let mut builder = TraceBuilder::new();
-    let mut converter = ProfileConverter::new(profile, time_origin_us);
+    let converter = ProfileConverter::new(profile, time_origin_us);
+    let mut converter = match own {
+        Some(own) => converter.hiding(own),
+        None => converter,
+    };
     for sample in &profile.samples {
         let s = converter.sample(&mut builder, sample);
         builder.push_sample(s);

@@ -1,12 +1,15 @@
 //! The V8 CPU profile (`nodes` + `samples` + `timeDeltas`), as the inspector's `Profiler.stop`,
 //! `node --cpu-prof` and Chrome DevTools write it, parsed and validated into a compact [`Profile`].
 //!
-//! Two roads lead here and share one validator ([`ProfileBuilder`]): JSON text (`fromCpuProfile`), and
-//! the columns the sampler packs from an inspector reply it already holds. JSON text takes the fast
-//! scanner of [`fast_json`] when it has the common shape, and serde otherwise (which also words the
-//! errors); both fill the same [`RawProfile`].
+//! Three roads share one validator ([`ProfileBuilder`]): JSON text read in one pass straight into a
+//! trace ([`trace_from_json`], in [`direct`]: `fromCpuProfile`, the CLI); JSON text read whole into a
+//! [`Profile`] ([`Profile::from_json`]: what the one pass leaves to it, and every error, which it words);
+//! and the columns the sampler packs from an inspector reply it already holds. Both JSON roads are
+//! serde_json.
 
-mod fast_json;
+mod direct;
+
+pub use direct::{read_straight, trace_by_profile, trace_from_json, SampleSink, Straight, TraceSamples};
 
 use crate::interner::Interner;
 use foldhash::HashMap;
@@ -84,9 +87,6 @@ impl Profile {
     /// Parses a V8 CPU profile from JSON text: a `.cpuprofile` file, or the inspector's
     /// `Profiler.stop` result (`{ "profile": { … } }`).
     pub fn from_json(text: &str) -> Result<Profile> {
-        if let Some(raw) = fast_json::parse(text) {
-            return raw.into_profile_unwrapped();
-        }
         let raw: RawProfile = match serde_json::from_str(text) {
             Ok(raw) => raw,
             // A name that is not well-formed UTF-16 (JSON.stringify writes a lone surrogate as
@@ -111,27 +111,50 @@ fn json_error(text: &str, e: serde_json::Error) -> Error {
     }
 }
 
-/// The three ways to read `.cpuprofile` text into a [`Profile`], for `examples/json_readers.rs`, which
-/// times them (`cargo run --release -p jsprof-core --features bench-json --example json_readers`).
+/// The ways to read `.cpuprofile` text into a trace, for `examples/json_readers.rs`, which times them
+/// (`cargo run --release -p jsprof-core --features bench-json --example json_readers`).
 #[cfg(feature = "bench-json")]
 pub mod readers {
-    use super::{fast_json, Error, Profile, RawProfile, Result};
+    use super::{direct, Profile};
+    use crate::ProfilerTrace;
 
-    /// The hand-written scanner (what [`Profile::from_json`] tries first); `None` if it gives up.
-    pub fn scanner(text: &str) -> Option<Result<Profile>> {
-        fast_json::parse(text).map(RawProfile::into_profile_unwrapped)
+    /// serde_json into borrowed structs, validated into a [`Profile`], then converted (what
+    /// [`Profile::from_json`] and [`crate::trace_from_profile`] do: the road of every error).
+    pub fn serde_json_profile(text: &str) -> Option<ProfilerTrace> {
+        let profile = Profile::from_json(text).ok()?;
+        Some(crate::trace_from_profile(&profile, profile.start_time))
     }
 
-    /// serde_json into the same borrowed structs (what [`Profile::from_json`] falls back to).
-    pub fn serde_json(text: &str) -> Result<Profile> {
-        let raw: RawProfile = serde_json::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
-        raw.into_profile_unwrapped()
+    fn straight(read: direct::Straight<direct::TraceSamples>) -> ProfilerTrace {
+        let mut trace = read.tables;
+        trace.samples = read.samples.samples;
+        trace
     }
 
-    /// sonic-rs (SIMD JSON) into the same borrowed structs.
-    pub fn sonic_rs(text: &str) -> Result<Profile> {
-        let raw: RawProfile = sonic_rs::from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
-        raw.into_profile_unwrapped()
+    /// The one pass (what `fromCpuProfile` does).
+    pub fn serde_json_direct(text: &str) -> Option<ProfilerTrace> {
+        direct::read_straight(text, None, None).map(straight)
+    }
+
+    /// The one pass with sonic-rs.
+    pub fn sonic_rs_direct(text: &str) -> Option<ProfilerTrace> {
+        direct::read_straight_sonic_rs(text).map(straight)
+    }
+
+    /// Floors, not roads: serde_json reading the text and keeping nothing, and keeping only the two
+    /// number arrays. Each gives the number of values it kept.
+    pub fn serde_json_validate_only(text: &str) -> usize {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_or(0, |_| 1)
+    }
+
+    pub fn serde_json_arrays_only(text: &str) -> usize {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Arrays {
+            samples: Vec<i64>,
+            time_deltas: Vec<f64>,
+        }
+        serde_json::from_str::<Arrays>(text).map_or(0, |a| a.samples.len() + a.time_deltas.len())
     }
 }
 
@@ -205,8 +228,16 @@ impl RawProfile<'_> {
         let start_time = self
             .start_time
             .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?;
+        let end_time = self.end_time.unwrap_or(start_time);
+        ProfileBuilder::of_nodes(&nodes)?.finish(&samples, &deltas, start_time, end_time)
+    }
+}
+
+impl ProfileBuilder {
+    /// A builder holding `nodes` and their links (children or parent ids), in the text's order.
+    fn of_nodes(nodes: &[RawNode]) -> Result<ProfileBuilder> {
         let mut builder = ProfileBuilder::with_capacity(nodes.len());
-        for node in &nodes {
+        for node in nodes {
             builder.add_node(
                 node.id,
                 &node.call_frame.function_name,
@@ -223,8 +254,7 @@ impl RawProfile<'_> {
                 builder.set_parent(index, parent)?;
             }
         }
-        let end_time = self.end_time.unwrap_or(start_time);
-        builder.finish(&samples, &deltas, start_time, end_time)
+        Ok(builder)
     }
 }
 
@@ -382,6 +412,24 @@ impl ProfileBuilder {
         Some(table)
     }
 
+    /// The validated tree (no cycles) as a [`Profile`] without samples, and how sample ids find their
+    /// nodes.
+    pub(crate) fn into_tree(self) -> Result<(Profile, NodeIds)> {
+        self.check_acyclic()?;
+        let ids = NodeIds {
+            dense: self.dense_index(),
+            index_of: self.index_of,
+        };
+        let profile = Profile {
+            nodes: self.nodes,
+            samples: Vec::new(),
+            strings: self.strings.into_values(),
+            start_time: 0.0,
+            end_time: 0.0,
+        };
+        Ok((profile, ids))
+    }
+
     /// Validates the tree and the samples; sample times are `start_time` plus the signed running sum of
     /// `deltas` (V8 may reorder samples, so a delta can be negative; the order is kept as V8 gave it).
     pub fn finish(self, samples: &[i64], deltas: &[f64], start_time: f64, end_time: f64) -> Result<Profile> {
@@ -397,38 +445,74 @@ impl ProfileBuilder {
                 "invalid V8 CPU profile: startTime and endTime must be finite numbers",
             ));
         }
-        self.check_acyclic()?;
-        let dense = self.dense_index();
-        let mut time = start_time;
+        let (mut profile, ids) = self.into_tree()?;
+        let mut clock = SampleClock::new(start_time);
         let mut out = Vec::with_capacity(samples.len());
         for (i, (&id, &delta)) in samples.iter().zip(deltas).enumerate() {
-            if !delta.is_finite() {
-                return Err(Error::invalid(format!(
-                    "invalid V8 CPU profile: timeDeltas[{i}] is not a finite number"
-                )));
-            }
-            time += delta;
-            if !time.is_finite() {
-                return Err(Error::invalid(format!(
-                    "invalid V8 CPU profile: the sample time overflows at timeDeltas[{i}]"
-                )));
-            }
-            let known = dense
-                .as_deref()
-                .and_then(|table| usize::try_from(id).ok().and_then(|id| table.get(id)));
-            let node = match known {
-                Some(&node) if node != u32::MAX => node,
-                _ => self.index(id, || format!("samples[{i}]"))?,
-            };
-            out.push(Sample { node, time });
+            let time = clock.advance(i, delta)?;
+            out.push(Sample {
+                node: ids.sample_node(i, id)?,
+                time,
+            });
         }
-        Ok(Profile {
-            nodes: self.nodes,
-            samples: out,
-            strings: self.strings.into_values(),
-            start_time,
-            end_time,
-        })
+        profile.samples = out;
+        profile.start_time = start_time;
+        profile.end_time = end_time;
+        Ok(profile)
+    }
+}
+
+/// How the ids in `samples` find their nodes: a table indexed by id when V8 numbered the nodes 1..=n
+/// (no hashing per sample), the map of every id otherwise.
+pub(crate) struct NodeIds {
+    dense: Option<Vec<u32>>,
+    index_of: HashMap<i64, u32>,
+}
+
+impl NodeIds {
+    /// The node index of `samples[i]`, whose id is `id`.
+    #[inline]
+    pub(crate) fn sample_node(&self, i: usize, id: i64) -> Result<u32> {
+        let known = self
+            .dense
+            .as_deref()
+            .and_then(|table| usize::try_from(id).ok().and_then(|id| table.get(id)));
+        match known {
+            Some(&node) if node != u32::MAX => Ok(node),
+            _ => self.index_of.get(&id).copied().ok_or_else(|| {
+                Error::invalid(format!(
+                    "invalid V8 CPU profile: samples[{i}] names unknown node id {id}"
+                ))
+            }),
+        }
+    }
+}
+
+/// Sample times: `startTime` plus the signed running sum of `timeDeltas`, each checked.
+pub(crate) struct SampleClock {
+    time: f64,
+}
+
+impl SampleClock {
+    pub(crate) fn new(start_time: f64) -> Self {
+        SampleClock { time: start_time }
+    }
+
+    /// The time of sample `i`, whose delta is `delta`.
+    #[inline]
+    pub(crate) fn advance(&mut self, i: usize, delta: f64) -> Result<f64> {
+        if !delta.is_finite() {
+            return Err(Error::invalid(format!(
+                "invalid V8 CPU profile: timeDeltas[{i}] is not a finite number"
+            )));
+        }
+        self.time += delta;
+        if !self.time.is_finite() {
+            return Err(Error::invalid(format!(
+                "invalid V8 CPU profile: the sample time overflows at timeDeltas[{i}]"
+            )));
+        }
+        Ok(self.time)
     }
 }
 

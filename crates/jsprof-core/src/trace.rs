@@ -55,6 +55,20 @@ impl Marker {
             Some(Marker::Paint) => 6,
         }
     }
+
+    /// The marker of a [`Marker::code`] (none for 0 and unknown codes).
+    #[inline]
+    pub fn from_code(code: u8) -> Option<Marker> {
+        match code {
+            1 => Some(Marker::Script),
+            2 => Some(Marker::Gc),
+            3 => Some(Marker::Other),
+            4 => Some(Marker::Style),
+            5 => Some(Marker::Layout),
+            6 => Some(Marker::Paint),
+            _ => None,
+        }
+    }
 }
 
 /// `ProfilerSample`: `timestamp` in ms, `stackId` absent when the sample has no JS stack.

@@ -1,6 +1,8 @@
-//! `Profile::from_json` on any bytes (the facade decodes Buffers as UTF-8), then the V8 -> trace rules
-//! on whatever is accepted.
+//! `.cpuprofile` text on any bytes (the facade decodes Buffers as UTF-8): the one pass
+//! (`trace_from_json`, what `fromCpuProfile` and the CLI use) must answer exactly as the road by way of
+//! a whole `Profile` (`Profile::from_json`, then the V8 -> trace rules), errors included.
 #![no_main]
+use jsprof_core::cpuprofile::{trace_by_profile, trace_from_json};
 use jsprof_core::{trace_from_profile, Profile};
 use libfuzzer_sys::fuzz_target;
 
@@ -14,5 +16,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!((id as usize) < trace.stacks.len());
             }
         }
+    }
+    match (trace_from_json(&text, None, None), trace_by_profile(&text, None, None)) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b),
+        (Err(a), Err(b)) => assert_eq!((a.kind, a.message), (b.kind, b.message)),
+        (a, b) => panic!("the roads disagree: {a:?} vs {b:?}"),
     }
 });

@@ -1,7 +1,9 @@
-//! Flame graphs drawn from the trace's own stack tree: an SVG image ([`to_flame_graph`]) and a
-//! self-contained, explorable HTML page ([`to_flame_graph_html`]: zoom, search, tooltips, offline).
+//! Flame graphs drawn from the trace's own stack tree: an SVG image ([`to_flame_graph`]), a
+//! self-contained, explorable HTML page ([`to_flame_graph_html`]: zoom, search, tooltips, offline), and
+//! the differential SVG of `jsprof diff` ([`to_diff_flame_graph`]: one tree coloured by the change
+//! from another).
 //!
-//! Both are made from one [`FlameTree`]: the stacks of the trace merged by frame label
+//! All are made from one [`FlameTree`]: the stacks of the trace merged by frame label
 //! (`name (path:line:column)`, see [`frame_label`]) from the outermost frame down, stackless samples as
 //! the pseudo-frames `(idle)`, `(garbage collector)`, `(program)` under the root `all`, siblings in byte
 //! order of their labels. Names are taken as the trace spells them (no round trip through folded text,
@@ -17,10 +19,11 @@
 //! separators) as visible escapes (`\x01`, `\u{202e}`); markup is escaped for XML/HTML; the HTML page
 //! embeds its data as JSON with `<`, `>`, `&` escaped, so no name can end the script element.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{frame_attributions, frame_label, kind_name, sample_durations, Pseudo};
+use super::{frame_attributions, frame_label, kind_name, sample_durations, unplaced, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
 use crate::text::{markup as markup_text, visible};
@@ -337,59 +340,9 @@ const BOTTOM: f64 = 12.0;
 pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
     let tree = FlameTree::new(trace);
-    let width = options.width.unwrap_or(1200) as f64;
-    let pad = 10.0_f64.min(width / 10.0);
-    let inner = width - 2.0 * pad;
     let total = tree.total();
-    let max_depth = tree.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-    let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
-    let title = options.title.as_deref().unwrap_or("Flame Graph");
-    let subtitle = options.subtitle.as_deref().unwrap_or(LEGEND);
-    let mut out = String::with_capacity(512 + tree.nodes.len() * 200);
-    let _ = write!(
-        out,
-        "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n\
-         <svg version=\"1.1\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
-         xmlns=\"http://www.w3.org/2000/svg\">\n\
-         <style>text{{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:{fs}px;fill:#000;white-space:pre}}\
-         .title{{font-size:17px;text-anchor:middle}}.subtitle{{fill:#555;text-anchor:middle}}\
-         g:hover rect{{stroke:#000;stroke-width:0.5}}</style>\n\
-         <rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfdfd\"/>\n\
-         <text class=\"title\" x=\"{cx}\" y=\"24\">{title}</text>\n\
-         <text class=\"subtitle\" x=\"{cx}\" y=\"44\">{subtitle}</text>\n",
-        w = width,
-        h = height,
-        fs = FONT_SIZE,
-        cx = width / 2.0,
-        title = markup_text(title),
-        subtitle = markup_text(subtitle),
-    );
-    if tree.nodes[0].samples == 0 {
-        let _ = writeln!(
-            out,
-            "<text class=\"subtitle\" x=\"{}\" y=\"{}\">No samples</text>",
-            width / 2.0,
-            TOP + FRAME_HEIGHT - 4.0
-        );
-        out.push_str("</svg>\n");
-        return Ok(out);
-    }
-    // x offset (in weight) of each node: its parent's offset plus its earlier siblings' weights.
-    let mut offset = vec![0f64; tree.nodes.len()];
-    let mut next_child = vec![0f64; tree.nodes.len()];
-    let scale = inner / total;
-    for (i, n) in tree.nodes.iter().enumerate() {
-        if let Some(p) = n.parent {
-            offset[i] = offset[p] + next_child[p];
-            next_child[p] += n.weight;
-        }
-        let w = n.weight * scale;
-        if w < MIN_WIDTH {
-            continue;
-        }
-        let x = pad + offset[i] * scale;
-        let y = TOP + (max_depth - n.depth) as f64 * FRAME_HEIGHT;
-        let (r, g, b) = node_colour(n);
+    let layout = Layout::new(&tree, options);
+    Ok(layout.svg(options, LEGEND, |_, n| {
         let line = tooltip(n);
         let mut title = format!(
             "{} ({}, {} sample{}, {}%",
@@ -404,20 +357,198 @@ pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Res
             title.push_str(&line);
         }
         title.push(')');
-        let label = fit(&visible(&n.label), w - 6.0);
-        let _ = writeln!(
-            out,
-            "<g><title>{}</title><rect x=\"{x:.2}\" y=\"{y:.1}\" width=\"{w:.2}\" height=\"{fh}\" \
-             fill=\"rgb({r},{g},{b})\" rx=\"2\" ry=\"2\"/><text x=\"{tx:.2}\" y=\"{ty:.1}\">{}</text></g>",
-            markup_text(&title),
-            markup_text(&label),
-            fh = FRAME_HEIGHT - 1.0,
-            tx = x + 3.0,
-            ty = y + FRAME_HEIGHT - 4.5,
-        );
+        (node_colour(n), title)
+    }))
+}
+
+/// Where each frame of a tree is drawn: an SVG of `options.width`, root at the bottom, widths by weight.
+struct Layout<'t> {
+    tree: &'t FlameTree,
+    width: f64,
+    height: f64,
+    /// `(x, y, width)` of each node in px; `None` for frames too narrow to draw (their weight still
+    /// counts in their parents).
+    boxes: Vec<Option<(f64, f64, f64)>>,
+}
+
+impl<'t> Layout<'t> {
+    fn new(tree: &'t FlameTree, options: &FlameGraphOptions) -> Layout<'t> {
+        let width = options.width.unwrap_or(1200) as f64;
+        let pad = 10.0_f64.min(width / 10.0);
+        let inner = width - 2.0 * pad;
+        let max_depth = tree.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
+        let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
+        let mut boxes = vec![None; tree.nodes.len()];
+        if tree.nodes[0].samples > 0 {
+            // x offset (in weight) of each node: its parent's offset plus its earlier siblings' weights.
+            let mut offset = vec![0f64; tree.nodes.len()];
+            let mut next_child = vec![0f64; tree.nodes.len()];
+            let scale = inner / tree.total();
+            for (i, n) in tree.nodes.iter().enumerate() {
+                if let Some(p) = n.parent {
+                    offset[i] = offset[p] + next_child[p];
+                    next_child[p] += n.weight;
+                }
+                let w = n.weight * scale;
+                if w >= MIN_WIDTH {
+                    let y = TOP + (max_depth - n.depth) as f64 * FRAME_HEIGHT;
+                    boxes[i] = Some((pad + offset[i] * scale, y, w));
+                }
+            }
+        }
+        Layout {
+            tree,
+            width,
+            height,
+            boxes,
+        }
     }
-    out.push_str("</svg>\n");
-    Ok(out)
+
+    /// The SVG: title and subtitle (default `legend`) on top, then each drawn frame with the fill and
+    /// tooltip `paint` gives it (the tooltip as plain text: it is escaped here).
+    fn svg(
+        &self,
+        options: &FlameGraphOptions,
+        legend: &str,
+        paint: impl Fn(usize, &FlameNode) -> ((u8, u8, u8), String),
+    ) -> String {
+        let (width, height) = (self.width, self.height);
+        let title = options.title.as_deref().unwrap_or("Flame Graph");
+        let subtitle = options.subtitle.as_deref().unwrap_or(legend);
+        let mut out = String::with_capacity(512 + self.tree.nodes.len() * 200);
+        let _ = write!(
+            out,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n\
+             <svg version=\"1.1\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" \
+             xmlns=\"http://www.w3.org/2000/svg\">\n\
+             <style>text{{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:{fs}px;fill:#000;white-space:pre}}\
+             .title{{font-size:17px;text-anchor:middle}}.subtitle{{fill:#555;text-anchor:middle}}\
+             g:hover rect{{stroke:#000;stroke-width:0.5}}</style>\n\
+             <rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfdfd\"/>\n\
+             <text class=\"title\" x=\"{cx}\" y=\"24\">{title}</text>\n\
+             <text class=\"subtitle\" x=\"{cx}\" y=\"44\">{subtitle}</text>\n",
+            w = width,
+            h = height,
+            fs = FONT_SIZE,
+            cx = width / 2.0,
+            title = markup_text(title),
+            subtitle = markup_text(subtitle),
+        );
+        if self.tree.nodes[0].samples == 0 {
+            let _ = writeln!(
+                out,
+                "<text class=\"subtitle\" x=\"{}\" y=\"{}\">No samples</text>",
+                width / 2.0,
+                TOP + FRAME_HEIGHT - 4.0
+            );
+            out.push_str("</svg>\n");
+            return out;
+        }
+        for (i, n) in self.tree.nodes.iter().enumerate() {
+            let Some((x, y, w)) = self.boxes[i] else { continue };
+            let ((r, g, b), title) = paint(i, n);
+            let label = fit(&visible(&n.label), w - 6.0);
+            let _ = writeln!(
+                out,
+                "<g><title>{}</title><rect x=\"{x:.2}\" y=\"{y:.1}\" width=\"{w:.2}\" height=\"{fh}\" \
+                 fill=\"rgb({r},{g},{b})\" rx=\"2\" ry=\"2\"/><text x=\"{tx:.2}\" y=\"{ty:.1}\">{}</text></g>",
+                markup_text(&title),
+                markup_text(&label),
+                fh = FRAME_HEIGHT - 1.0,
+                tx = x + 3.0,
+                ty = y + FRAME_HEIGHT - 4.5,
+            );
+        }
+        out.push_str("</svg>\n");
+        out
+    }
+}
+
+/// The default subtitle of the differential flame graph.
+pub const DIFF_LEGEND: &str =
+    "width: share of the new profile · red: grew since the base (slower) · blue: shrank (faster) · hover for figures";
+
+/// A differential flame graph (`jsprof diff -o diff.svg`): the `new` trace's tree, widths its shares
+/// of the time; each frame red where its share grew since `base`, blue where it shrank, the deeper the
+/// colour the larger the change (relative to the largest change drawn), grey where it did not change.
+/// Tooltip: `label — S% of the time (base B%, ±P points)`. A frame of `new` is the base's frame with
+/// the same label under the matching parent, or else the only one there of the same function at
+/// another position ([`unplaced`]: a function moved by an edit). Frames only in the base have no width
+/// and are not drawn. Both trees are the flame graph's own ([`FlameTree`]), so names reach the picture
+/// as the traces spell them, and the work is linear in the frames of each tree, however deep.
+pub fn to_diff_flame_graph(
+    base: &ProfilerTrace,
+    new: &ProfilerTrace,
+    options: &FlameGraphOptions,
+) -> Result<String> {
+    check_width(options)?;
+    let (was, tree) = (FlameTree::new(base), FlameTree::new(new));
+    // The base's children of each node by label, and by unplaced label (`None`: more than one).
+    let mut exact: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut loose: HashMap<(usize, Cow<str>), Option<usize>> = HashMap::new();
+    for (i, n) in was.nodes.iter().enumerate() {
+        if let Some(p) = n.parent {
+            exact.insert((p, n.label.as_str()), i);
+            loose
+                .entry((p, unplaced(&n.label)))
+                .and_modify(|only| *only = None)
+                .or_insert(Some(i));
+        }
+    }
+    // The base node of each node (parents come first).
+    let mut matched: Vec<Option<usize>> = vec![None; tree.nodes.len()];
+    matched[0] = Some(0);
+    for (i, n) in tree.nodes.iter().enumerate().skip(1) {
+        let parent = n.parent.and_then(|p| matched[p]);
+        matched[i] = parent.and_then(|p| {
+            exact
+                .get(&(p, n.label.as_str()))
+                .copied()
+                .or_else(|| loose.get(&(p, unplaced(&n.label))).copied().flatten())
+        });
+    }
+    let share = |t: &FlameTree, i: usize| {
+        if t.total() > 0.0 {
+            t.nodes[i].weight / t.total()
+        } else {
+            0.0
+        }
+    };
+    let shares: Vec<(f64, f64)> = (0..tree.nodes.len())
+        .map(|i| (share(&tree, i), matched[i].map_or(0.0, |b| share(&was, b))))
+        .collect();
+    let layout = Layout::new(&tree, options);
+    let largest = (0..tree.nodes.len())
+        .filter(|&i| layout.boxes[i].is_some())
+        .map(|i| (shares[i].0 - shares[i].1).abs())
+        .fold(0.0, f64::max);
+    Ok(layout.svg(options, DIFF_LEGEND, |i, n| {
+        let (now, before) = shares[i];
+        let delta = now - before;
+        let title = format!(
+            "{} — {:.2}% of the time (base {:.2}%, {}{:.2} points)",
+            visible(&n.label),
+            now * 100.0,
+            before * 100.0,
+            if delta >= 0.0 { "+" } else { "" },
+            delta * 100.0
+        );
+        (diff_colour(delta, largest), title)
+    }))
+}
+
+/// Grey for no change; red (grew) or blue (shrank), deeper the closer `delta` is to `largest`.
+fn diff_colour(delta: f64, largest: f64) -> (u8, u8, u8) {
+    if largest <= 0.0 || delta.abs() < 1e-12 {
+        return (220, 220, 220);
+    }
+    let k = (delta.abs() / largest).min(1.0);
+    let fade = (220.0 - 190.0 * k).round() as u8;
+    if delta > 0.0 {
+        (250, fade, fade)
+    } else {
+        (fade, fade, 250)
+    }
 }
 
 /// The start of `label` that fits in `px` (with `..` when cut; empty when not even 3 characters fit).
@@ -647,6 +778,147 @@ mod tests {
         let labels = value["labels"].as_array().unwrap();
         assert!(labels.contains(&"</script><script>alert(1)</script>\\u{2028}&".into()));
         assert_eq!(value["nodes"]["samples"][0], 9);
+    }
+
+    /// A trace of one sample per entry: the stack (frame names, outermost first, all in one file).
+    fn stacks_trace(samples: &[&[&str]]) -> ProfilerTrace {
+        let mut b = crate::trace::TraceBuilder::new();
+        let resource = b.resource_id("file:///app/a.js");
+        for (i, names) in samples.iter().enumerate() {
+            let mut stack = None;
+            for name in names.iter() {
+                let (name, line) = name.split_once('@').unwrap_or((name, "1"));
+                let frame = b.frame_id(crate::trace::Frame {
+                    name: name.into(),
+                    resource_id: Some(resource),
+                    line: Some(line.parse().unwrap()),
+                    column: Some(1),
+                });
+                stack = Some(b.stack_id(frame, stack));
+            }
+            b.push_sample(crate::trace::TraceSample {
+                timestamp: i as f64,
+                stack_id: stack,
+                marker: Some(crate::trace::Marker::Script),
+            });
+        }
+        b.finish()
+    }
+
+    /// `(tooltip, fill)` of every frame drawn.
+    fn boxes(svg: &str) -> Vec<(String, (u8, u8, u8))> {
+        svg.split("<g><title>")
+            .skip(1)
+            .map(|g| {
+                let title = g[..g.find("</title>").unwrap()].to_string();
+                let fill = &g[g.find("fill=\"rgb(").unwrap() + 10..];
+                let rgb: Vec<u8> = fill[..fill.find(')').unwrap()]
+                    .split(',')
+                    .map(|v| v.parse().unwrap())
+                    .collect();
+                (title, (rgb[0], rgb[1], rgb[2]))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_diff_colours_frames_by_the_change_of_their_share() {
+        // main -> slow grows from 1 of 4 samples to 3 of 4; main -> steady shrinks; gone only in the base.
+        let base = stacks_trace(&[
+            &["main", "slow"],
+            &["main", "steady"],
+            &["main", "steady"],
+            &["main", "gone"],
+        ]);
+        let new = stacks_trace(&[
+            &["main", "slow"],
+            &["main", "slow"],
+            &["main", "slow"],
+            &["main", "steady"],
+        ]);
+        let svg = to_diff_flame_graph(&base, &new, &FlameGraphOptions::default()).unwrap();
+        let boxes = boxes(&svg);
+        let find = |name: &str| boxes.iter().find(|(t, _)| t.starts_with(name)).cloned().unwrap();
+        let (title, (r, g, b)) = find("slow (");
+        assert_eq!(
+            title,
+            "slow (/app/a.js:1:1) — 75.00% of the time (base 25.00%, +50.00 points)"
+        );
+        assert!(
+            r > g && r > b,
+            "grew: red, as deep as the largest change: {r},{g},{b}"
+        );
+        assert_eq!((r, g, b), (250, 30, 30));
+        let (title, (r, _, b)) = find("steady (");
+        assert_eq!(
+            title,
+            "steady (/app/a.js:1:1) — 25.00% of the time (base 50.00%, -25.00 points)"
+        );
+        assert!(b > r, "shrank: blue");
+        assert_eq!(find("main (").1, (220, 220, 220), "unchanged: grey");
+        assert!(!svg.contains("gone ("), "a frame only in the base has no width");
+        assert!(svg.contains(DIFF_LEGEND));
+    }
+
+    #[test]
+    fn the_diff_matches_a_function_moved_by_an_edit_and_keeps_names_as_spelled() {
+        let base = stacks_trace(&[&["main", "a;b@3"], &["main", "x 999@5"]]);
+        let new = stacks_trace(&[&["main", "a;b@4"], &["main", "x 999@5"], &["main", "x 999@5"]]);
+        let svg = to_diff_flame_graph(&base, &new, &FlameGraphOptions::default()).unwrap();
+        let titles: Vec<String> = boxes(&svg).into_iter().map(|(t, _)| t).collect();
+        assert!(
+            titles.contains(
+                &"a;b (/app/a.js:4:1) — 33.33% of the time (base 50.00%, -16.67 points)".to_string()
+            ),
+            "{titles:?}"
+        );
+        assert!(
+            titles.contains(
+                &"x 999 (/app/a.js:5:1) — 66.67% of the time (base 50.00%, +16.67 points)".to_string()
+            ),
+            "{titles:?}"
+        );
+        // Two candidates at other positions: no guess, the frame is new.
+        let two = stacks_trace(&[&["main", "f@1"], &["main", "f@2"]]);
+        let moved = stacks_trace(&[&["main", "f@3"]]);
+        let svg = to_diff_flame_graph(&two, &moved, &FlameGraphOptions::default()).unwrap();
+        assert!(
+            svg.contains("f (/app/a.js:3:1) — 100.00% of the time (base 0.00%, +100.00 points)"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn the_diff_of_a_20000_deep_chain_draws_every_level_once() {
+        let depth = 20_000;
+        let names: Vec<String> = (0..depth).map(|i| format!("f{i}@{}", i + 1)).collect();
+        let chain: Vec<&str> = names.iter().map(String::as_str).collect();
+        let trace = stacks_trace(&[&chain, &chain[..depth / 2]]);
+        let svg = to_diff_flame_graph(&trace, &trace, &FlameGraphOptions::default()).unwrap();
+        let boxes = boxes(&svg);
+        assert_eq!(boxes.len(), depth + 1, "every level, and the root");
+        assert!(
+            boxes.iter().all(|(_, fill)| *fill == (220, 220, 220)),
+            "a trace against itself: no change"
+        );
+        assert!(boxes
+            .iter()
+            .any(|(t, _)| t.starts_with("f19999 (/app/a.js:20000:1) — ")));
+    }
+
+    #[test]
+    fn unplaced_drops_only_a_line_and_column() {
+        for (label, loose) in [
+            ("f (/app/a.js:3:9)", "f (/app/a.js)"),
+            ("f (generated:3:9)", "f (generated)"),
+            ("f (/app/a.js)", "f (/app/a.js)"),
+            ("f (/app/a.js:3)", "f (/app/a.js:3)"),
+            ("now", "now"),
+            ("a)", "a)"),
+            ("x (y:1:z)", "x (y:1:z)"),
+        ] {
+            assert_eq!(super::super::unplaced(label), loose, "{label}");
+        }
     }
 
     #[test]

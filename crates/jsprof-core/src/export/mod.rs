@@ -20,6 +20,7 @@ pub mod otlp;
 pub mod pprof;
 pub mod speedscope;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
@@ -181,13 +182,14 @@ fn check_acyclic(trace: &ProfilerTrace) -> Result<()> {
 }
 
 /// Sample indexes sorted by timestamp (ties keep V8's order): V8 may reorder samples, and the Firefox
-/// Profiler and speedscope want time order.
-pub fn time_order(samples: &[TraceSample]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..samples.len()).collect();
-    order.sort_by(|&a, &b| {
-        samples[a]
+/// Profiler and speedscope want time order. (4 bytes a sample: a trace never has 2^32 samples.)
+pub fn time_order(samples: &[TraceSample]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..samples.len() as u32).collect();
+    // The index breaks ties, so an unstable sort gives the one order (and needs no buffer).
+    order.sort_unstable_by(|&a, &b| {
+        samples[a as usize]
             .timestamp
-            .total_cmp(&samples[b].timestamp)
+            .total_cmp(&samples[b as usize].timestamp)
             .then(a.cmp(&b))
     });
     order
@@ -257,8 +259,8 @@ pub fn stack_depths(trace: &ProfilerTrace) -> Vec<u64> {
 pub fn check_frame_references(references: u64, format: &str) -> Result<()> {
     if references > MAX_FRAME_REFERENCES {
         return Err(Error::range(format!(
-            "{format} repeats each sample's whole stack, and this trace's stacks hold {references} frames \
-             in all, more than its limit of {MAX_FRAME_REFERENCES}: its stacks are too deep for the format \
+            "{format} repeats whole stacks, and this trace's stacks hold {references} frames in all, more \
+             than its limit of {MAX_FRAME_REFERENCES}: too many samples or too deep stacks for the format \
              (toCpuProfile, toGeckoProfile and the flame graphs have no such limit)"
         )));
     }
@@ -341,23 +343,46 @@ pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
     }
 }
 
+/// A [`frame_label`] without its `:line:column` (`name (path:3:9)` -> `name (path)`): the same
+/// function at another position, as after an edit moved it. A label without both stays as it is.
+pub fn unplaced(label: &str) -> Cow<'_, str> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(inner) = label.strip_suffix(')') else {
+        return Cow::Borrowed(label);
+    };
+    let mut parts = inner.rsplitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(column), Some(line), Some(rest)) if digits(column) && digits(line) => {
+            Cow::Owned(format!("{rest})"))
+        }
+        _ => Cow::Borrowed(label),
+    }
+}
+
 /// Each sample's duration in ms: the gap to the next sample in time order; the last sample gets the
 /// median gap (0 when there is a single sample). Durations never go negative, whatever the order.
 pub fn sample_durations(samples: &[TraceSample]) -> Vec<f64> {
     sample_durations_with_last(samples, None)
 }
 
-/// [`sample_durations`], the last sample (in time order) weighing `last` ms when given.
+/// [`sample_durations`], the last sample (in time order) weighing `last` ms when given. Memory: the
+/// time order (4 bytes a sample) and the durations themselves, which hold the gaps for the median first.
 pub fn sample_durations_with_last(samples: &[TraceSample], last: Option<f64>) -> Vec<f64> {
     let order = time_order(samples);
+    let time = |k: usize| samples[order[k] as usize].timestamp;
     let mut durations = vec![0.0; samples.len()];
-    for pair in order.windows(2) {
-        durations[pair[0]] = samples[pair[1]].timestamp - samples[pair[0]].timestamp;
+    let gaps = order.len().saturating_sub(1);
+    let last = last.unwrap_or_else(|| {
+        for (k, gap) in durations[..gaps].iter_mut().enumerate() {
+            *gap = time(k + 1) - time(k);
+        }
+        median(&mut durations[..gaps])
+    });
+    for k in 0..gaps {
+        durations[order[k] as usize] = time(k + 1) - time(k);
     }
     if let Some(&index) = order.last() {
-        // The gaps are the durations so far (in time order): no second sort of the times.
-        durations[index] =
-            last.unwrap_or_else(|| median(order.windows(2).map(|p| durations[p[0]]).collect()));
+        durations[index as usize] = last;
     }
     durations
 }
@@ -366,13 +391,18 @@ pub fn sample_durations_with_last(samples: &[TraceSample], last: Option<f64>) ->
 /// for an even count; 0 with fewer than two samples).
 pub fn median_interval(samples: &[TraceSample]) -> f64 {
     let mut times: Vec<f64> = samples.iter().map(|s| s.timestamp).collect();
-    times.sort_by(f64::total_cmp);
-    median(times.windows(2).map(|w| w[1] - w[0]).collect())
+    times.sort_unstable_by(f64::total_cmp);
+    // The gaps in place of the times.
+    for k in 1..times.len() {
+        times[k - 1] = times[k] - times[k - 1];
+    }
+    times.pop();
+    median(&mut times)
 }
 
 /// The median of `values` (the mean of the two middle ones for an even count; 0 for none), found by
-/// selection in linear time.
-fn median(mut values: Vec<f64>) -> f64 {
+/// selection in linear time (reordering `values`).
+fn median(values: &mut [f64]) -> f64 {
     let n = values.len();
     if n == 0 {
         return 0.0;
@@ -723,7 +753,7 @@ pub(crate) mod tests {
         assert_eq!(err.kind, crate::error::ErrorKind::Range);
         assert!(err
             .message
-            .starts_with("toPprof repeats each sample's whole stack"));
+            .starts_with("toPprof repeats whole stacks, and this trace's stacks hold 50000001 frames"));
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> 
     let mut by_stack: Vec<Option<Vec<u32>>> = vec![None; trace.stacks.len()];
     let mut samples = Vec::with_capacity(order.len());
     let mut weights = Vec::with_capacity(order.len());
-    for &i in &order {
+    for i in order.iter().map(|&i| i as usize) {
         let s = &trace.samples[i];
         let stack = match (s.stack_id, Pseudo::of(s)) {
             (Some(id), None) => by_stack[id as usize]
@@ -133,7 +133,9 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> 
         samples.push(stack);
         weights.push(round_ns(durations[i]));
     }
-    let start_value = order.first().map_or(0.0, |&i| trace.samples[i].timestamp);
+    let start_value = order
+        .first()
+        .map_or(0.0, |&i| trace.samples[i as usize].timestamp);
     let end_value = round_ns(start_value + weights.iter().sum::<f64>());
     let name = name.unwrap_or("jsprof-node profile").to_owned();
     Ok(File {
