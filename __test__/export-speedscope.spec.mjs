@@ -53,16 +53,24 @@ test('a real trace is valid and its weights add up to the recorded span', async 
   assert.ok(Math.abs(p.startValue + sum - p.endValue) < 1e-6)
   const names = new Set(file.shared.frames.map((f) => f.name))
   for (const name of ['appMain', 'appFib', 'appSort', 'depChecksum']) assert.ok(names.has(name), name)
-  // Every sample's stack resolves to frames; appFib samples have appMain below them, but for the rare
-  // tick V8 takes in appFib's prologue when appMain calls it, which shows appFib in appMain's place
-  // (see the call-path test in profiler.spec.mjs).
+  // Every sample is the trace's own stack, outermost frame first, frame for frame (what V8 sampled is
+  // the trace's business; the export must carry it unchanged, whatever the machine's load made of it).
+  const PSEUDO = (s) => (s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)')
+  const stackOf = (s) => {
+    if (s.stackId === undefined) return [PSEUDO(s)]
+    const frames = []
+    for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) frames.unshift(trace.frames[trace.stacks[id].frameId])
+    // speedscope shows a nameless function as (anonymous), as DevTools does.
+    return frames.map((f) => `${f.name || '(anonymous)'} ${f.line ?? ''}:${f.column ?? ''}`)
+  }
+  const exported = (indexes) =>
+    indexes.map((i) => {
+      const f = file.shared.frames[i]
+      return f.file === undefined && f.line === undefined ? f.name : `${f.name} ${f.line ?? ''}:${f.col ?? ''}`
+    })
+  trace.samples.forEach((s, i) => assert.deepEqual(exported(p.samples[i]), stackOf(s), `sample ${i}`))
   const fib = file.shared.frames.findIndex((f) => f.name === 'appFib')
-  const main = file.shared.frames.findIndex((f) => f.name === 'appMain')
-  const fibSamples = p.samples.filter((s) => s.at(-1) === fib)
-  assert.ok(fibSamples.length > 0)
-  for (const s of fibSamples) assert.ok(s.every((i) => i >= 0 && i < file.shared.frames.length))
-  const underMain = fibSamples.filter((s) => s.includes(main)).length
-  assert.ok(underMain >= 0.95 * fibSamples.length, `${underMain} of ${fibSamples.length} appFib samples under appMain`)
+  assert.ok(p.samples.some((s) => s.at(-1) === fib), 'appFib was sampled')
 })
 
 test('options are checked', () => {
