@@ -61,12 +61,12 @@ test('a real trace is valid and its weights add up to the recorded span', async 
     const frames = []
     for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) frames.unshift(trace.frames[trace.stacks[id].frameId])
     // speedscope shows a nameless function as (anonymous), as DevTools does.
-    return frames.map((f) => `${f.name || '(anonymous)'} ${f.line ?? ''}:${f.column ?? ''}`)
+    return frames.map((f) => `${f.name || '(anonymous)'}${f.line === undefined ? '' : ` ${f.line}:${f.column}`}`)
   }
   const exported = (indexes) =>
     indexes.map((i) => {
       const f = file.shared.frames[i]
-      return f.file === undefined && f.line === undefined ? f.name : `${f.name} ${f.line ?? ''}:${f.col ?? ''}`
+      return `${f.name}${f.line === undefined ? '' : ` ${f.line}:${f.col}`}`
     })
   trace.samples.forEach((s, i) => assert.deepEqual(exported(p.samples[i]), stackOf(s), `sample ${i}`))
   const fib = file.shared.frames.findIndex((f) => f.name === 'appFib')
