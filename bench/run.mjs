@@ -188,5 +188,7 @@ if (!ONLY || ONLY === 'large') await child('./large-input.mjs', [])
 if (!ONLY || ONLY === 'loop') await child('./per-request-loop.mjs', [])
 if (!ONLY || ONLY === 'server') {
   await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '5', '--duration', '6'])
+  // The same plain-Profiler modes in one server process, switched per round (no process-to-process variance).
+  await child('./server/in-process.mjs', ['--rounds', '6', '--duration', '3'])
 }
 console.log(`\ntotal bench time: ${((performance.now() - t0) / 1000).toFixed(0)} s`)

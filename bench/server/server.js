@@ -1,7 +1,8 @@
 'use strict'
 // The benchmark's server: a small JSON API with CPU work in its handler, run in its own process
 // (see run.mjs) with one profiling mode:
-//   none | continuous | req10 | reqall | datadog | sentry
+//   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry | switch (in-process.mjs)
+//   (and the diagnostics sampler1 | sampler10 | track | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
 const http = require('node:http')
@@ -75,10 +76,22 @@ if (mode === 'continuous') {
   })
   listener = rp.wrap(handler)
   figures.stats = rp.stats
-} else if (mode === 'prof10' || mode === 'profall') {
+} else if (mode === 'prof10' || mode === 'profall' || mode === 'switch') {
   // What a user writes from the spec's example: a plain Profiler around each sampled request.
+  // 'switch' (bench/server/in-process.mjs) changes between none, sampler10, prof10 and profall on an
+  // IPC message, so that every mode runs in the same process, on the same JIT state.
   const { Profiler } = require(root)
-  const every = mode === 'prof10' ? 10 : 1
+  let every = mode === 'prof10' ? 10 : mode === 'profall' ? 1 : 0
+  let long = null
+  figures.switchTo = (to) => {
+    every = { none: 0, sampler10: 0, prof10: 10, profall: 1 }[to]
+    if (every === undefined) throw new Error(`cannot switch to ${to}`)
+    if (to === 'sampler10' && !long) long = new Profiler({ sampleInterval: 10, maxBufferSize: 1e7 })
+    if (to !== 'sampler10' && long) {
+      long.stop()
+      long = null
+    }
+  }
   let seen = 0
   // stop() latency (ms from the call to the resolved trace), a bounded ring.
   const latencies = new Float64Array(1 << 16)
@@ -89,7 +102,7 @@ if (mode === 'continuous') {
     return { count: measured, p50: q(0.5), p99: q(0.99), max: xs.length ? xs[xs.length - 1] : NaN }
   }
   listener = (req, res) => {
-    if (seen++ % every !== 0) return handler(req, res)
+    if (every === 0 || seen++ % every !== 0) return handler(req, res)
     const profiler = new Profiler({ sampleInterval: 10, maxBufferSize: 1000 })
     res.once('finish', () => {
       const t0 = performance.now()
@@ -159,7 +172,10 @@ server.listen(0, '127.0.0.1', () => {
 })
 
 process.on('message', (message) => {
-  if (message === 'measure') {
+  if (message && message.switchTo) {
+    figures.switchTo(message.switchTo)
+    process.send({ switched: message.switchTo })
+  } else if (message === 'measure') {
     delay.reset()
     delay.enable()
     figures.cpuStart = process.cpuUsage()

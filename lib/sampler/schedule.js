@@ -15,9 +15,8 @@ const DEFAULTS = Object.freeze({
   /**
    * At most one harvest per this many µs serves the stops that ask for one: a lone stop() (no harvest
    * in the last 100 ms) is served at once, frequent ones wait up to this long and share one harvest.
-   * A harvest costs the main thread ~1 ms, and the process several ms of CPU in all (V8 stops and
-   * restarts profiles; measured on the benchmark server: 21 harvests a second cost ~15% of its
-   * throughput, 10 a second ~1%, 5 a second none measurable), however many Profilers stop.
+   * A harvest costs the main thread ~0.5 ms, however many Profilers stop; 10 harvests a second cost a
+   * busy process ~2% of its CPU, 20 a second ~4% (bench/harvest-rate.mjs, 2026-11-25).
    */
   minStopGapUs: 100_000,
   /**
