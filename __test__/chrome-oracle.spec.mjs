@@ -9,13 +9,8 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
-import { existsSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { Profiler } from 'jsprof-node'
-
-const require = createRequire(import.meta.url)
-const CHROMIUM = process.env.JSPROF_CHROMIUM || '/usr/bin/chromium'
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does), or set JSPROF_CHROMIUM`
+import { launchChromium, skipWithoutChromium as skip } from './chromium.mjs'
 
 /**
  * The probe, run as is in both places with the environment's Profiler. Self-contained (its source is
@@ -146,15 +141,9 @@ async function serve() {
 }
 
 async function inChromium(t) {
-  const puppeteer = require('puppeteer-core')
   const { server, url } = await serve()
   t.after(() => server.close())
-  const browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  })
-  t.after(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage()
   await page.goto(url, { waitUntil: 'load' })
   const version = await browser.version()

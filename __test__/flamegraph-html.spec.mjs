@@ -6,18 +6,16 @@
 // (JSPROF_SCREENSHOT=<path> to put it elsewhere). `.ci/run` installs chromium, so CI never skips this.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 import { toFlameGraph } from 'jsprof-node'
-import { require } from './export-helpers.mjs'
+import { launchChromium, skipWithoutChromium } from './chromium.mjs'
 
-// Debian's chromium; JSPROF_CHROMIUM names another Chromium/Chrome binary (the GitHub runner's Chrome).
-const CHROMIUM = process.env.JSPROF_CHROMIUM || '/usr/bin/chromium'
 const root = fileURLToPath(new URL('..', import.meta.url))
-const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does), or set JSPROF_CHROMIUM`
+const skip = skipWithoutChromium
 
 const HOSTILE = [
   '</script><script>window.__pwned = "script"</script>',
@@ -54,19 +52,13 @@ function trace() {
 }
 
 test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips, hostile names as text', { skip, timeout: 120000 }, async (t) => {
-  const puppeteer = require('puppeteer-core')
   const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'flame.html')
   const total = trace().samples.length // 6 + 2 + 5 + 2 = 15
   writeFileSync(file, toFlameGraph(trace(), { format: 'html', title: '<b>Shop</b> & co' }))
 
-  const browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
-  })
-  t.after(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage()
   await page.setViewport({ width: 1100, height: 420 })
   const external = []
@@ -164,13 +156,11 @@ test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips
 })
 
 test('a trace with no samples gives a page that says so', { skip, timeout: 60000 }, async (t) => {
-  const puppeteer = require('puppeteer-core')
   const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))
   const file = join(dir, 'empty.html')
   writeFileSync(file, toFlameGraph({ resources: [], frames: [], stacks: [], samples: [] }, { format: 'html' }))
-  const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] })
-  t.after(() => browser.close())
+  const browser = await launchChromium(t)
   const page = await browser.newPage()
   const errors = []
   page.on('pageerror', (e) => errors.push(e.message))
