@@ -46,8 +46,9 @@ class Profiler extends EventTarget {
       dispatchBufferFull(this)
       return
     }
-    // Held weakly (the sampler must not keep a forgotten Profiler alive): collected without stop(),
-    // it releases its subscription, and V8 stops when nobody needs it.
+    // The sampler holds it weakly from the first harvest that finds it running (see Subscription's
+    // owner): a forgotten Profiler is collected, releases its subscription, and V8 stops when nobody
+    // needs it; one stopped before any harvest costs no WeakRef.
     const sub = new Subscription({ startUs: nowUs(), intervalUs, maxSamples: maxBufferSize, owner: this, onFull: ownerBufferFull })
     sampler.add(sub)
     this.#sub = sub
