@@ -16,9 +16,9 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { makeProfileText } from './from-cpu-profile.mjs'
+import { median } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 const [mode, ...args] = process.argv.slice(2)
 
 if (mode === '--child') {

@@ -6,6 +6,7 @@
 //   node bench/harvest-rate.mjs [--gaps 0,100,50,20] [--rounds 3] [--seconds 3]
 
 import { createRequire } from 'node:module'
+import { median } from './stats.mjs'
 const require = createRequire(import.meta.url)
 const { Profiler } = require('..')
 const { getSampler } = require('../lib/sampler.js')
@@ -45,7 +46,6 @@ async function run(gapMs) {
   return { cpuPerIter: (c.user + c.system) / n, harvests, msEach: harvests ? (engine.stats.harvestMsTotal - m0) / harvests : 0 }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 await run(0) // warm-up
 const results = Object.fromEntries(GAPS.map((g) => [g, []]))
 for (let round = 0; round < ROUNDS; round++) {

@@ -6,6 +6,7 @@
 //   node bench/per-request-loop.mjs [--rounds 5] [--seconds 1.5]
 
 import { createRequire } from 'node:module'
+import { median } from './stats.mjs'
 const require = createRequire(import.meta.url)
 const { Profiler } = require('..')
 const { getSampler } = require('../lib/sampler.js')
@@ -44,7 +45,6 @@ async function run(every) {
   return { rate: n / SECONDS, latencies }
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]
 const results = { 0: [], 10: [], 1: [] }
 const lat = { 10: [], 1: [] }

@@ -12,6 +12,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { median } from './stats.mjs'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(root, 'bin', 'jsprof.js')
@@ -33,7 +34,6 @@ if (process.argv[2] === 'server') {
 )
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1]
 
 function start(args) {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })

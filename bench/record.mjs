@@ -19,6 +19,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { median } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -113,10 +114,6 @@ function run(mode, cwd) {
   return result
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
 
 /** Runs every mode ROUNDS times, alternated; returns { name: [{ wall, cpu }, …] } (round i at index i). */

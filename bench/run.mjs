@@ -21,6 +21,7 @@ import { makeWorkload } from './workload.mjs'
 import { runBare, runOurs } from './stall.mjs'
 import { makeProfileText, assertSameTraces, timeInterleaved, candidates } from './from-cpu-profile.mjs'
 import { sourcemapBench } from './sourcemaps.mjs'
+import { median } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
 const { getSampler } = require('../lib/sampler.js')
@@ -34,11 +35,6 @@ const SLICE_MS = 5
 v8.setFlagsFromString('--expose-gc')
 const gc = vm.runInNewContext('gc')
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
-}
 const f1 = (x) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2))
 const ratio = (a, b) => (b > 0 ? `${(a / b).toFixed(2)}×` : 'n/a')
 

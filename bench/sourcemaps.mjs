@@ -12,6 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { pathToFileURL, fileURLToPath } from 'node:url'
+import { median } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
 const FILES = Number(process.env.BENCH_SM_FILES || 200)
@@ -19,11 +20,6 @@ const FUNCTIONS = Number(process.env.BENCH_SM_FUNCTIONS || 50)
 const SAMPLES = Number(process.env.BENCH_SM_SAMPLES || 50000)
 const REPS = Number(process.env.BENCH_SM_REPS || 10)
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2
-}
 
 /** 200 files of 50 functions, TypeScript compiled by esbuild with external maps; the trace's frames at each `(`. */
 export function makeProject(dir) {

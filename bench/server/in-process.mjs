@@ -11,6 +11,7 @@ import { fork } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { median } from '../stats.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
@@ -53,10 +54,6 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 child.kill()
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
 const paired = (mode, f) => median(results[mode].map((r, i) => f(r, results.none[i])))
 console.log('\n| mode | CPU µs/request | paired req/s ratio | paired CPU ratio (none/mode) |')
 console.log('| --- | ---: | ---: | ---: |')

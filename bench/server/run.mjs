@@ -18,6 +18,7 @@ import { spawn, fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import { createRequire } from 'node:module'
+import { median } from '../stats.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
@@ -108,10 +109,6 @@ async function measure(mode) {
   return { rps: result.requests.average, errors: result.errors + result.non2xx, report }
 }
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
-}
 
 console.log(`# server throughput: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each, ${CONNECTIONS} connections, loopback`)
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
