@@ -3,7 +3,7 @@
 // The constructor starts sampling at once; stop() resolves with the spec's ProfilerTrace, built in
 // Rust. Conversions and messages are Chrome's (webidl.js).
 
-const { rethrowTyped } = require('./native')
+const { callNative, rethrowTyped } = require('./native')
 const { nowUs, timeOriginUs } = require('./clock')
 const { emptyTrace } = require('./trace')
 const { convertProfilerInitOptions, notAFunctionCall } = require('./webidl')
@@ -20,12 +20,8 @@ function ownerBufferFull(profiler) {
 
 /** A stopped subscription's trace (a promise when large), with the binding's errors typed. */
 function traceOf(sub) {
-  try {
-    const trace = sub.trace(timeOriginUs())
-    return trace instanceof Promise ? trace.catch(rethrowTyped) : trace
-  } catch (err) {
-    rethrowTyped(err)
-  }
+  const trace = callNative(() => sub.trace(timeOriginUs()))
+  return trace instanceof Promise ? trace.catch(rethrowTyped) : trace
 }
 
 class Profiler extends EventTarget {
