@@ -428,7 +428,6 @@ export interface PyroscopeExporter {
 
 export declare function pyroscopeExporter(options: PyroscopeExporterOptions): PyroscopeExporter
 
-
 export interface OtlpExporterOptions extends PushOptions {
   /**
    * The OTLP/HTTP endpoint: a collector's address (`http://collector:4318`, to which
@@ -480,14 +479,7 @@ export interface ResolveSourceMapsOptions {
 
 /** Why a frame was not mapped. */
 export type SourceMapUnmappedReason =
-  | 'noPosition'
-  | 'notAFile'
-  | 'noMap'
-  | 'mapNotFound'
-  | 'mapUnreadable'
-  | 'mapTooLarge'
-  | 'mapInvalid'
-  | 'noMapping'
+  'noPosition' | 'notAFile' | 'noMap' | 'mapNotFound' | 'mapUnreadable' | 'mapTooLarge' | 'mapInvalid' | 'noMapping'
 
 export interface SourceMapResourceStats {
   /** The resource of the input trace. */

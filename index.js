@@ -5,7 +5,15 @@
 const { Profiler } = require('./lib/profiler')
 const { fromCpuProfile } = require('./lib/cpuprofile')
 const { attribute, summarize } = require('./lib/analysis')
-const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph } = require('./lib/export')
+const {
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toOtlpProfiles,
+  toCollapsed,
+  toFlameGraph,
+} = require('./lib/export')
 const { profileRequests } = require('./lib/requests')
 const { startContinuous } = require('./lib/continuous')
 const { pyroscopeExporter, otlpExporter } = require('./lib/backend')

@@ -130,7 +130,9 @@ test('Yarn PnP cache zips: package and version from the path', () => {
     version: '1.3.0',
     root: `${zip}/node_modules/left-pad`,
   })
-  const scoped = attribute(at('yarn/.yarn/cache/@babel-core-npm-7.24.0-rc.1-0a1b2c3d4e.zip/node_modules/@babel/core/lib/index.js'))
+  const scoped = attribute(
+    at('yarn/.yarn/cache/@babel-core-npm-7.24.0-rc.1-0a1b2c3d4e.zip/node_modules/@babel/core/lib/index.js'),
+  )
   assert.equal(scoped.package, '@babel/core')
   assert.equal(scoped.version, '7.24.0-rc.1')
 })
@@ -150,7 +152,8 @@ test('Windows file:///C:/… and C:\\… paths: Windows roots, version from the 
   const expected = { kind: 'dependency', package: 'lodash', root: 'C:\\proj\\node_modules\\lodash' }
   const windows = process.platform === 'win32'
   const check = (got) => {
-    if (!windows) assert.deepEqual(got, expected) // unreadable here: no version
+    if (!windows)
+      assert.deepEqual(got, expected) // unreadable here: no version
     else assert.equal(got.root, expected.root)
   }
   check(attribute('file:///C:/proj/node_modules/lodash/lodash.js'))
@@ -221,12 +224,34 @@ test('other schemes and pseudo names are app code without a package', () => {
   // vm code compiled without a filename is generated code.
   assert.deepEqual(attribute('evalmachine.<anonymous>'), { kind: 'generated' })
   // A non-file URL still names the package its path holds, but has no root.
-  assert.deepEqual(attribute('https://h.example/node_modules/lodash/lodash.js'), { kind: 'dependency', package: 'lodash' })
+  assert.deepEqual(attribute('https://h.example/node_modules/lodash/lodash.js'), {
+    kind: 'dependency',
+    package: 'lodash',
+  })
 })
 
 test('never throws for a string', () => {
-  const odd = ['file:', 'file://', 'file:///', '\\\\', '\\\\?\\', 'C:', 'C:\\', '%', 'file:///%E0%A4%A', '\uD800', '/',
-    '/node_modules', '/node_modules/', '/node_modules/@s', 'node_modules/x/y.js', 'x'.repeat(100000), 'file://h', ':', '@']
+  const odd = [
+    'file:',
+    'file://',
+    'file:///',
+    '\\\\',
+    '\\\\?\\',
+    'C:',
+    'C:\\',
+    '%',
+    'file:///%E0%A4%A',
+    '\uD800',
+    '/',
+    '/node_modules',
+    '/node_modules/',
+    '/node_modules/@s',
+    'node_modules/x/y.js',
+    'x'.repeat(100000),
+    'file://h',
+    ':',
+    '@',
+  ]
   for (const r of odd) {
     const got = attribute(r)
     assert.ok(['app', 'dependency', 'node', 'native'].includes(got.kind), JSON.stringify(r.slice(0, 40)))

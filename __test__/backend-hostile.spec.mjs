@@ -51,7 +51,10 @@ const drip = (req, res) => {
 /** Runs `script` in a child and resolves with how long after close() it exited (or kills it at 20 s). */
 function exitTime(script, env) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['-e', script], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let out = ''
     let err = ''
     child.stdout.on('data', (d) => (out += d))
@@ -66,7 +69,13 @@ function exitTime(script, env) {
 
 // Each exporter the same way: they share the push machinery and the transport.
 const EXPORTERS = [
-  { name: 'pyroscope', factory: 'pyroscopeExporter', extra: "appName: 'a',", who: 'pyroscope ingest', make: (o) => pyroscopeExporter({ appName: 'a', ...o }) },
+  {
+    name: 'pyroscope',
+    factory: 'pyroscopeExporter',
+    extra: "appName: 'a',",
+    who: 'pyroscope ingest',
+    make: (o) => pyroscopeExporter({ appName: 'a', ...o }),
+  },
   { name: 'otlp', factory: 'otlpExporter', extra: '', who: 'OTLP endpoint', make: (o) => otlpExporter(o) },
 ]
 
@@ -91,7 +100,7 @@ for (const E of EXPORTERS) {
   })
 
   test(`${E.name}: a backend that resets connections: every push fails, counted, retried, and the exporter goes on`, async () => {
-    const srv = await server((req, res) => req.socket.destroy())
+    const srv = await server((req) => req.socket.destroy())
     try {
       const exporter = E.make({ url: srv.url, encode, retryBaseMs: 1, maxRetries: 1 })
       exporter.push(chunk(0))
@@ -179,11 +188,16 @@ for (const E of EXPORTERS) {
 
   test(`${E.name}: the password is in no message, constructor checks included; undecodable credentials are refused`, async () => {
     for (const url of ['http://user:secret@host:99999', 'http://user:secret@', 'ftp://user:secret@host/']) {
-      assert.throws(() => E.make({ url }), (err) => err instanceof TypeError && !err.message.includes('secret'), url)
+      assert.throws(
+        () => E.make({ url }),
+        (err) => err instanceof TypeError && !err.message.includes('secret'),
+        url,
+      )
     }
     assert.throws(
       () => E.make({ url: 'http://user:sec%zzret@127.0.0.1:1' }),
-      (err) => err instanceof TypeError && /not valid percent-encoding/.test(err.message) && !err.message.includes('sec'),
+      (err) =>
+        err instanceof TypeError && /not valid percent-encoding/.test(err.message) && !err.message.includes('sec'),
     )
     const srv = await server((req, res) => {
       res.writeHead(401)
@@ -194,7 +208,10 @@ for (const E of EXPORTERS) {
       exporter.push(chunk())
       await exporter.flush()
       // Decoded once: the server got u@x:p:w.
-      assert.equal(exporter.lastError.message, `${E.who} answered 401: Basic ${Buffer.from('u@x:p:w').toString('base64')}`)
+      assert.equal(
+        exporter.lastError.message,
+        `${E.who} answered 401: Basic ${Buffer.from('u@x:p:w').toString('base64')}`,
+      )
       const dead = E.make({ url: 'http://u:topsecret@127.0.0.1:1/', encode, maxRetries: 0 })
       dead.push(chunk())
       await dead.flush()
@@ -209,7 +226,7 @@ for (const E of EXPORTERS) {
     ['drips', drip],
     ['never answers', () => {}],
   ]) {
-  test(`${E.name}: a backend that ${kind}: close() lets the process exit within timeoutMs`, async () => {
+    test(`${E.name}: a backend that ${kind}: close() lets the process exit within timeoutMs`, async () => {
       const srv = await server(handler)
       try {
         const r = await exitTime(

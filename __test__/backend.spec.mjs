@@ -18,7 +18,12 @@ async function ingestServer(status = () => 200) {
     req.on('data', (d) => parts.push(d))
     req.on('end', () => {
       const url = new URL(req.url, 'http://x')
-      received.push({ method: req.method, path: url.pathname, query: Object.fromEntries(url.searchParams), body: Buffer.concat(parts) })
+      received.push({
+        method: req.method,
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        body: Buffer.concat(parts),
+      })
       res.statusCode = status(received.length)
       res.end()
     })
@@ -45,7 +50,10 @@ const fakeChunk = (i = 0) => ({
     resources: ['file:///app.js'],
     frames: [{ name: 'handler', resourceId: 0, line: 3, column: 1 }],
     stacks: [{ frameId: 0 }],
-    samples: [{ timestamp: 1, stackId: 0, marker: 'script' }, { timestamp: 11, stackId: 0, marker: 'script' }],
+    samples: [
+      { timestamp: 1, stackId: 0, marker: 'script' },
+      { timestamp: 11, stackId: 0, marker: 'script' },
+    ],
   },
 })
 
@@ -88,7 +96,13 @@ test(`continuous chunks arrive as pprof a real decoder reads (encoder: ${encoder
 
 test('retries a 503 with backoff, then succeeds', async () => {
   const ingest = await ingestServer((n) => (n <= 2 ? 503 : 200))
-  const exporter = pyroscopeExporter({ url: `${ingest.url}/ingest`, appName: 'a', encode, retryBaseMs: 5, maxRetries: 3 })
+  const exporter = pyroscopeExporter({
+    url: `${ingest.url}/ingest`,
+    appName: 'a',
+    encode,
+    retryBaseMs: 5,
+    maxRetries: 3,
+  })
   exporter.push(fakeChunk())
   await exporter.flush()
   ingest.server.close()
@@ -118,25 +132,26 @@ for (const [name, make] of [
   ['pyroscope', (url) => pyroscopeExporter({ url, appName: 'a', encode, maxQueue: 4, maxRetries: 2, retryBaseMs: 2 })],
   // The OTLP exporter encodes real OTLP bodies here (no custom encode): memory stays bounded too.
   ['otlp', (url) => otlpExporter({ url, maxQueue: 4, maxRetries: 2, retryBaseMs: 2 })],
-]) test(`${name}: backend down: no crash, the queue stays bounded, drops and failures are counted`, async () => {
-  const exporter = make(await deadUrl())
-  let maxQueued = 0
-  for (let i = 0; i < 200; i++) {
-    exporter.push(fakeChunk(i))
-    maxQueued = Math.max(maxQueued, exporter.stats.queued)
-  }
-  assert.ok(maxQueued <= 4, `queue held ${maxQueued}`)
-  await exporter.flush()
-  const { pushed, sent, failed, dropped, retries, queued } = exporter.stats
-  assert.equal(pushed, 200)
-  assert.equal(sent, 0)
-  assert.equal(queued, 0)
-  // Each chunk is either dropped from the full queue or failed after its retries.
-  assert.equal(failed + dropped, 200)
-  assert.ok(dropped >= 195, `dropped ${dropped}`)
-  assert.equal(retries, failed * 2)
-  assert.ok(exporter.lastError instanceof Error)
-})
+])
+  test(`${name}: backend down: no crash, the queue stays bounded, drops and failures are counted`, async () => {
+    const exporter = make(await deadUrl())
+    let maxQueued = 0
+    for (let i = 0; i < 200; i++) {
+      exporter.push(fakeChunk(i))
+      maxQueued = Math.max(maxQueued, exporter.stats.queued)
+    }
+    assert.ok(maxQueued <= 4, `queue held ${maxQueued}`)
+    await exporter.flush()
+    const { pushed, sent, failed, dropped, retries, queued } = exporter.stats
+    assert.equal(pushed, 200)
+    assert.equal(sent, 0)
+    assert.equal(queued, 0)
+    // Each chunk is either dropped from the full queue or failed after its retries.
+    assert.equal(failed + dropped, 200)
+    assert.ok(dropped >= 195, `dropped ${dropped}`)
+    assert.equal(retries, failed * 2)
+    assert.ok(exporter.lastError instanceof Error)
+  })
 
 test('the byte budget bounds the queue too; close() drops what is left', async () => {
   const exporter = pyroscopeExporter({
@@ -185,7 +200,13 @@ test('bad options throw TypeError/RangeError; a failing encoder is counted, not 
 test("api: 'push' sends Pyroscope's push API (connect JSON): a series with its labels and the pprof", async () => {
   const ingest = await ingestServer()
   try {
-    const exporter = pyroscopeExporter({ url: `${ingest.url}/`, appName: 'shop.api', labels: { env: 'test' }, api: 'push', encode })
+    const exporter = pyroscopeExporter({
+      url: `${ingest.url}/`,
+      appName: 'shop.api',
+      labels: { env: 'test' },
+      api: 'push',
+      encode,
+    })
     exporter.push(fakeChunk(0))
     await exporter.flush()
     assert.equal(exporter.stats.sent, 1)
@@ -216,12 +237,21 @@ test("api: 'auto' keeps the push API where the server has it, and falls back to 
       e.push(fakeChunk(1))
       await e.flush()
     }
-    assert.deepEqual(modern.received.map((r) => r.path), ['/push.v1.PusherService/Push', '/push.v1.PusherService/Push'])
+    assert.deepEqual(
+      modern.received.map((r) => r.path),
+      ['/push.v1.PusherService/Push', '/push.v1.PusherService/Push'],
+    )
     assert.equal(a.api, 'push')
-    assert.deepEqual(legacy.received.map((r) => r.path), ['/push.v1.PusherService/Push', '/ingest', '/ingest'])
+    assert.deepEqual(
+      legacy.received.map((r) => r.path),
+      ['/push.v1.PusherService/Push', '/ingest', '/ingest'],
+    )
     assert.equal(b.api, 'ingest')
     assert.deepEqual([b.stats.sent, b.stats.errors, b.stats.failed], [2, 0, 0])
-    assert.throws(() => pyroscopeExporter({ url: modern.url, appName: 'a', api: 'grpc' }), /api must be one of 'ingest', 'push', 'auto'/)
+    assert.throws(
+      () => pyroscopeExporter({ url: modern.url, appName: 'a', api: 'grpc' }),
+      /api must be one of 'ingest', 'push', 'auto'/,
+    )
   } finally {
     modern.server.close()
     legacy.server.close()

@@ -59,13 +59,26 @@ async function probe(Profiler) {
       }),
   )
   out.readOrder = reads
-  const describe = (d) => d && { enumerable: d.enumerable, configurable: d.configurable, get: typeof d.get, set: typeof d.set, value: typeof d.value, writable: d.writable }
+  const describe = (d) =>
+    d && {
+      enumerable: d.enumerable,
+      configurable: d.configurable,
+      get: typeof d.get,
+      set: typeof d.set,
+      value: typeof d.value,
+      writable: d.writable,
+    }
   out.shape = {
     length: Profiler.length,
     name: Profiler.name,
     parentIsEventTarget: Object.getPrototypeOf(Profiler) === EventTarget,
     prototypeMembers: Object.getOwnPropertyNames(Profiler.prototype).sort(),
-    descriptors: Object.fromEntries(['sampleInterval', 'stopped', 'stop', 'constructor'].map((k) => [k, describe(Object.getOwnPropertyDescriptor(Profiler.prototype, k))])),
+    descriptors: Object.fromEntries(
+      ['sampleInterval', 'stopped', 'stop', 'constructor'].map((k) => [
+        k,
+        describe(Object.getOwnPropertyDescriptor(Profiler.prototype, k)),
+      ]),
+    ),
     prototypeDescriptor: describe(Object.getOwnPropertyDescriptor(Profiler, 'prototype')),
     toStringTag: Object.prototype.toString.call(Profiler.prototype),
   }
@@ -99,13 +112,17 @@ async function probe(Profiler) {
   )
   out.secondStop = second
   const leaf = trace.frames.find((f) => f.name === 'probeLeaf')
-  const sampleWithStack = trace.samples.find((s) => s.stackId !== undefined && trace.frames[trace.stacks[s.stackId].frameId] === leaf)
+  const sampleWithStack = trace.samples.find(
+    (s) => s.stackId !== undefined && trace.frames[trace.stacks[s.stackId].frameId] === leaf,
+  )
   const stackWithParent = trace.stacks.find((s) => s.parentId !== undefined)
   out.trace = {
     keys: Object.keys(trace),
     json: JSON.stringify(trace).slice(0, 10),
     frameKeys: leaf ? Object.keys(leaf) : null,
-    leafCaller: sampleWithStack ? trace.frames[trace.stacks[trace.stacks[sampleWithStack.stackId].parentId].frameId].name : null,
+    leafCaller: sampleWithStack
+      ? trace.frames[trace.stacks[trace.stacks[sampleWithStack.stackId].parentId].frameId].name
+      : null,
     stackKeys: stackWithParent ? Object.keys(stackWithParent) : null,
     sampleKeys: sampleWithStack ? Object.keys(sampleWithStack) : null,
     samplesInOrder: trace.samples.every((s, i) => i === 0 || s.timestamp >= trace.samples[i - 1].timestamp),
@@ -115,7 +132,15 @@ async function probe(Profiler) {
     const q = new Profiler({ sampleInterval: 10, maxBufferSize })
     const events = []
     q.addEventListener('samplebufferfull', (e) => {
-      events.push({ type: e.type, constructor: e.constructor.name, bubbles: e.bubbles, cancelable: e.cancelable, composed: e.composed, targetIsProfiler: e.target === q, stopped: q.stopped })
+      events.push({
+        type: e.type,
+        constructor: e.constructor.name,
+        bubbles: e.bubbles,
+        cancelable: e.cancelable,
+        composed: e.composed,
+        targetIsProfiler: e.target === q,
+        stopped: q.stopped,
+      })
     })
     const end = performance.now() + 2000
     while (events.length === 0 && performance.now() < end) {
@@ -151,37 +176,41 @@ async function inChromium(t) {
   return { version, result }
 }
 
-test('the same probe in real Chromium and in jsprof-node: errors, class shape, stop, samplebufferfull and member order agree', { skip, timeout: 120000 }, async (t) => {
-  const chrome = await inChromium(t)
-  // Through JSON, as the page's result came (members holding undefined drop out on both sides).
-  const node = JSON.parse(JSON.stringify(await probe(Profiler)))
-  const c = chrome.result
-  t.diagnostic(`oracle: ${chrome.version}`)
+test(
+  'the same probe in real Chromium and in jsprof-node: errors, class shape, stop, samplebufferfull and member order agree',
+  { skip, timeout: 120000 },
+  async (t) => {
+    const chrome = await inChromium(t)
+    // Through JSON, as the page's result came (members holding undefined drop out on both sides).
+    const node = JSON.parse(JSON.stringify(await probe(Profiler)))
+    const c = chrome.result
+    t.diagnostic(`oracle: ${chrome.version}`)
 
-  // Every constructor case: the same error type, name and message, or no error in both.
-  assert.deepEqual(node.errors, c.errors)
-  assert.deepEqual(node.readOrder, c.readOrder)
-  assert.deepEqual(node.shape, c.shape)
-  assert.deepEqual(node.secondStop, c.secondStop)
-  assert.deepEqual(node.instance, c.instance)
+    // Every constructor case: the same error type, name and message, or no error in both.
+    assert.deepEqual(node.errors, c.errors)
+    assert.deepEqual(node.readOrder, c.readOrder)
+    assert.deepEqual(node.shape, c.shape)
+    assert.deepEqual(node.secondStop, c.secondStop)
+    assert.deepEqual(node.instance, c.instance)
 
-  // The dictionaries' members in WebIDL's (lexicographic) order: JSON.stringify reads the same.
-  assert.deepEqual(node.trace.keys, c.trace.keys)
-  assert.equal(node.trace.json, c.trace.json)
-  assert.deepEqual(node.trace.frameKeys, c.trace.frameKeys)
-  assert.deepEqual(node.trace.stackKeys, c.trace.stackKeys)
-  assert.ok(node.trace.samplesInOrder && c.trace.samplesInOrder)
-  assert.equal(node.trace.leafCaller, 'probeOuter')
-  assert.equal(c.trace.leafCaller, 'probeOuter')
-  // Markers: Chrome gives them only in a special mode, Node always (README, "Markers"); the members
-  // present are in the same order.
-  assert.deepEqual(c.trace.sampleKeys, ['stackId', 'timestamp'])
-  assert.deepEqual(node.trace.sampleKeys, ['marker', 'stackId', 'timestamp'])
+    // The dictionaries' members in WebIDL's (lexicographic) order: JSON.stringify reads the same.
+    assert.deepEqual(node.trace.keys, c.trace.keys)
+    assert.equal(node.trace.json, c.trace.json)
+    assert.deepEqual(node.trace.frameKeys, c.trace.frameKeys)
+    assert.deepEqual(node.trace.stackKeys, c.trace.stackKeys)
+    assert.ok(node.trace.samplesInOrder && c.trace.samplesInOrder)
+    assert.equal(node.trace.leafCaller, 'probeOuter')
+    assert.equal(c.trace.leafCaller, 'probeOuter')
+    // Markers: Chrome gives them only in a special mode, Node always (README, "Markers"); the members
+    // present are in the same order.
+    assert.deepEqual(c.trace.sampleKeys, ['stackId', 'timestamp'])
+    assert.deepEqual(node.trace.sampleKeys, ['marker', 'stackId', 'timestamp'])
 
-  // samplebufferfull: the same event, once, while the profiler is not stopped, and the same samples kept.
-  // On purpose (README): Node gives userland no trusted events, so isTrusted is not compared.
-  for (const key of ['bufferFull0', 'bufferFull3']) {
-    assert.equal(c[key].events.length, 1, `${key}: Chromium fired once`)
-    assert.deepEqual(node[key], c[key], key)
-  }
-})
+    // samplebufferfull: the same event, once, while the profiler is not stopped, and the same samples kept.
+    // On purpose (README): Node gives userland no trusted events, so isTrusted is not compared.
+    for (const key of ['bufferFull0', 'bufferFull3']) {
+      assert.equal(c[key].events.length, 1, `${key}: Chromium fired once`)
+      assert.deepEqual(node[key], c[key], key)
+    }
+  },
+)

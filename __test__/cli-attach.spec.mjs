@@ -133,8 +133,14 @@ describe('jsprof attach', { skip: !linux && 'attach reads /proc: Linux only' }, 
     // The sidecar, as in `record`'s traces: whose trace, and its clock (the process's time origin).
     assert.deepEqual(Object.keys(t), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
     assert.equal(t.jsprof.pid, pid)
-    assert.ok(Math.abs(t.jsprof.timeOrigin - Date.now()) < 10 * 60_000, `timeOrigin is an epoch in ms: ${t.jsprof.timeOrigin}`)
-    assert.ok(t.frames.some((f) => f.name === 'handle'), `the request handler was sampled: ${t.samples.length} ${JSON.stringify(t.frames)} ${r.stderr}`)
+    assert.ok(
+      Math.abs(t.jsprof.timeOrigin - Date.now()) < 10 * 60_000,
+      `timeOrigin is an epoch in ms: ${t.jsprof.timeOrigin}`,
+    )
+    assert.ok(
+      t.frames.some((f) => f.name === 'handle'),
+      `the request handler was sampled: ${t.samples.length} ${JSON.stringify(t.frames)} ${r.stderr}`,
+    )
     assert.equal(await get(port), `ok ${pid}`, 'still serving after detach')
     assert.deepEqual(listening(pid), socketsBefore, 'the inspector port is closed again')
     assert.match(server.stderr(), /Debugger listening on ws:\/\/127\.0\.0\.1:\d+\//)
@@ -152,7 +158,11 @@ describe('jsprof attach', { skip: !linux && 'attach reads /proc: Linux only' }, 
     assert.equal(await get(port), `ok ${pid}`, 'serves once the loop is over')
     // SIGUSR1's queued open runs when the loop yields, and the deferred close right after it.
     await new Promise((resolve) => setTimeout(resolve, 500))
-    assert.deepEqual(listening(pid).map((s) => s.port), [port], 'only the server port is open')
+    assert.deepEqual(
+      listening(pid).map((s) => s.port),
+      [port],
+      'only the server port is open',
+    )
     server.child.kill()
   })
 
@@ -192,10 +202,18 @@ describe('jsprof attach', { skip: !linux && 'attach reads /proc: Linux only' }, 
       const { spawnSync } = await import('node:child_process')
       const asNobody = { uid: 65534, gid: 65534, cwd: os.tmpdir(), encoding: 'utf8', timeout: 60_000 }
       // Only where nobody can read this checkout (a clone under /root cannot be).
-      const readable = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path.join(root, 'lib', 'cli', 'common.js'))})`], asNobody).status === 0
+      const readable =
+        spawnSync(
+          process.execPath,
+          ['-e', `require(${JSON.stringify(path.join(root, 'lib', 'cli', 'common.js'))})`],
+          asNobody,
+        ).status === 0
       if (readable) {
         const r = spawnSync(process.execPath, [BIN, 'attach', String(process.pid)], asNobody)
-        oneLine({ code: r.status, stderr: r.stderr }, new RegExp(`^jsprof: cannot signal pid ${process.pid}: not ours \\(EPERM`))
+        oneLine(
+          { code: r.status, stderr: r.stderr },
+          new RegExp(`^jsprof: cannot signal pid ${process.pid}: not ours \\(EPERM`),
+        )
       }
     }
     // The inspector port is taken by another process.
@@ -204,7 +222,10 @@ describe('jsprof attach', { skip: !linux && 'attach reads /proc: Linux only' }, 
     const taken = blocker.address().port
     const server = startServer([], [`--inspect-port=127.0.0.1:${taken}`])
     const { pid, port } = await server.ready
-    oneLine(await jsprof(['attach', String(pid), '--duration', '300ms']), new RegExp(`port ${taken} is taken by another process`))
+    oneLine(
+      await jsprof(['attach', String(pid), '--duration', '300ms']),
+      new RegExp(`port ${taken} is taken by another process`),
+    )
     assert.equal(await get(port), `ok ${pid}`, 'the server is unharmed')
     blocker.close()
     server.child.kill()

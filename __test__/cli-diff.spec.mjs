@@ -43,7 +43,10 @@ before(() => {
   again = path.join(tmp, 'again.trace.json')
   assert.equal(jsprof(['record', '-o', again, '--', process.execPath, app, '1']).code, 0)
   const profDir = path.join(tmp, 'prof')
-  const p = spawnSync(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, app, '6'], { encoding: 'utf8', timeout: 60_000 })
+  const p = spawnSync(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, app, '6'], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   assert.equal(p.status, 0, p.stderr)
   slower = path.join(profDir, fs.readdirSync(profDir)[0])
   // The same app with its functions moved down a line by an edit, recorded from the same path.
@@ -69,7 +72,8 @@ describe('jsprof diff', () => {
     const steady = out.rows.find((row) => /^steadyWork \(/.test(row.name))
     assert.ok(steady && steady.selfDelta < 0, 'steadyWork is a smaller share of the slower run')
     for (const row of out.rows) {
-      for (const k of ['baseSelf', 'newSelf', 'baseTotal', 'newTotal']) assert.ok(row[k] >= 0 && row[k] <= 1, `${k} is a share`)
+      for (const k of ['baseSelf', 'newSelf', 'baseTotal', 'newTotal'])
+        assert.ok(row[k] >= 0 && row[k] <= 1, `${k} is a share`)
     }
   })
 
@@ -86,7 +90,10 @@ describe('jsprof diff', () => {
   test('--fail-above: exit 1 naming the row when it grew past the threshold, 0 when not', () => {
     const fail = jsprof(['diff', base, slower, '--fail-above', '10'])
     assert.equal(fail.code, 1)
-    assert.match(fail.stderr, /^jsprof: slowedDown \(.*\) grew by \+\d+\.\d points of self time.*, above --fail-above 10\n$/)
+    assert.match(
+      fail.stderr,
+      /^jsprof: slowedDown \(.*\) grew by \+\d+\.\d points of self time.*, above --fail-above 10\n$/,
+    )
     const pass = jsprof(['diff', base, slower, '--fail-above', '90'])
     assert.equal(pass.code, 0, pass.stderr)
     assert.equal(pass.stderr, '')
@@ -145,7 +152,10 @@ describe('jsprof diff', () => {
     assert.match(text, /<\/svg>\n$/)
     // The widest box of the function (it may also appear, thin, under other callers).
     const boxOf = (name) => {
-      const re = new RegExp(`<title>${name} [^<]*</title><rect [^>]*width="([\\d.]+)"[^>]*fill="rgb\\((\\d+),(\\d+),(\\d+)\\)"`, 'g')
+      const re = new RegExp(
+        `<title>${name} [^<]*</title><rect [^>]*width="([\\d.]+)"[^>]*fill="rgb\\((\\d+),(\\d+),(\\d+)\\)"`,
+        'g',
+      )
       const all = [...text.matchAll(re)].sort((a, b) => Number(b[1]) - Number(a[1]))
       return all[0] && [all[0][0], all[0][2], all[0][3], all[0][4]]
     }
@@ -162,7 +172,12 @@ describe('jsprof diff', () => {
     // A chain of `depth` frames, each level sampled once, under a frame named `a;b <x>`; the new
     // profile spends more of its time at the bottom of the chain.
     const traceOf = (extraAtBottom) => {
-      const trace = { resources: ['file:///app/deep.js'], frames: [{ name: 'a;b <x>', resourceId: 0, line: 1, column: 1 }], stacks: [{ frameId: 0 }], samples: [] }
+      const trace = {
+        resources: ['file:///app/deep.js'],
+        frames: [{ name: 'a;b <x>', resourceId: 0, line: 1, column: 1 }],
+        stacks: [{ frameId: 0 }],
+        samples: [],
+      }
       for (let i = 1; i <= depth; i++) {
         trace.frames.push({ name: `f${i}`, resourceId: 0, line: i + 1, column: 1 })
         trace.stacks.push({ frameId: i, parentId: i - 1 })
@@ -181,13 +196,18 @@ describe('jsprof diff', () => {
     assert.equal(r.code, 0, r.stderr)
     const text = fs.readFileSync(svg, 'utf8')
     assert.match(text, /<\/svg>\n$/)
-    assert.match(text, /<title>a;b &lt;x&gt; \(\/app\/deep\.js:1:1\) — 100\.00% of the time \(base 100\.00%, \+0\.00 points\)<\/title>/)
+    assert.match(
+      text,
+      /<title>a;b &lt;x&gt; \(\/app\/deep\.js:1:1\) — 100\.00% of the time \(base 100\.00%, \+0\.00 points\)<\/title>/,
+    )
     assert.doesNotMatch(text, /a:b/)
     const levels = [...text.matchAll(/<title>f(\d+) \(/g)].length
     assert.equal(levels, depth, 'every level of the chain is drawn once')
     // The bottom of the chain grew most (the deepest red): half of the new profile's time (20,001 of
     // 40,001 samples) against 1/20,001 of the base's.
-    const bottom = new RegExp(`<title>f${depth} \\([^<]*— 50\\.00% of the time \\(base 0\\.00%, \\+50\\.00 points\\)</title><rect [^>]*fill="rgb\\(250,30,30\\)"`)
+    const bottom = new RegExp(
+      `<title>f${depth} \\([^<]*— 50\\.00% of the time \\(base 0\\.00%, \\+50\\.00 points\\)</title><rect [^>]*fill="rgb\\(250,30,30\\)"`,
+    )
     assert.match(text, bottom)
   })
 

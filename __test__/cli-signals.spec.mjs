@@ -101,7 +101,15 @@ function assertHotTrace(file, hot) {
   const onTop = t.samples.filter((s) => s.stackId !== undefined && t.stacks[s.stackId].frameId === hotFrame).length
   assert.ok(onTop > 0, `samples with ${hot} on top`)
   // No frame of jsprof-node's own code: its flushes ran inside the app through V8 interrupts.
-  assert.deepEqual(t.resources.filter((r) => r.includes(`${path.sep}lib${path.sep}record`) || r.includes('record-preload') || r.includes(`${path.sep}lib${path.sep}sampler`)), [])
+  assert.deepEqual(
+    t.resources.filter(
+      (r) =>
+        r.includes(`${path.sep}lib${path.sep}record`) ||
+        r.includes('record-preload') ||
+        r.includes(`${path.sep}lib${path.sep}sampler`),
+    ),
+    [],
+  )
   assert.ok(!fs.readdirSync(path.dirname(file)).some((f) => f.endsWith('.tmp')), 'no temporary file left')
   return { trace: t, onTop }
 }
@@ -158,11 +166,15 @@ describe('jsprof record: killed without warning, the trace up to the last flush'
   test("under NODE_V8_COVERAGE (Node's own profiler session) nothing is cut and Node prints nothing extra", async () => {
     const out = path.join(tmp, 'coverage.trace.json')
     const { spawnSync } = await import('node:child_process')
-    const r = spawnSync(process.execPath, [BIN, 'record', '-o', out, '--', process.execPath, '-e', 'const t = Date.now(); while (Date.now() - t < 1500);'], {
-      encoding: 'utf8',
-      timeout: 60_000,
-      env: { ...process.env, NODE_V8_COVERAGE: path.join(tmp, 'coverage') },
-    })
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'record', '-o', out, '--', process.execPath, '-e', 'const t = Date.now(); while (Date.now() - t < 1500);'],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, NODE_V8_COVERAGE: path.join(tmp, 'coverage') },
+      },
+    )
     assert.equal(r.status, 0, r.stderr)
     assert.doesNotMatch(r.stderr, /Cannot retrieve id/)
     assert.match(r.stderr, /^jsprof: wrote .*written at exit in/)
@@ -191,7 +203,10 @@ describe("jsprof record: an app's own handler decides, as without jsprof", { ski
     await sleep(400)
     run.child.kill('SIGTERM')
     await sleep(1500)
-    assert.doesNotThrow(() => process.kill(pid, 0), 'the app still runs: its handler waits for the loop, as in plain node')
+    assert.doesNotThrow(
+      () => process.kill(pid, 0),
+      'the app still runs: its handler waits for the loop, as in plain node',
+    )
     run.child.kill('SIGTERM')
     const { code, stderr } = await exitWithin(run, Date.now())
     assert.equal(code, 137, stderr)
@@ -214,9 +229,15 @@ describe("jsprof record: an app's own handler decides, as without jsprof", { ski
   test('--flush-every: bad values are one line, exit 2', async () => {
     const { spawnSync } = await import('node:child_process')
     for (const bad of ['soon', '-1', '', '1e400']) {
-      const r = spawnSync(process.execPath, [BIN, 'record', `--flush-every=${bad}`, '--', 'node', appFile], { encoding: 'utf8', timeout: 30_000 })
+      const r = spawnSync(process.execPath, [BIN, 'record', `--flush-every=${bad}`, '--', 'node', appFile], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      })
       assert.equal(r.status, 2, r.stderr)
-      assert.match(r.stderr, /^jsprof: --flush-every must be a number of ms >= 0 \(0: never\), got '.*' \(see 'jsprof record --help'\)\n$/)
+      assert.match(
+        r.stderr,
+        /^jsprof: --flush-every must be a number of ms >= 0 \(0: never\), got '.*' \(see 'jsprof record --help'\)\n$/,
+      )
     }
   })
 })

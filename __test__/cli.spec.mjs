@@ -74,7 +74,10 @@ function assertAppTrace(file) {
   assert.ok(t.resources.some((r) => r.endsWith('app.js')))
   // No frame of jsprof-node's own code (the preload, the recorder, the engine): their time is the app's.
   const own = [path.join(root, 'lib'), 'file://' + path.join(root, 'lib')]
-  assert.deepEqual(t.resources.filter((r) => own.some((prefix) => r.startsWith(prefix))), [])
+  assert.deepEqual(
+    t.resources.filter((r) => own.some((prefix) => r.startsWith(prefix))),
+    [],
+  )
   return t
 }
 
@@ -183,31 +186,51 @@ describe('jsprof record', () => {
     assertAppTrace(path.join(dir, files[0]))
   })
 
-  test('--children: a forked child writes its own trace beside the top one (through a shell too)', { skip: process.platform === 'win32' }, () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'children-'))
-    // Through a shell, so the Node processes are a child (fork) and a grandchild of the shell.
-    const r = jsprofSync(['record', '--children', '-o', path.join(dir, 't.json'), '--', 'sh', '-c', `"${process.execPath}" "${appFile}" fork`])
-    assert.equal(r.code, 0, r.stderr)
-    const files = fs.readdirSync(dir).sort()
-    assert.equal(files.length, 2, `the top trace and the child's: ${files}`)
-    assert.equal(files[0], 't.json')
-    const childPid = Number(/^t\.pid-(\d+)\.json$/.exec(files[1])?.[1])
-    assert.ok(childPid > 0, files[1])
-    const top = assertAppTrace(path.join(dir, 't.json'))
-    const child = assertAppTrace(path.join(dir, files[1]))
-    assert.equal(child.jsprof.pid, childPid)
-    assert.notEqual(top.jsprof.pid, childPid)
-    assert.match(r.stderr, new RegExp(`wrote .*t\\.pid-${childPid}\\.json \\(child process ${childPid}, \\d+ samples`))
-    const rep = jsprofSync(['report', path.join(dir, files[1]), '--top', '1'])
-    assert.match(rep.stdout, new RegExp(`\\(main thread of pid ${childPid}\\)`))
-  })
+  test(
+    '--children: a forked child writes its own trace beside the top one (through a shell too)',
+    { skip: process.platform === 'win32' },
+    () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'children-'))
+      // Through a shell, so the Node processes are a child (fork) and a grandchild of the shell.
+      const r = jsprofSync([
+        'record',
+        '--children',
+        '-o',
+        path.join(dir, 't.json'),
+        '--',
+        'sh',
+        '-c',
+        `"${process.execPath}" "${appFile}" fork`,
+      ])
+      assert.equal(r.code, 0, r.stderr)
+      const files = fs.readdirSync(dir).sort()
+      assert.equal(files.length, 2, `the top trace and the child's: ${files}`)
+      assert.equal(files[0], 't.json')
+      const childPid = Number(/^t\.pid-(\d+)\.json$/.exec(files[1])?.[1])
+      assert.ok(childPid > 0, files[1])
+      const top = assertAppTrace(path.join(dir, 't.json'))
+      const child = assertAppTrace(path.join(dir, files[1]))
+      assert.equal(child.jsprof.pid, childPid)
+      assert.notEqual(top.jsprof.pid, childPid)
+      assert.match(
+        r.stderr,
+        new RegExp(`wrote .*t\\.pid-${childPid}\\.json \\(child process ${childPid}, \\d+ samples`),
+      )
+      const rep = jsprofSync(['report', path.join(dir, files[1]), '--top', '1'])
+      assert.match(rep.stdout, new RegExp(`\\(main thread of pid ${childPid}\\)`))
+    },
+  )
 
-  test('a command that is not node (a shell) is profiled through NODE_OPTIONS', { skip: process.platform === 'win32' }, () => {
-    const out = path.join(tmp, 'shell.trace.json')
-    const r = jsprofSync(['record', '-o', out, '--', 'sh', '-c', `"${process.execPath}" "${appFile}" exit3`])
-    assert.equal(r.code, 3, r.stderr)
-    assertAppTrace(out)
-  })
+  test(
+    'a command that is not node (a shell) is profiled through NODE_OPTIONS',
+    { skip: process.platform === 'win32' },
+    () => {
+      const out = path.join(tmp, 'shell.trace.json')
+      const r = jsprofSync(['record', '-o', out, '--', 'sh', '-c', `"${process.execPath}" "${appFile}" exit3`])
+      assert.equal(r.code, 3, r.stderr)
+      assertAppTrace(out)
+    },
+  )
 
   test('npm start: the app is profiled, not npm', { skip: process.platform === 'win32' }, () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'npm-'))
@@ -240,7 +263,10 @@ describe('jsprof record', () => {
     const out = path.join(dir, 't.json')
     const r = jsprofSync(['record', '-o', out, '--flush-every', '200', '--', process.execPath, app])
     assert.equal(r.code, 0, r.stderr)
-    const files = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
+    const files = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith('.json'))
+      .sort()
     assert.equal(files.length, 3, `main + 2 worker traces: ${files}`)
     const workers = files.filter((f) => /^t\.worker-\d+\.json$/.test(f))
     assert.equal(workers.length, 2, files.join())
@@ -257,39 +283,86 @@ describe('jsprof record', () => {
       const report = byFunction(file)
       assert.equal(report.thread, `worker thread ${id} of pid ${/pid (\d+)/.exec(main.thread)[1]}`)
       const names = report.rows.map((row) => row.name)
-      const which = names.some((n) => n.startsWith('workerBusy ')) ? 'done' : names.some((n) => n.startsWith('poolSlice ')) ? 'pool' : 'none'
+      const which = names.some((n) => n.startsWith('workerBusy '))
+        ? 'done'
+        : names.some((n) => n.startsWith('poolSlice '))
+          ? 'pool'
+          : 'none'
       seen[which] = { id, report }
       const trace = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))
       assert.equal(trace.jsprof.threadId, id)
       // Each thread's own clock: its own time origin, after the main thread's.
       assert.ok(trace.jsprof.timeOrigin >= JSON.parse(fs.readFileSync(out, 'utf8')).jsprof.timeOrigin)
     }
-    assert.ok(seen.done && seen.pool, `the exited worker's and the terminated worker's work: ${JSON.stringify(Object.keys(seen))}`)
+    assert.ok(
+      seen.done && seen.pool,
+      `the exited worker's and the terminated worker's work: ${JSON.stringify(Object.keys(seen))}`,
+    )
     // The worker's work is in its trace, not the main thread's.
     assert.ok(!main.rows.some((row) => /^(workerBusy|poolSlice) /.test(row.name)))
     assert.match(r.stderr, new RegExp(`wrote .*t\\.json \\(main thread, `))
-    assert.match(r.stderr, new RegExp(`wrote .*t\\.worker-${seen.done.id}\\.json \\(worker thread ${seen.done.id}, \\d+ samples, [^;]*\\)\\n`))
-    assert.match(r.stderr, new RegExp(`wrote .*t\\.worker-${seen.pool.id}\\.json \\(worker thread ${seen.pool.id}, .*it did not exit \\(terminated`))
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `wrote .*t\\.worker-${seen.done.id}\\.json \\(worker thread ${seen.done.id}, \\d+ samples, [^;]*\\)\\n`,
+      ),
+    )
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `wrote .*t\\.worker-${seen.pool.id}\\.json \\(worker thread ${seen.pool.id}, .*it did not exit \\(terminated`,
+      ),
+    )
     assert.match(r.stderr, /1 worker thread was not profiled/)
   })
 
-  test('a status line on a terminal (time, samples so far), and none when stderr is not one', { skip: spawnSync('script', ['--version']).status === 0 ? false : 'util-linux script (a pseudo-terminal) is not installed' }, () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'tty-'))
-    const app = path.join(dir, 'slow.js')
-    fs.writeFileSync(app, 'function slowWork() { const t = Date.now(); while (Date.now() - t < 40); }\nconst end = Date.now() + 2500\nconst tick = () => { slowWork(); if (Date.now() < end) setTimeout(tick, 5) }\ntick()\n')
-    const out = path.join(dir, 't.json')
-    const inner = [process.execPath, BIN, 'record', '--flush-every', '100', '-o', out, '--', process.execPath, app].map((a) => `'${a}'`).join(' ')
-    const r = spawnSync('script', ['-qefc', inner, '/dev/null'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, JSPROF_NO_PROGRESS: undefined } })
-    assert.equal(r.status, 0, r.stdout + r.stderr)
-    // Through the pseudo-terminal, stderr arrives on script's stdout.
-    assert.match(r.stdout, /\r\x1b\[2Kjsprof: recording \S*node\S* \(pid \d+\): [\d.]+ m?s(, [\d,]+ samples so far)? \(Ctrl-C to stop\)/)
-    assert.match(r.stdout, /\d+ samples so far/, 'the samples flushed so far')
-    assert.match(r.stdout, /\r\x1b\[2Kjsprof: wrote .*t\.json \(\d+ samples/, 'the line is cleared before the result')
-    // Not a terminal: no status line at all.
-    const plain = jsprofSync(['record', '--flush-every', '100', '-o', path.join(dir, 'u.json'), '--', process.execPath, app])
-    assert.equal(plain.code, 0, plain.stderr)
-    assert.doesNotMatch(plain.stderr, /recording|\x1b/)
-  })
+  test(
+    'a status line on a terminal (time, samples so far), and none when stderr is not one',
+    {
+      skip:
+        spawnSync('script', ['--version']).status === 0
+          ? false
+          : 'util-linux script (a pseudo-terminal) is not installed',
+    },
+    () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'tty-'))
+      const app = path.join(dir, 'slow.js')
+      fs.writeFileSync(
+        app,
+        'function slowWork() { const t = Date.now(); while (Date.now() - t < 40); }\nconst end = Date.now() + 2500\nconst tick = () => { slowWork(); if (Date.now() < end) setTimeout(tick, 5) }\ntick()\n',
+      )
+      const out = path.join(dir, 't.json')
+      const inner = [process.execPath, BIN, 'record', '--flush-every', '100', '-o', out, '--', process.execPath, app]
+        .map((a) => `'${a}'`)
+        .join(' ')
+      const r = spawnSync('script', ['-qefc', inner, '/dev/null'], {
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, JSPROF_NO_PROGRESS: undefined },
+      })
+      assert.equal(r.status, 0, r.stdout + r.stderr)
+      // Through the pseudo-terminal, stderr arrives on script's stdout.
+      assert.match(
+        r.stdout,
+        /\r\x1b\[2Kjsprof: recording \S*node\S* \(pid \d+\): [\d.]+ m?s(, [\d,]+ samples so far)? \(Ctrl-C to stop\)/,
+      )
+      assert.match(r.stdout, /\d+ samples so far/, 'the samples flushed so far')
+      assert.match(r.stdout, /\r\x1b\[2Kjsprof: wrote .*t\.json \(\d+ samples/, 'the line is cleared before the result')
+      // Not a terminal: no status line at all.
+      const plain = jsprofSync([
+        'record',
+        '--flush-every',
+        '100',
+        '-o',
+        path.join(dir, 'u.json'),
+        '--',
+        process.execPath,
+        app,
+      ])
+      assert.equal(plain.code, 0, plain.stderr)
+      assert.doesNotMatch(plain.stderr, /recording|\x1b/)
+    },
+  )
 
   test('a bare .js file runs with this node', () => {
     const out = path.join(tmp, 'bare.trace.json')
@@ -304,7 +377,11 @@ describe('jsprof record', () => {
     assertOneLineError(jsprofSync(['record', '--interval', '0', '--', 'node', appFile]), /--interval/)
     assertOneLineError(jsprofSync(['record', '--frobnicate', '--', 'node', appFile]), /unknown option '--frobnicate'/)
     // An output that cannot be written is exit status 1, as for convert/flamegraph/diff -o.
-    assertOneLineError(jsprofSync(['record', '-o', path.join(tmp, 'no', 'such', 'dir', 't.json'), '--', 'node', appFile]), /no such directory/, 1)
+    assertOneLineError(
+      jsprofSync(['record', '-o', path.join(tmp, 'no', 'such', 'dir', 't.json'), '--', 'node', appFile]),
+      /no such directory/,
+      1,
+    )
   })
 
   test('a command that does not exist: exit status 127, one line', () => {
@@ -321,7 +398,12 @@ describe('jsprof report', () => {
     assert.equal(r.code, 0, r.stderr)
     assert.equal(r.stderr, '')
     const lines = r.stdout.trimEnd().split('\n')
-    assert.match(lines[0], new RegExp(`^${tracePath.replace(/[.\\]/g, "\\$&")} \\(main thread of pid \\d+\\): ${trace.samples.length} samples over `))
+    assert.match(
+      lines[0],
+      new RegExp(
+        `^${tracePath.replace(/[.\\]/g, '\\$&')} \\(main thread of pid \\d+\\): ${trace.samples.length} samples over `,
+      ),
+    )
     assert.equal(lines[1], '')
     const header = lines[2]
     assert.doesNotMatch(r.stdout, /\x1b\[/, 'no escape codes when stdout is not a TTY')
@@ -339,7 +421,10 @@ describe('jsprof report', () => {
       assert.equal(row.slice(0, samplesEnd).trim().split(/\s+/).at(-1), String(expected[i].selfSamples), row)
       assert.ok(row.slice(kindAt).includes(expected[i].name), row)
     })
-    assert.ok(rows.some((row) => /  burnAlpha \(file:\/\/.*app\.js:\d+:\d+\)/.test(row)), rows.join('\n'))
+    assert.ok(
+      rows.some((row) => / {2}burnAlpha \(file:\/\/.*app\.js:\d+:\d+\)/.test(row)),
+      rows.join('\n'),
+    )
   })
 
   test('--json is the summarize() rows', () => {
@@ -366,7 +451,9 @@ describe('jsprof report', () => {
   test('reads a .cpuprofile too', () => {
     const r = jsprofSync(['report', cpuprofilePath, '--by', 'function', '--json', '--top', '1000'])
     assert.equal(r.code, 0, r.stderr)
-    const expected = jsprof.summarize(jsprof.fromCpuProfile(fs.readFileSync(cpuprofilePath, 'utf8')), { by: 'function' })
+    const expected = jsprof.summarize(jsprof.fromCpuProfile(fs.readFileSync(cpuprofilePath, 'utf8')), {
+      by: 'function',
+    })
     assert.deepEqual(JSON.parse(r.stdout).rows, JSON.parse(JSON.stringify(expected)))
     assert.ok(expected.some((row) => row.name.startsWith('burnAlpha (')))
   })
@@ -412,7 +499,10 @@ describe('jsprof convert / flamegraph', () => {
     },
     collapsed: (file) => {
       const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n')
-      assert.ok(lines.every((line) => /^\S.* \d+$/.test(line)), lines.slice(0, 3).join('\n'))
+      assert.ok(
+        lines.every((line) => /^\S.* \d+$/.test(line)),
+        lines.slice(0, 3).join('\n'),
+      )
       assert.ok(lines.some((line) => /^[^ ].*;.*burnAlpha.* \d+$/.test(line)))
     },
   }
@@ -522,7 +612,18 @@ describe('help, version and errors', () => {
     const other = write('other.json', '{"hello": "world"}')
     const array = write('array.json', '[1, 2, 3]')
     const badIndex = write('bad-index.json', JSON.stringify({ ...trace, stacks: [{ frameId: 1e6 }] }))
-    const cycle = write('cycle.json', JSON.stringify({ resources: [], frames: [{ name: 'f' }], stacks: [{ frameId: 0, parentId: 1 }, { frameId: 0, parentId: 0 }], samples: [] }))
+    const cycle = write(
+      'cycle.json',
+      JSON.stringify({
+        resources: [],
+        frames: [{ name: 'f' }],
+        stacks: [
+          { frameId: 0, parentId: 1 },
+          { frameId: 0, parentId: 0 },
+        ],
+        samples: [],
+      }),
+    )
     const badV8 = write('bad.cpuprofile', JSON.stringify({ nodes: [{ id: 'x' }], samples: [], timeDeltas: [] }))
     const cases = [
       [['frobnicate'], /unknown command 'frobnicate'/],

@@ -25,8 +25,18 @@ const CHROME_ERRORS = [
     TypeError,
     `${PREFIX}Failed to read the 'maxBufferSize' property from 'ProfilerInitOptions': Required member is undefined.`,
   ],
-  ['undefined (not read as an empty dictionary)', () => new Profiler(undefined), TypeError, `${PREFIX}The provided value is not of type 'ProfilerInitOptions'.`],
-  ['a negative interval', () => new Profiler({ sampleInterval: -1, maxBufferSize: 10 }), RangeError, `${PREFIX}Invalid sample interval`],
+  [
+    'undefined (not read as an empty dictionary)',
+    () => new Profiler(undefined),
+    TypeError,
+    `${PREFIX}The provided value is not of type 'ProfilerInitOptions'.`,
+  ],
+  [
+    'a negative interval',
+    () => new Profiler({ sampleInterval: -1, maxBufferSize: 10 }),
+    RangeError,
+    `${PREFIX}Invalid sample interval`,
+  ],
   [
     'a call without new',
     () => Profiler(ok),
@@ -75,7 +85,7 @@ test('the public Profiler behaves as a class: subclassing, instanceof, construct
   await Promise.all([m.stop(), p.stop()])
 })
 
-test('JSON.stringify gives Chrome\'s member order: {frames, resources, samples, stacks} and each entry\'s members sorted', async () => {
+test("JSON.stringify gives Chrome's member order: {frames, resources, samples, stacks} and each entry's members sorted", async () => {
   const p = new Profiler({ sampleInterval: 1, maxBufferSize: 10_000 })
   await runSliced(40, workload.runAlpha)
   const trace = await p.stop()
@@ -91,7 +101,12 @@ test('JSON.stringify gives Chrome\'s member order: {frames, resources, samples, 
 })
 
 // Where jsprof-node's own code lives, as V8 reports it (file:// URLs and plain paths).
-const ownPrefixes = [path.join(root, 'lib') + path.sep, path.join(root, 'index.js'), path.join(root, 'index.mjs'), path.join(root, 'binding.js')]
+const ownPrefixes = [
+  path.join(root, 'lib') + path.sep,
+  path.join(root, 'index.js'),
+  path.join(root, 'index.mjs'),
+  path.join(root, 'binding.js'),
+]
 const ownUrls = ownPrefixes.flatMap((p) => [p, pathToFileURL(p).href])
 const isOwn = (resource) => ownUrls.some((p) => resource.startsWith(p))
 
@@ -169,7 +184,10 @@ test("the sampler's harvests leave no sample of themselves: V8's start samples o
   assert.ok(harvests >= 2, `${harvests} harvests`)
   // Each harvest that restarted V8 began a profile with a start sample, dropped at the next harvest
   // (and a bridged one also left its bridge's start sample in the profile it ended).
-  assert.ok(stats.ownSamplesDropped - before.dropped >= harvests - 1, `${stats.ownSamplesDropped - before.dropped} dropped of ${harvests} harvests`)
+  assert.ok(
+    stats.ownSamplesDropped - before.dropped >= harvests - 1,
+    `${stats.ownSamplesDropped - before.dropped} dropped of ${harvests} harvests`,
+  )
   assert.ok(windows.length >= 1)
   const inside = trace.samples.filter((sample) => {
     const us = sample.timestamp * 1000 + timeOriginUs()
@@ -189,7 +207,11 @@ test('a sample with only jsprof-node code and no caller has no stack and the mar
       { id: 1, callFrame: { functionName: '(root)', url: '', lineNumber: -1, columnNumber: -1 }, children: [2, 4] },
       { id: 2, callFrame: { functionName: 'Profiler', url: own, lineNumber: 24, columnNumber: 13 }, children: [3] },
       { id: 3, callFrame: { functionName: 'post', url: 'node:inspector', lineNumber: 1, columnNumber: 1 } },
-      { id: 4, callFrame: { functionName: 'app', url: 'file:///app.js', lineNumber: 0, columnNumber: 0 }, children: [5] },
+      {
+        id: 4,
+        callFrame: { functionName: 'app', url: 'file:///app.js', lineNumber: 0, columnNumber: 0 },
+        children: [5],
+      },
       { id: 5, callFrame: { functionName: 'Profiler', url: own, lineNumber: 24, columnNumber: 13 }, children: [6] },
       { id: 6, callFrame: { functionName: 'dispatch', url: '', lineNumber: -1, columnNumber: -1 }, children: [7] },
       { id: 7, callFrame: { functionName: 'listener', url: 'file:///app.js', lineNumber: 4, columnNumber: 0 } },
@@ -216,11 +238,27 @@ test('jsprof record leaves jsprof-node out of the trace too (its preload and wat
   const dir = mkdtempSync(path.join(tmpdir(), 'jsprof-own-'))
   try {
     const out = path.join(dir, 'app.trace.json')
-    const app = 'function appSpin(ms) { const e = Date.now() + ms; let x = 0; while (Date.now() < e) x += Math.random(); return x }; appSpin(150)'
-    const r = spawnSync(process.execPath, [path.join(root, 'bin', 'jsprof.js'), 'record', '-o', out, '--interval', '0.5', '--', process.execPath, '-e', app], {
-      encoding: 'utf8',
-      timeout: 60_000,
-    })
+    const app =
+      'function appSpin(ms) { const e = Date.now() + ms; let x = 0; while (Date.now() < e) x += Math.random(); return x }; appSpin(150)'
+    const r = spawnSync(
+      process.execPath,
+      [
+        path.join(root, 'bin', 'jsprof.js'),
+        'record',
+        '-o',
+        out,
+        '--interval',
+        '0.5',
+        '--',
+        process.execPath,
+        '-e',
+        app,
+      ],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    )
     assert.equal(r.status, 0, r.stderr)
     const trace = JSON.parse(readFileSync(out, 'utf8'))
     assert.ok(trace.samples.length > 20, `${trace.samples.length} samples`)

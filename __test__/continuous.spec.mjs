@@ -44,7 +44,10 @@ test('continuous chunks: complete traces, no sample lost or shared at a hand-off
     assert.ok(ts.length > 0, `chunk ${chunk.index} has samples`)
     const sorted = ts.slice().sort((a, b) => a - b)
     for (let i = 1; i < sorted.length; i++) maxInnerGap = Math.max(maxInnerGap, sorted[i] - sorted[i - 1])
-    assert.ok(earliest(chunk) > chunk.startTime - 0.001 || chunk.index === 0, `chunk ${chunk.index} starts after its start`)
+    assert.ok(
+      earliest(chunk) > chunk.startTime - 0.001 || chunk.index === 0,
+      `chunk ${chunk.index} starts after its start`,
+    )
     assert.ok(latest(chunk) <= chunk.endTime + 0.001, `chunk ${chunk.index} ends by its end`)
     // Each chunk is a complete, self-contained trace.
     for (const s of chunk.trace.samples) if (s.stackId !== undefined) assert.ok(s.stackId < chunk.trace.stacks.length)
@@ -65,7 +68,7 @@ test('continuous chunks: complete traces, no sample lost or shared at a hand-off
   // And across the whole run: the chunks' samples are exactly the witness's samples of that span.
   const chunked = chunks.flatMap((c) => c.trace.samples.map((s) => s.timestamp))
   const span = all.filter((t) => t >= earliest(chunks[0]) && t <= latest(chunks.at(-1)))
-  assert.deepEqual(chunked, span, 'the chunks hold every sample of their span, once, in V8\'s order')
+  assert.deepEqual(chunked, span, "the chunks hold every sample of their span, once, in V8's order")
   const total = new Map()
   for (const c of chunks) for (const [name, n] of sampledFunctions(c.trace)) total.set(name, (total.get(name) || 0) + n)
   assert.ok((total.get('continuousWork') || 0) > 0, 'the busy function is in the chunks')

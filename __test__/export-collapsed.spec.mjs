@@ -87,7 +87,10 @@ test('hand-made trace: exact folded text, sorted, pseudo stacks by marker, weigh
   // A trace that spans no time (one sample) counts samples.
   const one = handTrace()
   one.samples = one.samples.slice(0, 1)
-  assert.equal(toCollapsed(one), 'main (/app/main.js:1:1);work (/app/main.js:10:3);chunk (/app/node_modules/lodash/chunk.js:5:17) 1\n')
+  assert.equal(
+    toCollapsed(one),
+    'main (/app/main.js:1:1);work (/app/main.js:10:3);chunk (/app/node_modules/lodash/chunk.js:5:17) 1\n',
+  )
 })
 
 test('a real trace parses back to the same time per stack', async () => {
@@ -98,9 +101,16 @@ test('a real trace parses back to the same time per stack', async () => {
   let total = 0
   for (const n of counts.values()) total += n
   const span = weights(trace.samples).reduce((a, b) => a + b, 0)
-  assert.ok(Math.abs(total - span) <= counts.size, `${total} µs vs the trace's ${span}: off by rounding per line at most`)
+  assert.ok(
+    Math.abs(total - span) <= counts.size,
+    `${total} µs vs the trace's ${span}: off by rounding per line at most`,
+  )
   const keys = [...counts.keys()]
-  assert.deepEqual(keys, keys.slice().sort((a, b) => (Buffer.compare(Buffer.from(a), Buffer.from(b)))), 'sorted')
+  assert.deepEqual(
+    keys,
+    keys.slice().sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+    'sorted',
+  )
   assert.match(text, /;appFib \([^)]*app\.mjs:\d+:\d+\)/)
   assert.match(text, /;depChecksum \([^)]*node_modules\/fakedep\/index\.mjs:\d+:\d+\)/)
   assert.equal(toCollapsed(trace), text, 'deterministic')

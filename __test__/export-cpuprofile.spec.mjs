@@ -48,7 +48,7 @@ test('a real trace round-trips: same resources, frames, stacks, samples and time
   for (const name of ['appMain', 'appFib', 'depChecksum']) assert.ok(names.has(name), name)
 })
 
-test('the written .cpuprofile file reads back; without timeOrigin times start at 0', async (t) => {
+test('the written .cpuprofile file reads back; without timeOrigin times start at 0', async () => {
   const { trace, dir } = await realTrace()
   const file = join(dir, 'trace.cpuprofile')
   writeFileSync(file, JSON.stringify(toCpuProfile(trace)))
@@ -73,7 +73,13 @@ test('hand-made trace: 0-based positions, pseudo nodes by marker, µs times', ()
     lineNumber: 4,
     columnNumber: 16,
   })
-  assert.deepEqual(byName('now').callFrame, { functionName: 'now', scriptId: '0', url: '', lineNumber: -1, columnNumber: -1 })
+  assert.deepEqual(byName('now').callFrame, {
+    functionName: 'now',
+    scriptId: '0',
+    url: '',
+    lineNumber: -1,
+    columnNumber: -1,
+  })
   assert.equal(byName('(garbage collector)').hitCount, 2)
   assert.equal(byName('(idle)').hitCount, 1)
   assert.equal(byName('(program)').hitCount, 1)

@@ -21,7 +21,11 @@ const CASES = [
   ['frameId out of range', () => bad((t) => (t.stacks[1].frameId = 99)), /stacks\[1\]\.frameId 99 is out of range/],
   ['parentId out of range', () => bad((t) => (t.stacks[1].parentId = 7)), /stacks\[1\]\.parentId 7 is out of range/],
   ['stackId out of range', () => bad((t) => (t.samples[2].stackId = 7)), /samples\[2\]\.stackId 7 is out of range/],
-  ['resourceId out of range', () => bad((t) => (t.frames[0].resourceId = 4)), /frames\[0\]\.resourceId 4 is out of range/],
+  [
+    'resourceId out of range',
+    () => bad((t) => (t.frames[0].resourceId = 4)),
+    /frames\[0\]\.resourceId 4 is out of range/,
+  ],
   ['a parent cycle', () => bad((t) => (t.stacks[0].parentId = 2)), /parentId cycle/],
   ['a negative line', () => bad((t) => (t.frames[0].line = -3)), /not a valid ProfilerTrace/],
   ['a NaN timestamp', () => bad((t) => (t.samples[0].timestamp = NaN)), /not a valid ProfilerTrace/],
@@ -34,7 +38,11 @@ const CASES = [
 for (const fn of EXPORTERS) {
   test(`${fn}: malformed traces are TypeErrors that say what is wrong`, () => {
     for (const [what, make, message] of CASES) {
-      assert.throws(() => jsprof[fn](make()), (e) => e instanceof TypeError && message.test(e.message), `${fn}: ${what}`)
+      assert.throws(
+        () => jsprof[fn](make()),
+        (e) => e instanceof TypeError && message.test(e.message),
+        `${fn}: ${what}`,
+      )
     }
   })
 }

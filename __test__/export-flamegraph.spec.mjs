@@ -9,14 +9,22 @@ const { XMLValidator, XMLParser } = require('fast-xml-parser')
 /** Well-formed XML (a real parser), an <svg> root; returns the frames as { title, fill, text }. */
 function parseSvg(svg) {
   assert.equal(XMLValidator.validate(svg), true)
-  const doc = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '', isArray: (name) => ['g', 'svg'].includes(name) }).parse(svg)
+  const doc = new XMLParser({
+    ignoreAttributes: false,
+    attributeNamePrefix: '',
+    isArray: (name) => ['g', 'svg'].includes(name),
+  }).parse(svg)
   assert.ok(doc.svg, 'svg root')
   const frames = []
   const walk = (node) => {
     if (node === null || typeof node !== 'object') return
     if (Array.isArray(node)) return node.forEach(walk)
     if (node.title !== undefined && node.rect !== undefined) {
-      frames.push({ title: String(node.title), fill: node.rect.fill, text: String(node.text?.['#text'] ?? node.text ?? '') })
+      frames.push({
+        title: String(node.title),
+        fill: node.rect.fill,
+        text: String(node.text?.['#text'] ?? node.text ?? ''),
+      })
     }
     for (const value of Object.values(node)) walk(value)
   }
@@ -49,7 +57,11 @@ test('hand-made trace: one frame per call-tree node, time, title and fills by ki
   assert.match(timers.title, /; kind: node\)$/)
   assert.match(gc.title, /; kind: vm, garbage collector\)$/)
   // Distinct colour families per kind: app warm orange, dependency blue, node green, native purple.
-  const rgb = (f) => f.fill.match(/^rgb\((\d+),(\d+),(\d+)\)$/).slice(1).map(Number)
+  const rgb = (f) =>
+    f.fill
+      .match(/^rgb\((\d+),(\d+),(\d+)\)$/)
+      .slice(1)
+      .map(Number)
   const [ar, ag, ab] = rgb(work)
   assert.ok(ar > ag && ag > ab, `app is orange: ${work.fill}`)
   const [dr, , db] = rgb(chunk)
@@ -67,7 +79,7 @@ test('hand-made trace: one frame per call-tree node, time, title and fills by ki
   assert.equal(toFlameGraph(handTrace(), { title: 'Hand <made> & checked' }), svg)
 })
 
-test('tooltips carry package names', (t) => {
+test('tooltips carry package names', () => {
   const frames = parseSvg(toFlameGraph(handTrace()))
   assert.match(frameNamed(frames, 'chunk (')[0].title, /; kind: dependency, package: lodash\)$/)
   assert.match(frameNamed(frames, 'wrap (')[0].title, /; kind: dependency, package: @scope\/pkg\)$/)
@@ -79,7 +91,10 @@ test('a real trace: inferno draws the folded stacks; every function is there', a
   const frames = parseSvg(svg)
   assert.match(svg, /<svg [^>]*width="1600"/)
   const total = frames.find((f) => f.title.startsWith('all ('))
-  assert.match(total.title, new RegExp(`^all \\([\\d.,]+ ms, ${trace.samples.length.toLocaleString('en')} samples, 100%\\)$`))
+  assert.match(
+    total.title,
+    new RegExp(`^all \\([\\d.,]+ ms, ${trace.samples.length.toLocaleString('en')} samples, 100%\\)$`),
+  )
   // The folded stacks inferno drew, checked from the collapsed text: each leaf function appears.
   const leaves = new Set(
     toCollapsed(trace)
@@ -88,10 +103,17 @@ test('a real trace: inferno draws the folded stacks; every function is there', a
       .map((l) => l.replace(/ \d+$/, '').split(';').at(-1)),
   )
   for (const name of ['appFib', 'appSort', 'depChecksum']) {
-    assert.ok([...leaves].some((l) => l.startsWith(name + ' ')), `${name} is a leaf in the folded stacks`)
+    assert.ok(
+      [...leaves].some((l) => l.startsWith(name + ' ')),
+      `${name} is a leaf in the folded stacks`,
+    )
     const drawn = frameNamed(frames, name + ' (')
     assert.ok(drawn.length > 0, `${name} drawn`)
-    for (const f of drawn) assert.match(f.title, name === 'depChecksum' ? /; kind: dependency, package: fakedep\)$/ : /; kind: app, package: export-workload\)$/)
+    for (const f of drawn)
+      assert.match(
+        f.title,
+        name === 'depChecksum' ? /; kind: dependency, package: fakedep\)$/ : /; kind: app, package: export-workload\)$/,
+      )
   }
   const appFill = frameNamed(frames, 'appFib (')[0].fill
   const depFill = frameNamed(frames, 'depChecksum (')[0].fill

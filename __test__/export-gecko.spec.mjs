@@ -8,7 +8,17 @@ import { realTrace, handTrace, withStacksReversed } from './export-helpers.mjs'
 // docs-developer/CHANGELOG-formats.md describe it.
 const COLUMNS = {
   stackTable: ['frame', 'prefix'],
-  frameTable: ['address', 'inlineDepth', 'category', 'subcategory', 'func', 'nativeSymbol', 'innerWindowID', 'line', 'column'],
+  frameTable: [
+    'address',
+    'inlineDepth',
+    'category',
+    'subcategory',
+    'func',
+    'nativeSymbol',
+    'innerWindowID',
+    'line',
+    'column',
+  ],
   funcTable: ['name', 'isJS', 'relevantForJS', 'resource', 'source', 'lineNumber', 'columnNumber'],
   resourceTable: ['lib', 'name', 'host', 'type'],
   nativeSymbols: ['libIndex', 'address', 'name', 'functionSize'],
@@ -32,7 +42,10 @@ function assertValidProfile(p) {
   assert.equal(sources.filename.length, sources.length)
   for (const f of sources.filename) assert.ok(isIndex(f, strings.length))
   const cats = p.meta.categories
-  assert.ok(cats.some((c) => c.color === 'grey'), 'a grey default category')
+  assert.ok(
+    cats.some((c) => c.color === 'grey'),
+    'a grey default category',
+  )
   for (const c of cats) assert.equal(c.subcategories[0], 'Other')
   assert.equal(p.threads.length, 1)
   const t = p.threads[0]
@@ -91,7 +104,10 @@ test('hand-made trace: tables, names, categories and GC markers', () => {
   const { t, strings, cats, stackNames } = assertValidProfile(p)
   assert.equal(t.name, 'worker')
   assert.equal(p.meta.startTime, 1700000000000)
-  assert.deepEqual(t.samples.time, handTrace().samples.map((s) => s.timestamp))
+  assert.deepEqual(
+    t.samples.time,
+    handTrace().samples.map((s) => s.timestamp),
+  )
   assert.deepEqual(stackNames(t.samples.stack[0]), ['main', 'work', 'chunk'])
   assert.deepEqual(stackNames(t.samples.stack[3]), ['(garbage collector)'])
   assert.deepEqual(stackNames(t.samples.stack[7]), ['(idle)'])
@@ -114,7 +130,7 @@ test('hand-made trace: tables, names, categories and GC markers', () => {
   assert.deepEqual([t.frameTable.line[chunk], t.frameTable.column[chunk]], [5, 17])
 })
 
-test('dependency frames get their package as subcategory', (t) => {
+test('dependency frames get their package as subcategory', () => {
   const p = toGeckoProfile(handTrace())
   const { t: thread, cats } = assertValidProfile(p)
   const dep = cats.findIndex((c) => c.name === 'Dependency')
@@ -142,7 +158,10 @@ test('samples out of order and stacks listed children-first come out ordered', (
   const reversed = withStacksReversed(h)
   const shuffled = { ...reversed, samples: reversed.samples.slice().reverse() }
   const { t, stackNames } = assertValidProfile(toGeckoProfile(shuffled))
-  assert.deepEqual(t.samples.time, h.samples.map((s) => s.timestamp))
+  assert.deepEqual(
+    t.samples.time,
+    h.samples.map((s) => s.timestamp),
+  )
   assert.deepEqual(stackNames(t.samples.stack[0]), ['main', 'work', 'chunk'])
 })
 

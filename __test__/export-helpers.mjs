@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url'
 import { createRequire } from 'node:module'
 import v8 from 'node:v8'
 
-import { Profiler, toGeckoProfile } from 'jsprof-node'
+import { Profiler } from 'jsprof-node'
 
 /** `require` for devDependencies (ajv, speedscope, fast-xml-parser); honours NODE_PATH. */
 export const require = createRequire(import.meta.url)
@@ -70,7 +70,11 @@ export async function realTrace() {
     const profiler = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
     app.appMain(400)
     trace = await profiler.stop()
-    const leaves = new Set(trace.samples.filter((s) => s.stackId !== undefined).map((s) => trace.frames[trace.stacks[s.stackId].frameId].name))
+    const leaves = new Set(
+      trace.samples
+        .filter((s) => s.stackId !== undefined)
+        .map((s) => trace.frames[trace.stacks[s.stackId].frameId].name),
+    )
     if (LEAVES.every((name) => leaves.has(name))) break
   }
   cached = { trace, dir }
@@ -134,7 +138,9 @@ export function withStacksReversed(trace) {
     stacks: trace.stacks
       .slice()
       .reverse()
-      .map((s) => (s.parentId === undefined ? { frameId: s.frameId } : { frameId: s.frameId, parentId: n - 1 - s.parentId })),
+      .map((s) =>
+        s.parentId === undefined ? { frameId: s.frameId } : { frameId: s.frameId, parentId: n - 1 - s.parentId },
+      ),
     samples: trace.samples.map((s) => (s.stackId === undefined ? s : { ...s, stackId: n - 1 - s.stackId })),
   }
 }
@@ -149,7 +155,9 @@ export function expand(trace) {
     const stack = []
     for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) {
       const f = trace.frames[trace.stacks[id].frameId]
-      stack.unshift(`${f.name}|${f.resourceId === undefined ? '' : trace.resources[f.resourceId]}|${f.line}|${f.column}`)
+      stack.unshift(
+        `${f.name}|${f.resourceId === undefined ? '' : trace.resources[f.resourceId]}|${f.line}|${f.column}`,
+      )
     }
     return { t: s.timestamp, stack }
   })

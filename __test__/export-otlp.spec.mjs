@@ -14,7 +14,14 @@ import { realTrace, handTrace } from './export-helpers.mjs'
 import { decodePprof } from './prod-helpers.mjs'
 
 // .ci/run installs the decoder into .cache/otlp-venv; PYTHON picks another interpreter.
-const VENV = path.resolve(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), '..', '.cache', 'otlp-venv', 'bin', 'python')
+const VENV = path.resolve(
+  import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname),
+  '..',
+  '.cache',
+  'otlp-venv',
+  'bin',
+  'python',
+)
 const PYTHON = process.env.PYTHON || (fs.existsSync(VENV) ? VENV : 'python3')
 const DECODER = `
 import json, sys
@@ -50,8 +57,15 @@ print(json.dumps({
 }))
 `
 
-const available = spawnSync(PYTHON, ['-c', 'import opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2'], { encoding: 'utf8' })
-const skip = available.status === 0 ? false : `the Python package opentelemetry-proto is not installed (.ci/run installs it): ${(available.stderr || available.error?.message || '').trim().split('\n').at(-1)}`
+const available = spawnSync(
+  PYTHON,
+  ['-c', 'import opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2'],
+  { encoding: 'utf8' },
+)
+const skip =
+  available.status === 0
+    ? false
+    : `the Python package opentelemetry-proto is not installed (.ci/run installs it): ${(available.stderr || available.error?.message || '').trim().split('\n').at(-1)}`
 
 function decode(bytes) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-otlp-'))
@@ -70,7 +84,8 @@ const PSEUDO = (s) => (s.marker === 'gc' ? '(garbage collector)' : s.marker === 
 
 /** What the trace says of each sample: its epoch time in ns (as a string) and its frames, leaf first. */
 function expectedSamples(trace, timeOrigin) {
-  const originNs = BigInt(Math.trunc(timeOrigin)) * 1_000_000n + BigInt(Math.round((timeOrigin - Math.trunc(timeOrigin)) * 1e6))
+  const originNs =
+    BigInt(Math.trunc(timeOrigin)) * 1_000_000n + BigInt(Math.round((timeOrigin - Math.trunc(timeOrigin)) * 1e6))
   return trace.samples.map((s) => {
     const frames = []
     if (s.stackId === undefined) frames.push({ name: PSEUDO(s) })
@@ -87,76 +102,105 @@ function expectedSamples(trace, timeOrigin) {
   })
 }
 
-const key = (s) => `${s.time} ${s.frames.map((f) => `${f.name}@${f.file ?? ''}:${f.line ?? 0}:${f.column ?? 0}`).join(' <- ')}`
+const key = (s) =>
+  `${s.time} ${s.frames.map((f) => `${f.name}@${f.file ?? ''}:${f.line ?? 0}:${f.column ?? 0}`).join(' <- ')}`
 
-test('a real trace: every sample, stack, function name, line and package attribute round-trips through the official classes', { skip }, async () => {
-  const { trace } = await realTrace()
-  const timeOrigin = 1_764_000_000_123.456
-  const bytes = toOtlpProfiles(trace, {
-    timeOrigin,
-    pid: 4242,
-    resource: { 'service.name': 'checkout', 'deployment.environment.name': 'test', replicas: 3 },
-    attributes: { 'profile.kind': 'cpu', tags: ['a', true] },
-  })
-  assert.ok(Buffer.isBuffer(bytes))
-  const got = decode(bytes)
-  assert.equal(got.scope, 'jsprof-node')
-  assert.deepEqual(got.sampleType, ['cpu', 'nanoseconds'])
-  assert.deepEqual(got.zeroes, [0, 0, 0, 0, 0, 0], 'every dictionary table starts with its zero value')
-  assert.equal(got.resource['service.name'], 'checkout', "the caller's resource attributes win")
-  assert.equal(got.resource['deployment.environment.name'], 'test')
-  assert.equal(got.resource.replicas, 3)
-  assert.equal(got.resource['process.pid'], 4242)
-  assert.equal(got.resource['process.runtime.name'], 'nodejs')
-  assert.equal(got.resource['process.runtime.version'], process.versions.node)
-  assert.equal(got.resource['telemetry.sdk.name'], 'jsprof-node')
-  assert.equal(got.resource['telemetry.sdk.language'], 'nodejs')
-  assert.deepEqual(got.profileAttributes, { 'profile.kind': 'cpu', tags: ['a', true] })
+test(
+  'a real trace: every sample, stack, function name, line and package attribute round-trips through the official classes',
+  { skip },
+  async () => {
+    const { trace } = await realTrace()
+    const timeOrigin = 1_764_000_000_123.456
+    const bytes = toOtlpProfiles(trace, {
+      timeOrigin,
+      pid: 4242,
+      resource: { 'service.name': 'checkout', 'deployment.environment.name': 'test', replicas: 3 },
+      attributes: { 'profile.kind': 'cpu', tags: ['a', true] },
+    })
+    assert.ok(Buffer.isBuffer(bytes))
+    const got = decode(bytes)
+    assert.equal(got.scope, 'jsprof-node')
+    assert.deepEqual(got.sampleType, ['cpu', 'nanoseconds'])
+    assert.deepEqual(got.zeroes, [0, 0, 0, 0, 0, 0], 'every dictionary table starts with its zero value')
+    assert.equal(got.resource['service.name'], 'checkout', "the caller's resource attributes win")
+    assert.equal(got.resource['deployment.environment.name'], 'test')
+    assert.equal(got.resource.replicas, 3)
+    assert.equal(got.resource['process.pid'], 4242)
+    assert.equal(got.resource['process.runtime.name'], 'nodejs')
+    assert.equal(got.resource['process.runtime.version'], process.versions.node)
+    assert.equal(got.resource['telemetry.sdk.name'], 'jsprof-node')
+    assert.equal(got.resource['telemetry.sdk.language'], 'nodejs')
+    assert.deepEqual(got.profileAttributes, { 'profile.kind': 'cpu', tags: ['a', true] })
 
-  // Every sample exactly once, with its stack (names, files, lines, columns) and clock time.
-  const want = expectedSamples(trace, timeOrigin).map(key).sort()
-  const have = got.samples.map((s) => key({ time: s.time, frames: s.frames.map((f) => (f.file === '' && f.line === 0 && /^\(/.test(f.name) ? { name: f.name } : f)) })).sort()
-  assert.equal(have.length, trace.samples.length)
-  assert.deepEqual(have, want)
-  assert.ok(got.samples.some((s) => s.frames[0].name === 'depChecksum' && /node_modules\/fakedep\/index\.mjs$/.test(s.frames[0].file) && s.frames[0].line > 0))
+    // Every sample exactly once, with its stack (names, files, lines, columns) and clock time.
+    const want = expectedSamples(trace, timeOrigin).map(key).sort()
+    const have = got.samples
+      .map((s) =>
+        key({
+          time: s.time,
+          frames: s.frames.map((f) => (f.file === '' && f.line === 0 && /^\(/.test(f.name) ? { name: f.name } : f)),
+        }),
+      )
+      .sort()
+    assert.equal(have.length, trace.samples.length)
+    assert.deepEqual(have, want)
+    assert.ok(
+      got.samples.some(
+        (s) =>
+          s.frames[0].name === 'depChecksum' &&
+          /node_modules\/fakedep\/index\.mjs$/.test(s.frames[0].file) &&
+          s.frames[0].line > 0,
+      ),
+    )
 
-  // Package and kind attributes: the same time per package as pprof's labels (summarize's charging).
-  const { profile } = decodePprof(toPprof(trace))
-  const str = (i) => profile.stringTable.strings[Number(i)]
-  const pprofByPackage = new Map()
-  for (const s of profile.sample) {
-    const label = (k) => str(s.label.find((l) => str(l.key) === k).str)
-    const k = `${label('package')} ${label('kind')}`
-    pprofByPackage.set(k, (pprofByPackage.get(k) ?? 0) + Number(s.value[1]))
-  }
-  const otlpByPackage = new Map()
-  for (const s of got.samples) {
-    const k = `${s.attributes['jsprof.package']} ${s.attributes['jsprof.kind']}`
-    otlpByPackage.set(k, (otlpByPackage.get(k) ?? 0) + Number(s.value))
-  }
-  assert.deepEqual(otlpByPackage, pprofByPackage)
-  assert.ok([...otlpByPackage.keys()].includes('fakedep dependency'), [...otlpByPackage.keys()].join())
-})
+    // Package and kind attributes: the same time per package as pprof's labels (summarize's charging).
+    const { profile } = decodePprof(toPprof(trace))
+    const str = (i) => profile.stringTable.strings[Number(i)]
+    const pprofByPackage = new Map()
+    for (const s of profile.sample) {
+      const label = (k) => str(s.label.find((l) => str(l.key) === k).str)
+      const k = `${label('package')} ${label('kind')}`
+      pprofByPackage.set(k, (pprofByPackage.get(k) ?? 0) + Number(s.value[1]))
+    }
+    const otlpByPackage = new Map()
+    for (const s of got.samples) {
+      const k = `${s.attributes['jsprof.package']} ${s.attributes['jsprof.kind']}`
+      otlpByPackage.set(k, (otlpByPackage.get(k) ?? 0) + Number(s.value))
+    }
+    assert.deepEqual(otlpByPackage, pprofByPackage)
+    assert.ok([...otlpByPackage.keys()].includes('fakedep dependency'), [...otlpByPackage.keys()].join())
+  },
+)
 
-test('defaults: the sidecar clock and pid, else this thread; the stackless pseudo-frames; bad options are TypeErrors', { skip }, () => {
-  const trace = handTrace()
-  const got = decode(toOtlpProfiles({ ...trace, jsprof: { timeOrigin: 1_700_000_000_000, pid: 77 } }))
-  assert.equal(got.resource['process.pid'], 77)
-  assert.equal(got.resource['service.name'], 'unknown_service:node')
-  assert.equal(got.timeUnixNano, String(1_700_000_000_000n * 1_000_000n + 100_500_000n))
-  const names = new Set(got.samples.map((s) => s.frames[0].name))
-  for (const n of ['(idle)', '(garbage collector)', '(program)']) assert.ok(names.has(n), n)
-  const here = decode(toOtlpProfiles(trace))
-  assert.equal(here.resource['process.pid'], process.pid)
-  assert.ok(Math.abs(Number(BigInt(here.timeUnixNano) / 1_000_000n) - (performance.timeOrigin + 100.5)) < 2)
-})
+test(
+  'defaults: the sidecar clock and pid, else this thread; the stackless pseudo-frames; bad options are TypeErrors',
+  { skip },
+  () => {
+    const trace = handTrace()
+    const got = decode(toOtlpProfiles({ ...trace, jsprof: { timeOrigin: 1_700_000_000_000, pid: 77 } }))
+    assert.equal(got.resource['process.pid'], 77)
+    assert.equal(got.resource['service.name'], 'unknown_service:node')
+    assert.equal(got.timeUnixNano, String(1_700_000_000_000n * 1_000_000n + 100_500_000n))
+    const names = new Set(got.samples.map((s) => s.frames[0].name))
+    for (const n of ['(idle)', '(garbage collector)', '(program)']) assert.ok(names.has(n), n)
+    const here = decode(toOtlpProfiles(trace))
+    assert.equal(here.resource['process.pid'], process.pid)
+    assert.ok(Math.abs(Number(BigInt(here.timeUnixNano) / 1_000_000n) - (performance.timeOrigin + 100.5)) < 2)
+  },
+)
 
 test('bad input is a TypeError naming what is wrong', () => {
   const trace = handTrace()
   assert.throws(() => toOtlpProfiles(null), TypeError)
   assert.throws(() => toOtlpProfiles(trace, { resource: 'x' }), /options\.resource must be an object/)
-  assert.throws(() => toOtlpProfiles(trace, { resource: { a: { b: 1 } } }), (e) => e instanceof TypeError && /resource\["a"\]/.test(e.message))
-  assert.throws(() => toOtlpProfiles(trace, { attributes: { n: [[1]] } }), (e) => e instanceof TypeError && /attributes\["n"\]\[0\]/.test(e.message))
+  assert.throws(
+    () => toOtlpProfiles(trace, { resource: { a: { b: 1 } } }),
+    (e) => e instanceof TypeError && /resource\["a"\]/.test(e.message),
+  )
+  assert.throws(
+    () => toOtlpProfiles(trace, { attributes: { n: [[1]] } }),
+    (e) => e instanceof TypeError && /attributes\["n"\]\[0\]/.test(e.message),
+  )
   assert.throws(() => toOtlpProfiles(trace, { timeOrigin: NaN }), TypeError)
   assert.throws(() => toOtlpProfiles({ ...trace, samples: [{ timestamp: 1, stackId: 99 }] }), TypeError)
 })

@@ -25,7 +25,11 @@ const env = { ...process.env, PPROF_TMPDIR: work, HOME: process.env.HOME ?? work
 function pprof(trace, ...args) {
   const file = join(work, `p${Math.random().toString(36).slice(2)}.pb.gz`)
   writeFileSync(file, toPprof(trace))
-  return execFileSync('go', ['tool', 'pprof', ...args, file], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  return execFileSync('go', ['tool', 'pprof', ...args, file], {
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
 }
 
 /** `-top` rows: function name -> [flat, cum] (numbers in the chosen sample index's unit). */
@@ -47,7 +51,8 @@ function flatCounts(trace) {
   const counts = new Map()
   for (const s of trace.samples) {
     let name
-    if (s.stackId === undefined) name = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
+    if (s.stackId === undefined)
+      name = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
     else name = trace.frames[trace.stacks[s.stackId].frameId].name || '(anonymous)'
     counts.set(name, (counts.get(name) ?? 0) + 1)
   }
@@ -70,7 +75,8 @@ test('go tool pprof -top: hand-made trace, exact counts and times', { skip: goMi
   assert.deepEqual(counts.get('(garbage collector)'), [2, 2])
   assert.deepEqual(counts.get('main'), [0, 6])
   assert.deepEqual(counts.get('work'), [1, 3])
-  for (const name of ['(idle)', '(program)', 'now', 'listOnTimeout', '(anonymous)', 'wrap']) assert.equal(counts.get(name)[0], 1, name)
+  for (const name of ['(idle)', '(program)', 'now', 'listOnTimeout', '(anonymous)', 'wrap'])
+    assert.equal(counts.get(name)[0], 1, name)
   const text = pprof(handTrace(), '-top', '-sample_index=cpu', '-unit=ms', '-nodecount=100')
   assert.match(text, /Type: cpu/)
   const ms = parseTop(text)
@@ -78,9 +84,11 @@ test('go tool pprof -top: hand-made trace, exact counts and times', { skip: goMi
   assert.deepEqual(ms.get('now'), [1.5, 1.5]) // 105.5 -> 107.001, to µs
 })
 
-test('go tool pprof -top: a real trace gives the trace\'s leaf counts', { skip: goMissing ?? false }, async () => {
+test("go tool pprof -top: a real trace gives the trace's leaf counts", { skip: goMissing ?? false }, async () => {
   const { trace } = await realTrace()
-  const top = parseTop(pprof(trace, '-top', '-sample_index=samples', '-nodecount=100000', '-nodefraction=0', '-edgefraction=0'))
+  const top = parseTop(
+    pprof(trace, '-top', '-sample_index=samples', '-nodecount=100000', '-nodefraction=0', '-edgefraction=0'),
+  )
   const expected = flatCounts(trace)
   for (const name of ['appFib', 'appSort', 'depChecksum', 'appMain']) {
     if (!expected.has(name)) continue
@@ -109,7 +117,7 @@ test('go tool pprof -tags: kind labels on every sample', { skip: goMissing ?? fa
   assert.equal(byPackage['(app)'] ?? byPackage.app, 3)
 })
 
-test('go tool pprof -tags: package labels name npm packages', { skip: goMissing ?? false }, (t) => {
+test('go tool pprof -tags: package labels name npm packages', { skip: goMissing ?? false }, () => {
   const tags = pprof(handTrace(), '-tags', '-sample_index=samples')
   assert.match(tags, /\b2(\.0)? \(18\.18%\): lodash\n/)
   assert.match(tags, /\b1(\.0)? \( 9\.09%\): @scope\/pkg\n/)

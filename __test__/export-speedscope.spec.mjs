@@ -30,7 +30,10 @@ test('hand-made trace: frames, stacks as frame paths, weights as durations', () 
   assert.deepEqual(frames[2], { name: 'chunk', file: 'file:///app/node_modules/lodash/chunk.js', line: 5, col: 17 })
   assert.deepEqual(frames[3], { name: 'now' })
   assert.equal(frames[4].name, '(anonymous)')
-  assert.deepEqual(frames.slice(7).map((f) => f.name), ['(idle)', '(garbage collector)', '(program)'])
+  assert.deepEqual(
+    frames.slice(7).map((f) => f.name),
+    ['(idle)', '(garbage collector)', '(program)'],
+  )
   const p = file.profiles[0]
   assert.equal(p.name, 'hand')
   assert.equal(p.unit, 'milliseconds')
@@ -59,7 +62,8 @@ test('a real trace is valid and its weights add up to the recorded span', async 
   const stackOf = (s) => {
     if (s.stackId === undefined) return [PSEUDO(s)]
     const frames = []
-    for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) frames.unshift(trace.frames[trace.stacks[id].frameId])
+    for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId)
+      frames.unshift(trace.frames[trace.stacks[id].frameId])
     // speedscope shows a nameless function as (anonymous), as DevTools does.
     return frames.map((f) => `${f.name || '(anonymous)'}${f.line === undefined ? '' : ` ${f.line}:${f.column}`}`)
   }
@@ -70,7 +74,10 @@ test('a real trace is valid and its weights add up to the recorded span', async 
     })
   trace.samples.forEach((s, i) => assert.deepEqual(exported(p.samples[i]), stackOf(s), `sample ${i}`))
   const fib = file.shared.frames.findIndex((f) => f.name === 'appFib')
-  assert.ok(p.samples.some((s) => s.at(-1) === fib), 'appFib was sampled')
+  assert.ok(
+    p.samples.some((s) => s.at(-1) === fib),
+    'appFib was sampled',
+  )
 })
 
 test('options are checked', () => {

@@ -87,7 +87,15 @@ export class FakeSession {
 export function stubInspector() {
   // now: when set, a profile start (Profiler.start, console.profile) stamps a sample of the current
   // stack at now() into every running profile, as V8's CpuProfiler::StartProfiling does.
-  const state = { mainSamples: [], bridgeSamples: [], calls: [], session: null, url: undefined, now: null, bridgeOn: false }
+  const state = {
+    mainSamples: [],
+    bridgeSamples: [],
+    calls: [],
+    session: null,
+    url: undefined,
+    now: null,
+    bridgeOn: false,
+  }
   const startSample = () => {
     if (!state.now) return
     const t = state.now()
@@ -128,7 +136,9 @@ export function stubInspector() {
     profileEnd(title) {
       state.calls.push('console.profileEnd')
       state.bridgeOn = false
-      state.session.emit('Profiler.consoleProfileFinished', { params: { title, profile: profileAt(state.bridgeSamples) } })
+      state.session.emit('Profiler.consoleProfileFinished', {
+        params: { title, profile: profileAt(state.bridgeSamples) },
+      })
       state.bridgeSamples = []
     },
   }

@@ -59,7 +59,10 @@ function runChild(source, { args = [], env = process.env, onLine = () => {}, tim
 
 function assertNoCrash(r) {
   assert.equal(r.timedOut, false, `child hung (killed after ${TIMEOUT_MS} ms); stderr: ${r.stderr}`)
-  assert.ok(!['SIGSEGV', 'SIGABRT', 'SIGBUS', 'SIGILL', 'SIGFPE'].includes(r.signal), `child crashed: ${r.signal}\n${r.stderr}`)
+  assert.ok(
+    !['SIGSEGV', 'SIGABRT', 'SIGBUS', 'SIGILL', 'SIGFPE'].includes(r.signal),
+    `child crashed: ${r.signal}\n${r.stderr}`,
+  )
   assert.doesNotMatch(r.stderr, /FATAL ERROR|panicked|Segmentation fault|internal error/i)
 }
 
@@ -137,20 +140,23 @@ test('an unhandled rejection while a stop() is pending exits like any other', as
 
 for (const signal of ['SIGTERM', 'SIGINT']) {
   const skip = process.platform === 'win32' && 'no POSIX signals on Windows (kill() terminates at once)'
-  test(`${signal} while profiling: default action kills promptly; a handler still gets its trace`, { skip }, async () => {
-    const killed = await runChild(
-      `
+  test(
+    `${signal} while profiling: default action kills promptly; a handler still gets its trace`,
+    { skip },
+    async () => {
+      const killed = await runChild(
+        `
       new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
       report({ ready: true })
       setInterval(() => burn(5), 1)
     `,
-      { onLine: (line, child) => line.includes('ready') && child.kill(signal) },
-    )
-    assert.equal(killed.timedOut, false)
-    assert.equal(killed.signal, signal, `status ${killed.status} ${killed.stderr}`)
+        { onLine: (line, child) => line.includes('ready') && child.kill(signal) },
+      )
+      assert.equal(killed.timedOut, false)
+      assert.equal(killed.signal, signal, `status ${killed.status} ${killed.stderr}`)
 
-    const handled = await runChild(
-      `
+      const handled = await runChild(
+        `
       const p = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
       process.once(${JSON.stringify(signal)}, async () => {
         clearInterval(timer)
@@ -161,14 +167,15 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
       report({ ready: true })
       const timer = setInterval(() => burn(5), 1)
     `,
-      { onLine: (line, child) => line.includes('ready') && child.kill(signal) },
-    )
-    assertNoCrash(handled)
-    assert.equal(handled.status, 0, handled.stderr)
-    const last = handled.lines.at(-1)
-    assert.ok(last.trace, `a trace, got ${JSON.stringify(last)}`)
-    assert.ok(last.trace.samples > 0)
-  })
+        { onLine: (line, child) => line.includes('ready') && child.kill(signal) },
+      )
+      assertNoCrash(handled)
+      assert.equal(handled.status, 0, handled.stderr)
+      const last = handled.lines.at(-1)
+      assert.ok(last.trace, `a trace, got ${JSON.stringify(last)}`)
+      assert.ok(last.trace.samples > 0)
+    },
+  )
 }
 
 test('stop() racing a full buffer always resolves with at most maxBufferSize samples', async () => {
@@ -281,7 +288,11 @@ test('another inspector session running Profiler.start/stop concurrently, under 
 
 for (const [what, options, expectFile] of [
   ['node --cpu-prof', (dir) => ({ args: ['--cpu-prof', `--cpu-prof-dir=${dir}`] }), /\.cpuprofile$/],
-  ['NODE_V8_COVERAGE (c8, --experimental-test-coverage)', (dir) => ({ env: { ...process.env, NODE_V8_COVERAGE: dir } }), /^coverage-.*\.json$/],
+  [
+    'NODE_V8_COVERAGE (c8, --experimental-test-coverage)',
+    (dir) => ({ env: { ...process.env, NODE_V8_COVERAGE: dir } }),
+    /^coverage-.*\.json$/,
+  ],
 ]) {
   test(`under ${what}: no inspector noise on stderr, and both Node's output and our traces are complete`, async () => {
     // V8 reports console profiles to every session with the Profiler domain on: Node's own session

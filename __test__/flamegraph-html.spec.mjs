@@ -51,109 +51,139 @@ function trace() {
   return t
 }
 
-test('the HTML flame graph in headless Chromium: offline, zoom, search, tooltips, hostile names as text', { skip, timeout: 120000 }, async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-  const file = join(dir, 'flame.html')
-  const total = trace().samples.length // 6 + 2 + 5 + 2 = 15
-  writeFileSync(file, toFlameGraph(trace(), { format: 'html', title: '<b>Shop</b> & co' }))
+test(
+  'the HTML flame graph in headless Chromium: offline, zoom, search, tooltips, hostile names as text',
+  { skip, timeout: 120000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'flame.html')
+    const total = trace().samples.length // 6 + 2 + 5 + 2 = 15
+    writeFileSync(file, toFlameGraph(trace(), { format: 'html', title: '<b>Shop</b> & co' }))
 
-  const browser = await launchChromium(t)
-  const page = await browser.newPage()
-  await page.setViewport({ width: 1100, height: 420 })
-  const external = []
-  const dialogs = []
-  const errors = []
-  await page.setRequestInterception(true)
-  page.on('request', (req) => {
-    if (req.url().startsWith('file:')) req.continue()
-    else {
-      external.push(req.url())
-      req.abort()
-    }
-  })
-  page.on('dialog', (d) => {
-    dialogs.push(d.message())
-    d.dismiss()
-  })
-  page.on('pageerror', (e) => errors.push(e.message))
-  await page.goto(pathToFileURL(file).href, { waitUntil: 'load' })
+    const browser = await launchChromium(t)
+    const page = await browser.newPage()
+    await page.setViewport({ width: 1100, height: 420 })
+    const external = []
+    const dialogs = []
+    const errors = []
+    await page.setRequestInterception(true)
+    page.on('request', (req) => {
+      if (req.url().startsWith('file:')) req.continue()
+      else {
+        external.push(req.url())
+        req.abort()
+      }
+    })
+    page.on('dialog', (d) => {
+      dialogs.push(d.message())
+      d.dismiss()
+    })
+    page.on('pageerror', (e) => errors.push(e.message))
+    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' })
 
-  const frames = () =>
-    page.$$eval('#chart .f', (els) =>
-      els.map((e) => ({ id: Number(e.dataset.id), text: e.textContent, left: e.offsetLeft, width: e.offsetWidth, cls: e.className })),
+    const frames = () =>
+      page.$$eval('#chart .f', (els) =>
+        els.map((e) => ({
+          id: Number(e.dataset.id),
+          text: e.textContent,
+          left: e.offsetLeft,
+          width: e.offsetWidth,
+          cls: e.className,
+        })),
+      )
+    const chartWidth = await page.$eval('#chart', (e) => e.clientWidth)
+    const shown = await frames()
+    const byText = (list, prefix) => list.find((f) => f.text.startsWith(prefix))
+
+    // Title and every frame, names as text.
+    assert.equal(await page.title(), '<b>Shop</b> & co')
+    assert.equal(await page.$eval('h1', (e) => e.textContent), '<b>Shop</b> & co')
+    assert.equal(
+      await page.$$eval('h1 b, img, iframe, object, embed', (e) => e.length),
+      0,
+      'no element made from a name',
     )
-  const chartWidth = await page.$eval('#chart', (e) => e.clientWidth)
-  const shown = await frames()
-  const byText = (list, prefix) => list.find((f) => f.text.startsWith(prefix))
+    assert.equal(await page.$$eval('script', (e) => e.length), 2, "only the page's own two scripts")
+    assert.ok(byText(shown, 'all') && byText(shown, 'main (/app/main.js:1:1)') && byText(shown, 'chunk ('))
+    const labels = shown.map((f) => f.text)
+    assert.ok(labels.includes(`${HOSTILE[0]} (/app/main.js:34:1)`), labels.join('\n'))
+    assert.ok(labels.includes(`${HOSTILE[1]} (/app/main.js:35:1)`))
+    assert.ok(labels.includes('line\\u{2028}sep\\u{2029}para (/app/main.js:36:1)'), 'U+2028/9 shown as escapes')
+    assert.ok(labels.includes('ctl\\x01\\x07\\x1b[31mred (/app/main.js:37:1)'), 'control characters shown as escapes')
+    assert.ok(labels.includes('{{DATA}} {{TITLE}} (/app/main.js:38:1)'))
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no script from a name ran')
+    assert.deepEqual(dialogs, [])
+    // Widths follow time (the samples are 1 ms apart): the root spans the chart, chunk has 6 of 15.
+    const all = byText(shown, 'all')
+    assert.ok(Math.abs(all.width - chartWidth) <= 1, `${all.width} vs ${chartWidth}`)
+    const chunk = byText(shown, 'chunk (')
+    assert.ok(Math.abs(chunk.width - (chartWidth * 6) / total) <= 1.5, `chunk ${chunk.width}`)
 
-  // Title and every frame, names as text.
-  assert.equal(await page.title(), '<b>Shop</b> & co')
-  assert.equal(await page.$eval('h1', (e) => e.textContent), '<b>Shop</b> & co')
-  assert.equal(await page.$$eval('h1 b, img, iframe, object, embed', (e) => e.length), 0, 'no element made from a name')
-  assert.equal(await page.$$eval('script', (e) => e.length), 2, "only the page's own two scripts")
-  assert.ok(byText(shown, 'all') && byText(shown, 'main (/app/main.js:1:1)') && byText(shown, 'chunk ('))
-  const labels = shown.map((f) => f.text)
-  assert.ok(labels.includes(`${HOSTILE[0]} (/app/main.js:34:1)`), labels.join('\n'))
-  assert.ok(labels.includes(`${HOSTILE[1]} (/app/main.js:35:1)`))
-  assert.ok(labels.includes('line\\u{2028}sep\\u{2029}para (/app/main.js:36:1)'), 'U+2028/9 shown as escapes')
-  assert.ok(labels.includes('ctl\\x01\\x07\\x1b[31mred (/app/main.js:37:1)'), 'control characters shown as escapes')
-  assert.ok(labels.includes('{{DATA}} {{TITLE}} (/app/main.js:38:1)'))
-  assert.equal(await page.evaluate(() => window.__pwned), undefined, 'no script from a name ran')
-  assert.deepEqual(dialogs, [])
-  // Widths follow time (the samples are 1 ms apart): the root spans the chart, chunk has 6 of 15.
-  const all = byText(shown, 'all')
-  assert.ok(Math.abs(all.width - chartWidth) <= 1, `${all.width} vs ${chartWidth}`)
-  const chunk = byText(shown, 'chunk (')
-  assert.ok(Math.abs(chunk.width - (chartWidth * 6) / total) <= 1.5, `chunk ${chunk.width}`)
+    // Tooltip on hover: time, share, kind, package@version.
+    const chunkEl = await page.$(`#chart .f[data-id="${chunk.id}"]`)
+    await chunkEl.hover()
+    const tip = await page.$eval('#tip', (e) => ({ text: e.textContent, display: getComputedStyle(e).display }))
+    assert.equal(tip.display, 'block')
+    assert.match(
+      tip.text,
+      /^chunk \(\/app\/node_modules\/\.pnpm\/lodash@4\.17\.21\/node_modules\/lodash\/chunk\.js:5:17\)/,
+    )
+    assert.match(tip.text, /6\.00 ms, 6 samples: 40% of all/)
+    assert.match(tip.text, /kind: dependency, package: lodash@4\.17\.21/)
 
-  // Tooltip on hover: time, share, kind, package@version.
-  const chunkEl = await page.$(`#chart .f[data-id="${chunk.id}"]`)
-  await chunkEl.hover()
-  const tip = await page.$eval('#tip', (e) => ({ text: e.textContent, display: getComputedStyle(e).display }))
-  assert.equal(tip.display, 'block')
-  assert.match(tip.text, /^chunk \(\/app\/node_modules\/\.pnpm\/lodash@4\.17\.21\/node_modules\/lodash\/chunk\.js:5:17\)/)
-  assert.match(tip.text, /6\.00 ms, 6 samples: 40% of all/)
-  assert.match(tip.text, /kind: dependency, package: lodash@4\.17\.21/)
+    // Zoom: click `work`; it and its subtree fill the width, `now` and the GC frame are gone.
+    const work = byText(shown, 'work (')
+    await page.click(`#chart .f[data-id="${work.id}"]`)
+    const zoomed = await frames()
+    const workZoomed = zoomed.find((f) => f.id === work.id)
+    assert.ok(workZoomed.left === 0 && Math.abs(workZoomed.width - chartWidth) <= 1, JSON.stringify(workZoomed))
+    assert.ok(Math.abs(zoomed.find((f) => f.id === chunk.id).width - chartWidth) <= 1, 'chunk is all of work')
+    assert.equal(byText(zoomed, 'now'), undefined, 'a sibling of work is not drawn')
+    assert.equal(byText(zoomed, '(garbage collector)'), undefined)
+    assert.match(byText(zoomed, 'main (').cls, /ancestor/)
+    assert.match(
+      await page.$eval('#crumbs', (e) => e.textContent),
+      /Zoomed into: all → main \(\/app\/main\.js:1:1\) → work/,
+    )
+    await page.screenshot({ path: join(dir, 'zoomed.png') })
+    await page.click('#reset')
+    assert.equal((await frames()).length, shown.length, 'reset shows every frame again')
 
-  // Zoom: click `work`; it and its subtree fill the width, `now` and the GC frame are gone.
-  const work = byText(shown, 'work (')
-  await page.click(`#chart .f[data-id="${work.id}"]`)
-  const zoomed = await frames()
-  const workZoomed = zoomed.find((f) => f.id === work.id)
-  assert.ok(workZoomed.left === 0 && Math.abs(workZoomed.width - chartWidth) <= 1, JSON.stringify(workZoomed))
-  assert.ok(Math.abs(zoomed.find((f) => f.id === chunk.id).width - chartWidth) <= 1, 'chunk is all of work')
-  assert.equal(byText(zoomed, 'now'), undefined, 'a sibling of work is not drawn')
-  assert.equal(byText(zoomed, '(garbage collector)'), undefined)
-  assert.match(byText(zoomed, 'main (').cls, /ancestor/)
-  assert.match(await page.$eval('#crumbs', (e) => e.textContent), /Zoomed into: all → main \(\/app\/main\.js:1:1\) → work/)
-  await page.screenshot({ path: join(dir, 'zoomed.png') })
-  await page.click('#reset')
-  assert.equal((await frames()).length, shown.length, 'reset shows every frame again')
+    // Search: by package name, then by a hostile name; highlighted frames and the matched share. The
+    // page searches once per animation frame: wait for the count to show the whole query's result.
+    const searchFor = async (text, expected) => {
+      await page.$eval('#search', (e) => (e.value = ''))
+      await page.type('#search', text)
+      await page.waitForFunction(
+        (want) => document.querySelector('#matched').textContent === want,
+        { timeout: 10000 },
+        expected,
+      )
+    }
+    await searchFor('LODASH', '1 frame matched: 40% of the time (6 samples)')
+    let matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
+    assert.deepEqual(
+      matched.map((f) => f.id),
+      [chunk.id],
+    )
+    await searchFor('<img', `1 frame matched: ${(100 / total).toFixed(2)}% of the time (1 sample)`)
+    matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
+    assert.deepEqual(
+      matched.map((f) => f.text),
+      [`${HOSTILE[1]} (/app/main.js:35:1)`],
+    )
+    // main and the five frames in main.js: counted once, 13 of 15 samples.
+    await searchFor('main', '7 frames matched: 86.67% of the time (13 samples)')
 
-  // Search: by package name, then by a hostile name; highlighted frames and the matched share. The
-  // page searches once per animation frame: wait for the count to show the whole query's result.
-  const searchFor = async (text, expected) => {
-    await page.$eval('#search', (e) => (e.value = ''))
-    await page.type('#search', text)
-    await page.waitForFunction((want) => document.querySelector('#matched').textContent === want, { timeout: 10000 }, expected)
-  }
-  await searchFor('LODASH', '1 frame matched: 40% of the time (6 samples)')
-  let matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
-  assert.deepEqual(matched.map((f) => f.id), [chunk.id])
-  await searchFor('<img', `1 frame matched: ${(100 / total).toFixed(2)}% of the time (1 sample)`)
-  matched = (await frames()).filter((f) => /\bmatch\b/.test(f.cls))
-  assert.deepEqual(matched.map((f) => f.text), [`${HOSTILE[1]} (/app/main.js:35:1)`])
-  // main and the five frames in main.js: counted once, 13 of 15 samples.
-  await searchFor('main', '7 frames matched: 86.67% of the time (13 samples)')
-
-  const shot = process.env.JSPROF_SCREENSHOT || join(root, '.cache', 'flamegraph-html.png')
-  mkdirSync(dirname(shot), { recursive: true })
-  await page.screenshot({ path: shot })
-  assert.deepEqual(external, [], 'no request left the page')
-  assert.deepEqual(errors, [], 'no script error')
-  assert.equal(await page.evaluate(() => window.__pwned), undefined)
-})
+    const shot = process.env.JSPROF_SCREENSHOT || join(root, '.cache', 'flamegraph-html.png')
+    mkdirSync(dirname(shot), { recursive: true })
+    await page.screenshot({ path: shot })
+    assert.deepEqual(external, [], 'no request left the page')
+    assert.deepEqual(errors, [], 'no script error')
+    assert.equal(await page.evaluate(() => window.__pwned), undefined)
+  },
+)
 
 test('a trace with no samples gives a page that says so', { skip, timeout: 60000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
@@ -180,7 +210,10 @@ test('a name that is not well-formed UTF-16 (a lone surrogate) is shown as visib
   // fromCpuProfile too (an object is stringified on its way to Rust), rather than a SyntaxError.
   const { fromCpuProfile } = await import('jsprof-node')
   const profile = {
-    nodes: [{ id: 1, callFrame: { functionName: '(root)', url: '' }, children: [2] }, { id: 2, callFrame: { functionName: 'f\udc00', url: '' } }],
+    nodes: [
+      { id: 1, callFrame: { functionName: '(root)', url: '' }, children: [2] },
+      { id: 2, callFrame: { functionName: 'f\udc00', url: '' } },
+    ],
     startTime: 0,
     endTime: 1,
     samples: [2],

@@ -111,10 +111,15 @@ test('a profile of megabytes converts like the small ones (its arrays are read o
   let time = 0
   for (let i = 0; i < 300_000; i++) {
     time += big.timeDeltas[i]
-    if (trace.samples[i].timestamp !== time / 1000) assert.fail(`sample ${i}: ${trace.samples[i].timestamp} ms, not ${time / 1000}`)
+    if (trace.samples[i].timestamp !== time / 1000)
+      assert.fail(`sample ${i}: ${trace.samples[i].timestamp} ms, not ${time / 1000}`)
   }
   // Member order and whitespace do not matter.
-  const reordered = JSON.stringify({ timeDeltas: big.timeDeltas, samples: big.samples, startTime: 5000, nodes: big.nodes }, null, 1)
+  const reordered = JSON.stringify(
+    { timeDeltas: big.timeDeltas, samples: big.samples, startTime: 5000, nodes: big.nodes },
+    null,
+    1,
+  )
   assert.deepEqual(fromCpuProfile(reordered), trace)
 })
 
@@ -147,7 +152,11 @@ test('malformed input throws the right error with a message that says what is wr
     [{ startTime: 0, samples: [], timeDeltas: [] }, TypeError, /`nodes` is missing/],
     [{ nodes: [], startTime: 0, timeDeltas: [] }, TypeError, /`samples` is missing/],
     [{ nodes: [], startTime: 0, samples: [] }, TypeError, /`timeDeltas` is missing/],
-    [{ nodes: {}, startTime: 0, samples: [], timeDeltas: [] }, TypeError, /^invalid V8 CPU profile: nodes: an object where an array belongs$/],
+    [
+      { nodes: {}, startTime: 0, samples: [], timeDeltas: [] },
+      TypeError,
+      /^invalid V8 CPU profile: nodes: an object where an array belongs$/,
+    ],
     [{ ...profile(), timeDeltas: [1, 2] }, TypeError, /samples \(7\) and timeDeltas \(2\) have different lengths/],
     [{ ...profile(), samples: [2, 7, 3, 4, 6, 8, 99] }, TypeError, /samples\[6\] names unknown node id 99/],
     [42, TypeError, /expected a V8 CPU profile/],
@@ -156,11 +165,14 @@ test('malformed input throws the right error with a message that says what is wr
     ['[1,2,3]', TypeError, /invalid/],
   ]
   for (const [input, type, message] of cases) {
-    assert.throws(() => fromCpuProfile(input), (err) => {
-      assert.equal(err.constructor, type, `${JSON.stringify(input)?.slice(0, 60)} -> ${err}`)
-      assert.match(err.message, message)
-      return true
-    })
+    assert.throws(
+      () => fromCpuProfile(input),
+      (err) => {
+        assert.equal(err.constructor, type, `${JSON.stringify(input)?.slice(0, 60)} -> ${err}`)
+        assert.match(err.message, message)
+        return true
+      },
+    )
   }
 })
 
@@ -169,12 +181,18 @@ test('a cyclic node tree is an error, not a hang', () => {
   cyclic.nodes[5].children = [7, 5] // work lists its own ancestor main... and main lists work: a cycle
   cyclic.nodes[4].children = [6, 8]
   cyclic.nodes.find((n) => n.id === 6).children = [7, 5]
-  assert.throws(() => fromCpuProfile(cyclic), (err) => err instanceof TypeError && /cyclic|two parents/.test(err.message))
+  assert.throws(
+    () => fromCpuProfile(cyclic),
+    (err) => err instanceof TypeError && /cyclic|two parents/.test(err.message),
+  )
   const loop = profile()
   loop.nodes[0].children = [2, 3, 4]
   loop.nodes[4].children = [6]
   loop.nodes[5].children = [5]
-  assert.throws(() => fromCpuProfile(loop), (err) => err instanceof TypeError && /cyclic|own child/.test(err.message))
+  assert.throws(
+    () => fromCpuProfile(loop),
+    (err) => err instanceof TypeError && /cyclic|own child/.test(err.message),
+  )
   // A JS object graph with a cycle cannot be JSON either.
   const self = profile()
   self.self = self
@@ -185,7 +203,14 @@ test('a real node --cpu-prof profile converts with the live rules', () => {
   const dir = mkdtempSync(join(tmpdir(), 'jsprof-cpuprof-'))
   const r = spawnSync(
     process.execPath,
-    ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200', '--no-turbo-inlining', '-e', `require(${JSON.stringify(workloadPath)}).runMixed(300)`],
+    [
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+      '--cpu-prof-interval=200',
+      '--no-turbo-inlining',
+      '-e',
+      `require(${JSON.stringify(workloadPath)}).runMixed(300)`,
+    ],
     { encoding: 'utf8', timeout: 30000 },
   )
   assert.equal(r.status, 0, r.stderr)

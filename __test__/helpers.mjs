@@ -81,7 +81,12 @@ export function sampledNames(trace) {
 export function assertWellFormed(trace) {
   // WebIDL builds dictionaries with their members in lexicographic order (so does Chrome's JSON).
   assert.deepEqual(Object.keys(trace), ['frames', 'resources', 'samples', 'stacks'])
-  const inOrder = (keys, order) => assert.deepEqual(keys, order.filter((k) => keys.includes(k)), `key order ${keys}`)
+  const inOrder = (keys, order) =>
+    assert.deepEqual(
+      keys,
+      order.filter((k) => keys.includes(k)),
+      `key order ${keys}`,
+    )
   for (const f of trace.frames) inOrder(Object.keys(f), ['column', 'line', 'name', 'resourceId'])
   for (const s of trace.stacks) inOrder(Object.keys(s), ['frameId', 'parentId'])
   for (const s of trace.samples) inOrder(Object.keys(s), ['marker', 'stackId', 'timestamp'])

@@ -45,9 +45,16 @@ function writeTrace(name, trace) {
 }
 
 // Terminal escapes (OSC title, clear screen, an OSC 8 link), a bidi override, a forged row.
-const EVIL = ['\x1b]0;owned\x07t', '\x1b[2Jclear', '\x1b]8;;http://x\x07ln\x1b]8;;\x07', 'rtl\u202egnp.js', 'a\nforged 99.9%', 'nul\0del\x7fc1\x9b']
+const EVIL = [
+  '\x1b]0;owned\x07t',
+  '\x1b[2Jclear',
+  '\x1b]8;;http://x\x07ln\x1b]8;;\x07',
+  'rtl\u202egnp.js',
+  'a\nforged 99.9%',
+  'nul\0del\x7fc1\x9b',
+]
 // What no terminal may receive from a name: C0 (but the table's own \n), DEL, C1, bidi controls.
-// eslint-disable-next-line no-control-regex
+
 const UNSAFE = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/
 
 test('report and diff show controls, bidi overrides and newlines in names as visible escapes', () => {
@@ -57,7 +64,10 @@ test('report and diff show controls, bidi overrides and newlines in names as vis
   assert.doesNotMatch(byResource.stdout, UNSAFE)
   assert.match(byResource.stdout, /file:\/\/\/app\/\\x1b\]0;x\\x07\.js/)
   assert.match(byResource.stdout, /evil\\x1b\[31m\.json: 30 samples/)
-  for (const args of [['report', file, '--by', 'function'], ['diff', file, file, '--by', 'function']]) {
+  for (const args of [
+    ['report', file, '--by', 'function'],
+    ['diff', file, file, '--by', 'function'],
+  ]) {
     const r = run(args)
     assert.equal(r.code, 0, r.stderr)
     assert.doesNotMatch(r.stdout, UNSAFE, `${args[0]}: ${JSON.stringify(r.stdout)}`)
@@ -84,17 +94,28 @@ test('stdout: a closed pipe ends quietly (exit 0), a full device is one line and
   const names = Array.from({ length: 3000 }, (_, i) => `function${i}`)
   const file = writeTrace('many.json', traceOf(names, { each: 1 }))
   // `| head -1`: the reader goes away after the first line.
-  const piped = spawnSync('sh', ['-c', `"${process.execPath}" "${BIN}" report many.json --by function --top 3000 | head -1; exit "\${PIPESTATUS:-0}"`], {
-    cwd: tmp,
-    encoding: 'utf8',
-  })
+  const piped = spawnSync(
+    'sh',
+    [
+      '-c',
+      `"${process.execPath}" "${BIN}" report many.json --by function --top 3000 | head -1; exit "\${PIPESTATUS:-0}"`,
+    ],
+    {
+      cwd: tmp,
+      encoding: 'utf8',
+    },
+  )
   assert.equal(piped.status, 0)
   assert.match(piped.stdout, /many\.json: 3000 samples/)
   assert.equal(piped.stderr, '')
   if (fs.existsSync('/dev/full')) {
     const full = fs.openSync('/dev/full', 'w')
     try {
-      const r = spawnSync(process.execPath, [BIN, 'report', file], { cwd: tmp, encoding: 'utf8', stdio: ['ignore', full, 'pipe'] })
+      const r = spawnSync(process.execPath, [BIN, 'report', file], {
+        cwd: tmp,
+        encoding: 'utf8',
+        stdio: ['ignore', full, 'pipe'],
+      })
       assert.equal(r.status, 1)
       assert.equal(r.stderr, 'jsprof: cannot write to stdout: no space left on the device\n')
     } finally {
@@ -123,7 +144,11 @@ test('inputs: devices, directories and sockets are refused up front; pipes and s
   if (process.platform !== 'win32') {
     const fifo = path.join(tmp, 'in.fifo')
     spawnSync('mkfifo', [fifo])
-    const r = spawnSync('sh', ['-c', `cat ok.json > in.fifo & "${process.execPath}" "${BIN}" report in.fifo`], { cwd: tmp, encoding: 'utf8', timeout: 30_000 })
+    const r = spawnSync('sh', ['-c', `cat ok.json > in.fifo & "${process.execPath}" "${BIN}" report in.fifo`], {
+      cwd: tmp,
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
     assert.equal(r.status, 0, r.stderr)
     assert.match(r.stdout, /in\.fifo: 5 samples/)
   }
@@ -161,7 +186,8 @@ test('attribution: a package.json that is a FIFO or a symlink to /dev/zero is sk
 
 test('attribute() of a crafted 100,000-component path does bounded work', () => {
   const deep = `/${'a/'.repeat(100_000)}index.js`
-  const before = jsprof.attribute('/nowhere/x.js') && require(path.join(root, 'lib', 'native.js')).binding.attributionReads()
+  const before =
+    jsprof.attribute('/nowhere/x.js') && require(path.join(root, 'lib', 'native.js')).binding.attributionReads()
   assert.deepEqual(jsprof.attribute(deep), { kind: 'app' })
   assert.equal(jsprof.attribute(`/${'a/'.repeat(100_000)}node_modules/lodash/index.js`).package, 'lodash')
   const reads = require(path.join(root, 'lib', 'native.js')).binding.attributionReads() - before
@@ -171,7 +197,9 @@ test('attribute() of a crafted 100,000-component path does bounded work', () => 
 const EXPORTERS = ['toCpuProfile', 'toPprof', 'toGeckoProfile', 'toSpeedscope', 'toCollapsed', 'toFlameGraph']
 
 test('every exporter and summarize accept what JSON.parse accepts: a lone surrogate is shown, not thrown', () => {
-  const trace = JSON.parse('{"resources":["file:///a\\ud800.js"],"frames":[{"name":"f\\udc00x","resourceId":0,"line":1,"column":1}],"stacks":[{"frameId":0}],"samples":[{"timestamp":1,"stackId":0},{"timestamp":2,"stackId":0}]}')
+  const trace = JSON.parse(
+    '{"resources":["file:///a\\ud800.js"],"frames":[{"name":"f\\udc00x","resourceId":0,"line":1,"column":1}],"stacks":[{"frameId":0}],"samples":[{"timestamp":1,"stackId":0},{"timestamp":2,"stackId":0}]}',
+  )
   for (const name of EXPORTERS) assert.doesNotThrow(() => jsprof[name](trace), name)
   assert.match(jsprof.toCollapsed(trace), /^f\\u\{dc00\}x \(\/a\\u\{d800\}\.js:1:1\) 2000$/m)
   const [row] = jsprof.summarize(trace, { by: 'function' })
@@ -179,9 +207,23 @@ test('every exporter and summarize accept what JSON.parse accepts: a lone surrog
 })
 
 test('a timestamp no output can hold is a TypeError naming the sample, never null in a number field', () => {
-  const trace = { resources: [], frames: [{ name: 'f' }], stacks: [{ frameId: 0 }], samples: [{ timestamp: 0, stackId: 0 }, { timestamp: 1e305, stackId: 0 }] }
+  const trace = {
+    resources: [],
+    frames: [{ name: 'f' }],
+    stacks: [{ frameId: 0 }],
+    samples: [
+      { timestamp: 0, stackId: 0 },
+      { timestamp: 1e305, stackId: 0 },
+    ],
+  }
   for (const name of [...EXPORTERS, 'summarize']) {
-    assert.throws(() => jsprof[name](trace), (err) => err instanceof TypeError && /samples\[1\]\.timestamp 1e\+?305 is further from the time origin/.test(err.message), name)
+    assert.throws(
+      () => jsprof[name](trace),
+      (err) =>
+        err instanceof TypeError &&
+        /samples\[1\]\.timestamp 1e\+?305 is further from the time origin/.test(err.message),
+      name,
+    )
   }
   // The largest that fits: every number in every output is a number.
   trace.samples[1].timestamp = 1e12
@@ -229,7 +271,11 @@ test('outputs: symlinks written through, pipes and devices written to, files nev
   // A FIFO: its reader gets the data; it stays a FIFO.
   const fifo = path.join(tmp, 'out.fifo')
   spawnSync('mkfifo', [fifo])
-  r = spawnSync('sh', ['-c', `cat out.fifo > got.txt & "${process.execPath}" "${BIN}" convert in.json --to collapsed -o out.fifo; wait`], { cwd: tmp, encoding: 'utf8', timeout: 30_000 })
+  r = spawnSync(
+    'sh',
+    ['-c', `cat out.fifo > got.txt & "${process.execPath}" "${BIN}" convert in.json --to collapsed -o out.fifo; wait`],
+    { cwd: tmp, encoding: 'utf8', timeout: 30_000 },
+  )
   assert.equal(r.status, 0, r.stderr)
   assert.ok(fs.statSync(fifo).isFIFO())
   assert.match(fs.readFileSync(path.join(tmp, 'got.txt'), 'utf8'), /^handler .* 50000$/m)
@@ -245,10 +291,13 @@ test('record -o a private character device (mknod, as root) writes to it and lea
   const r = run(['record', '-o', device, '--', process.execPath, app])
   assert.equal(r.code, 0, r.stderr)
   assert.ok(fs.statSync(device).isCharacterDevice(), 'still a device node')
-  assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.endsWith('.tmp')), [])
+  assert.deepEqual(
+    fs.readdirSync(tmp).filter((f) => f.endsWith('.tmp')),
+    [],
+  )
 })
 
-test('negative numbers get the option\'s own plain message', () => {
+test("negative numbers get the option's own plain message", () => {
   const file = writeTrace('neg.json', traceOf(['f']))
   const r = run(['report', file, '--top', '-3'])
   assert.equal(r.code, 2)
@@ -270,7 +319,12 @@ test('deep stacks: a 20,000-deep chain is summarized and drawn; formats that rep
   assert.equal(jsprof.toGeckoProfile(trace).threads[0].samples.length, depth)
   assert.match(jsprof.toFlameGraph(trace), /<\/svg>\s*$/)
   for (const name of ['toPprof', 'toSpeedscope', 'toCollapsed']) {
-    assert.throws(() => jsprof[name](trace), (err) => err instanceof RangeError && /hold 200010000 frames in all, more than its limit of 50000000/.test(err.message), name)
+    assert.throws(
+      () => jsprof[name](trace),
+      (err) =>
+        err instanceof RangeError && /hold 200010000 frames in all, more than its limit of 50000000/.test(err.message),
+      name,
+    )
   }
   // The CLI says so in one line (exit 1, nothing written), not as an internal error.
   const file = writeTrace('deep.json', trace)
@@ -278,7 +332,12 @@ test('deep stacks: a 20,000-deep chain is summarized and drawn; formats that rep
     const out = path.join(tmp, `deep-out.${to}`)
     const r = run(['convert', file, '--to', to, '-o', out])
     assert.equal(r.code, 1, r.stderr)
-    assert.match(r.stderr, new RegExp(`^jsprof: cannot write --to ${to}: to\\w+ repeats whole stacks, and this trace's stacks hold 200010000 frames in all, more than its limit of 50000000: [^\\n]*\\n$`))
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^jsprof: cannot write --to ${to}: to\\w+ repeats whole stacks, and this trace's stacks hold 200010000 frames in all, more than its limit of 50000000: [^\\n]*\\n$`,
+      ),
+    )
     assert.equal(fs.existsSync(out), false)
   }
   const r = run(['convert', file, '--to', 'gecko', '-o', path.join(tmp, 'deep-out.gecko.json')])

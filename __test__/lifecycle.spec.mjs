@@ -89,7 +89,9 @@ test('where the inspector is unavailable, the constructor throws a clear error s
 })
 
 // Node 20 and 22 call it --experimental-permission; Node 24+ only accepts --permission.
-const permissionFlag = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission'
+const permissionFlag = process.allowedNodeEnvironmentFlags.has('--permission')
+  ? '--permission'
+  : '--experimental-permission'
 
 test('an addon load refused by the permission model says so', () => {
   const r = spawnSync(

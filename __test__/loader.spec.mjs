@@ -39,7 +39,12 @@ test('the binary built here loads (sanity for the failures below)', () => {
 test('NAPI_RS_NATIVE_LIBRARY_PATH at a missing file: the error names the variable, the path and the platform', () => {
   const r = loadIn({ env: { NAPI_RS_NATIVE_LIBRARY_PATH: '/nonexistent/jsprof.node' } })
   assert.equal(r.name, 'Error')
-  assert.match(r.message, new RegExp(`^jsprof-node: NAPI_RS_NATIVE_LIBRARY_PATH=/nonexistent/jsprof\\.node did not load \\(${HERE}, Node \\d+`))
+  assert.match(
+    r.message,
+    new RegExp(
+      `^jsprof-node: NAPI_RS_NATIVE_LIBRARY_PATH=/nonexistent/jsprof\\.node did not load \\(${HERE}, Node \\d+`,
+    ),
+  )
   assert.match(r.message, /unset it to use the prebuilt package/)
   assert.match(r.message, /Tried: .*Cannot find module '\/nonexistent\/jsprof\.node'/)
   assert.equal(r.hasCause, true, 'the loader errors stay available as cause')
@@ -77,5 +82,8 @@ test("the loader's list of prebuilt platforms is package.json's napi.targets", (
   }
   const r = loadIn({ platform: 'aix', arch: 'ppc64' })
   const listed = /prebuilt: ([^)]*)\)/.exec(r.message)[1].split(', ')
-  assert.deepEqual(listed, pkg.napi.targets.map((t) => napiName[t]))
+  assert.deepEqual(
+    listed,
+    pkg.napi.targets.map((t) => napiName[t]),
+  )
 })

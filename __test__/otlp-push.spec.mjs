@@ -19,7 +19,9 @@ import { otlpExporter, startContinuous } from 'jsprof-node'
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const VENV = path.join(root, '.cache', 'otlp-venv', 'bin', 'python')
 const PYTHON = process.env.PYTHON || (fs.existsSync(VENV) ? VENV : 'python3')
-const hasDecoder = spawnSync(PYTHON, ['-c', 'import opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2']).status === 0
+const hasDecoder =
+  spawnSync(PYTHON, ['-c', 'import opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2'])
+    .status === 0
 
 const chunk = (i = 0) => ({
   index: i,
@@ -79,7 +81,11 @@ print(json.dumps({'service': [kv.value.string_value for kv in r.resource_profile
 test('continuous chunks arrive as OTLP/HTTP protobuf at /v1development/profiles, decodable by the official classes', async (t) => {
   const srv = await endpoint()
   try {
-    const exporter = otlpExporter({ url: srv.url, serviceName: 'checkout', resource: { 'deployment.environment.name': 'test' } })
+    const exporter = otlpExporter({
+      url: srv.url,
+      serviceName: 'checkout',
+      resource: { 'deployment.environment.name': 'test' },
+    })
     const profiler = startContinuous({ sampleInterval: 1, chunkSeconds: 0.3, onChunk: exporter.push })
     const t0 = Date.now()
     function otlpBusyWork() {
@@ -107,7 +113,10 @@ test('continuous chunks arrive as OTLP/HTTP protobuf at /v1development/profiles,
     assert.ok(decoded.reduce((n, d) => n + d.samples, 0) > 0)
     // This file's code ran all along: some frame of it is in some chunk (by its file name, whatever
     // V8 inlined).
-    assert.ok(decoded.some((d) => d.names.some((n) => n.endsWith('otlp-push.spec.mjs'))), 'this file is in some chunk')
+    assert.ok(
+      decoded.some((d) => d.names.some((n) => n.endsWith('otlp-push.spec.mjs'))),
+      'this file is in some chunk',
+    )
   } finally {
     await srv.close()
   }
@@ -118,7 +127,12 @@ test('OTLP answers: 503 is retried, 500 and 400 are final, a partial success is 
   const message = Buffer.from('too old')
   const inner = Buffer.concat([Buffer.from([0x08, 0x02, 0x12, message.length]), message])
   const partial = Buffer.concat([Buffer.from([0x0a, inner.length]), inner])
-  const plan = [[503, 'busy'], [200, partial], [500, 'bug'], [400, 'bad request']]
+  const plan = [
+    [503, 'busy'],
+    [200, partial],
+    [500, 'bug'],
+    [400, 'bad request'],
+  ]
   const srv = await endpoint((req, state) => plan[state.requests.length - 1] ?? [200, ''])
   try {
     const exporter = otlpExporter({ url: `${srv.url}/custom/path`, retryBaseMs: 1, maxRetries: 3 })
@@ -154,10 +168,13 @@ async function proxy() {
     const target = new URL(req.url)
     const headers = { ...req.headers }
     delete headers['proxy-authorization']
-    const out = http.request({ host: target.hostname, port: target.port, path: target.pathname + target.search, method: req.method, headers }, (answer) => {
-      res.writeHead(answer.statusCode, answer.headers)
-      answer.pipe(res)
-    })
+    const out = http.request(
+      { host: target.hostname, port: target.port, path: target.pathname + target.search, method: req.method, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode, answer.headers)
+        answer.pipe(res)
+      },
+    )
     req.pipe(out)
   })
   server.on('connect', (req, socket, head) => {
@@ -248,47 +265,83 @@ test('HTTP_PROXY: pushes go through the proxy (with its credentials, never in a 
 
 const hasOpenssl = spawnSync('openssl', ['version']).status === 0
 
-test('HTTPS_PROXY: an https target is reached through a CONNECT tunnel, TLS end to end', { skip: hasOpenssl ? false : 'openssl is not installed' }, async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-tls-'))
-  const key = path.join(dir, 'key.pem')
-  const cert = path.join(dir, 'cert.pem')
-  const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'], { encoding: 'utf8' })
-  assert.equal(made.status, 0, made.stderr)
-  const got = []
-  const server = https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (req, res) => {
-    req.resume()
-    req.on('end', () => {
-      got.push({ url: req.url, auth: req.headers['proxy-authorization'], type: req.headers['content-type'] })
-      res.writeHead(200)
-      res.end()
+test(
+  'HTTPS_PROXY: an https target is reached through a CONNECT tunnel, TLS end to end',
+  { skip: hasOpenssl ? false : 'openssl is not installed' },
+  async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-tls-'))
+    const key = path.join(dir, 'key.pem')
+    const cert = path.join(dir, 'cert.pem')
+    const made = spawnSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      ],
+      { encoding: 'utf8' },
+    )
+    assert.equal(made.status, 0, made.stderr)
+    const got = []
+    const server = https.createServer({ key: fs.readFileSync(key), cert: fs.readFileSync(cert) }, (req, res) => {
+      req.resume()
+      req.on('end', () => {
+        got.push({ url: req.url, auth: req.headers['proxy-authorization'], type: req.headers['content-type'] })
+        res.writeHead(200)
+        res.end()
+      })
     })
-  })
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const px = await proxy()
-  try {
-    // A child process, so the test's own CA applies (NODE_EXTRA_CA_CERTS is read at start-up).
-    const script = `const { otlpExporter } = require(${JSON.stringify(root)})
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const px = await proxy()
+    try {
+      // A child process, so the test's own CA applies (NODE_EXTRA_CA_CERTS is read at start-up).
+      const script = `const { otlpExporter } = require(${JSON.stringify(root)})
       const e = otlpExporter({ url: process.env.TARGET, maxRetries: 0 })
       e.push({ startUnixMs: 0, endUnixMs: 1000, sampleInterval: 10, trace: { resources: [], frames: [{ name: 'f' }], stacks: [{ frameId: 0 }], samples: [{ timestamp: 1, stackId: 0 }] } })
       e.flush().then(() => { console.log(JSON.stringify({ stats: e.stats, error: e.lastError && e.lastError.message })); return e.close() })`
-    const child = spawn(process.execPath, ['-e', script], {
-      env: { ...process.env, NODE_EXTRA_CA_CERTS: cert, TARGET: `https://localhost:${server.address().port}`, HTTPS_PROXY: px.url.replace('//', '//pu:pp@'), NO_PROXY: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (err += d))
-    const code = await new Promise((resolve) => child.on('exit', resolve))
-    assert.equal(code, 0, err)
-    const result = JSON.parse(out)
-    assert.equal(result.stats.sent, 1, result.error)
-    assert.deepEqual(px.seen, [{ method: 'CONNECT', url: `localhost:${server.address().port}`, auth: `Basic ${Buffer.from('pu:pp').toString('base64')}` }])
-    assert.deepEqual(got, [{ url: '/v1development/profiles', auth: undefined, type: 'application/x-protobuf' }])
-  } finally {
-    await px.close()
-    server.closeAllConnections?.()
-    await new Promise((resolve) => server.close(resolve))
-    fs.rmSync(dir, { recursive: true, force: true })
-  }
-})
+      const child = spawn(process.execPath, ['-e', script], {
+        env: {
+          ...process.env,
+          NODE_EXTRA_CA_CERTS: cert,
+          TARGET: `https://localhost:${server.address().port}`,
+          HTTPS_PROXY: px.url.replace('//', '//pu:pp@'),
+          NO_PROXY: '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      let out = ''
+      let err = ''
+      child.stdout.on('data', (d) => (out += d))
+      child.stderr.on('data', (d) => (err += d))
+      const code = await new Promise((resolve) => child.on('exit', resolve))
+      assert.equal(code, 0, err)
+      const result = JSON.parse(out)
+      assert.equal(result.stats.sent, 1, result.error)
+      assert.deepEqual(px.seen, [
+        {
+          method: 'CONNECT',
+          url: `localhost:${server.address().port}`,
+          auth: `Basic ${Buffer.from('pu:pp').toString('base64')}`,
+        },
+      ])
+      assert.deepEqual(got, [{ url: '/v1development/profiles', auth: undefined, type: 'application/x-protobuf' }])
+    } finally {
+      await px.close()
+      server.closeAllConnections?.()
+      await new Promise((resolve) => server.close(resolve))
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  },
+)

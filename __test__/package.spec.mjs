@@ -22,7 +22,11 @@ test('the main package names its repository, homepage, bugs and licence', () => 
 
 test('one platform package per napi target, each with the main package repository, licence and version', () => {
   const dirs = readdirSync(join(root, 'npm')).sort()
-  assert.equal(dirs.length, pkg.napi.targets.length, `npm/: ${dirs.join(', ')}; targets: ${pkg.napi.targets.join(', ')}`)
+  assert.equal(
+    dirs.length,
+    pkg.napi.targets.length,
+    `npm/: ${dirs.join(', ')}; targets: ${pkg.napi.targets.join(', ')}`,
+  )
   for (const dir of dirs) {
     const p = read(`npm/${dir}/package.json`)
     assert.equal(p.name, `${pkg.name}-${dir}`)
@@ -34,7 +38,7 @@ test('one platform package per napi target, each with the main package repositor
   assert.ok(dirs.includes('linux-arm64-musl'))
 })
 
-test("the package ships what the README links to", () => {
+test('the package ships what the README links to', () => {
   const readme = readFileSync(join(root, 'README.md'), 'utf8')
   const links = [...readme.matchAll(/\]\(([^)#:]+)(#[^)]*)?\)/g)].map((m) => m[1])
   assert.ok(links.length > 0)
@@ -46,7 +50,10 @@ test("the package ships what the README links to", () => {
 })
 
 test('npm start: the quickstart is an app of its own, so its report names it and not jsprof-node', () => {
-  const r = spawnSync(process.execPath, [path.join(root, 'examples', 'quickstart')], { encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(process.execPath, [path.join(root, 'examples', 'quickstart')], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   assert.equal(r.status, 0, r.stderr)
   const byPackage = r.stdout.split('top functions')[0]
   assert.match(byPackage, /\bapp\s+quickstart-app@1\.0\.0$/m)

@@ -46,7 +46,9 @@ export function pprofEncoder() {
           startLine: f.line || 0,
         }),
     )
-    const location = trace.frames.map((f, i) => new pf.Location({ id: i + 1, line: [new pf.Line({ functionId: i + 1, line: f.line || 0 })] }))
+    const location = trace.frames.map(
+      (f, i) => new pf.Location({ id: i + 1, line: [new pf.Line({ functionId: i + 1, line: f.line || 0 })] }),
+    )
     const counts = new Map()
     for (const s of trace.samples) if (s.stackId !== undefined) counts.set(s.stackId, (counts.get(s.stackId) || 0) + 1)
     const sample = []
@@ -74,7 +76,9 @@ export function decodePprof(body) {
   const profile = pf.Profile.decode(raw)
   const strings = profile.stringTable.strings
   const fnName = new Map(profile.function.map((f) => [Number(f.id), strings[Number(f.name)]]))
-  const locFns = new Map(profile.location.map((l) => [Number(l.id), l.line.map((line) => fnName.get(Number(line.functionId)))]))
+  const locFns = new Map(
+    profile.location.map((l) => [Number(l.id), l.line.map((line) => fnName.get(Number(line.functionId)))]),
+  )
   const totals = new Map()
   for (const s of profile.sample) {
     const names = new Set(s.locationId.flatMap((id) => locFns.get(Number(id)) || []))

@@ -37,7 +37,9 @@ test('a trace of a real workload follows every structural rule', async () => {
 test('frames carry 1-based positions, names, resources and omit what is unknown', async () => {
   await retryCapture(3, async () => {
     const fresh = freshWorkload()
-    const trace = await profile({ sampleInterval: 0.1, maxBufferSize: 100000 }, () => runSliced(150, fresh.workload.runMixed))
+    const trace = await profile({ sampleInterval: 0.1, maxBufferSize: 100000 }, () =>
+      runSliced(150, fresh.workload.runMixed),
+    )
     const resourceId = trace.resources.indexOf(fresh.url)
     assert.ok(resourceId >= 0, `${fresh.url} in ${trace.resources}`)
     const find = (name) => trace.frames.find((f) => f.name === name && f.resourceId === resourceId)
@@ -60,7 +62,10 @@ test('frames carry 1-based positions, names, resources and omit what is unknown'
     assert.ok(regexp, 'RegExp code is a frame')
     assert.deepEqual(Object.keys(regexp), ['name'])
     // Node internals are node: resources.
-    assert.ok(trace.resources.some((r) => r.startsWith('node:')), 'node: internals appear as resources')
+    assert.ok(
+      trace.resources.some((r) => r.startsWith('node:')),
+      'node: internals appear as resources',
+    )
   })
 })
 
@@ -71,7 +76,10 @@ test('builtins are frames without a resource', async () => {
       runSliced(300, (ms) => workload.spinFor(ms, () => Date.now())),
     )
     const builtin = trace.frames.find((f) => f.name === 'now' && !('resourceId' in f))
-    assert.ok(builtin, `a builtin frame named now among ${JSON.stringify(trace.frames.filter((f) => f.name === 'now'))}`)
+    assert.ok(
+      builtin,
+      `a builtin frame named now among ${JSON.stringify(trace.frames.filter((f) => f.name === 'now'))}`,
+    )
     assert.ok(!('line' in builtin) && !('column' in builtin), 'a builtin has no known position')
   })
 })
@@ -80,7 +88,9 @@ test('stacks follow the call path: burnAlpha under spinFor under runAlpha', asyn
   await retryCapture(3, async () => {
     const { workload } = freshWorkload()
     const trace = await profile({ sampleInterval: 0.2, maxBufferSize: 100000 }, () => runSliced(100, workload.runAlpha))
-    const withAlpha = trace.samples.filter((s) => s.stackId !== undefined && stackNames(trace, s.stackId)[0] === 'burnAlpha')
+    const withAlpha = trace.samples.filter(
+      (s) => s.stackId !== undefined && stackNames(trace, s.stackId)[0] === 'burnAlpha',
+    )
     assert.ok(withAlpha.length > 5, `${withAlpha.length} samples in burnAlpha`)
     // V8 itself, rarely, records three kinds of tick taken at a call boundary, and Chrome shows them
     // too. `node scripts/v8-boundary-ticks.cjs 40` counts them in raw inspector profiles, without
@@ -104,7 +114,10 @@ test('stacks follow the call path: burnAlpha under spinFor under runAlpha', asyn
       assert.deepEqual(collapsed.slice(0, 3), ['burnAlpha', 'spinFor', 'runAlpha'], `stack ${names.join(' < ')}`)
       if (names[1] === 'spinFor' && names[2] === 'runAlpha') exact++
     }
-    assert.ok(exact >= 0.95 * withAlpha.length, `${exact} of ${withAlpha.length} stacks exactly burnAlpha < spinFor < runAlpha`)
+    assert.ok(
+      exact >= 0.95 * withAlpha.length,
+      `${exact} of ${withAlpha.length} stacks exactly burnAlpha < spinFor < runAlpha`,
+    )
   })
 })
 
@@ -150,7 +163,10 @@ test('timestamps are performance.now() values inside the profiler window, at µs
     assert.ok(first - afterStart < 50, `first sample ${first} soon after start ${afterStart}`)
     assert.ok(last <= beforeStop + 5, `last sample ${last} <= stop ${beforeStop}`)
     // Samples are about 1 ms apart.
-    const gaps = trace.samples.slice(1).map((s, i) => s.timestamp - trace.samples[i].timestamp).sort((a, b) => a - b)
+    const gaps = trace.samples
+      .slice(1)
+      .map((s, i) => s.timestamp - trace.samples[i].timestamp)
+      .sort((a, b) => a - b)
     const median = gaps[gaps.length >> 1]
     assert.ok(median >= 0.5 && median < 5, `median gap ${median} ms`)
   })
@@ -199,7 +215,10 @@ test('profilers run at once, each with its own window and interval', async () =>
     assert.ok(sampledNames(slowTrace).has('burnAlpha') && sampledNames(slowTrace).has('burnBeta'))
 
     const median = (t) => {
-      const g = t.samples.slice(1).map((s, i) => s.timestamp - t.samples[i].timestamp).sort((a, b) => a - b)
+      const g = t.samples
+        .slice(1)
+        .map((s, i) => s.timestamp - t.samples[i].timestamp)
+        .sort((a, b) => a - b)
       return g[g.length >> 1]
     }
     // Each at about its own interval (a loaded machine stretches V8's ticks, so bounds are loose, and
@@ -228,7 +247,10 @@ test('stopping one profiler leaves the others running', async () => {
 })
 
 test('many profilers stopped in the same tick all resolve', async () => {
-  const profilers = Array.from({ length: 50 }, (_, i) => new Profiler({ sampleInterval: 1 + (i % 5), maxBufferSize: 1000 }))
+  const profilers = Array.from(
+    { length: 50 },
+    (_, i) => new Profiler({ sampleInterval: 1 + (i % 5), maxBufferSize: 1000 }),
+  )
   await runSliced(50, workload.runAlpha)
   const traces = await Promise.all(profilers.map((p) => p.stop()))
   for (const t of traces) {

@@ -122,7 +122,8 @@ test("code in promise continuations, then-callbacks and timers is the request's 
     ['/b', '/a'],
   ]) {
     const fns = sampledFunctions(profiles.find((p) => p.url === url).trace)
-    for (const fn of continuationWork[url]) assert.ok((fns.get(fn.name) || 0) >= 1, `${url}: ${fn.name} in its trace (${[...fns.keys()]})`)
+    for (const fn of continuationWork[url])
+      assert.ok((fns.get(fn.name) || 0) >= 1, `${url}: ${fn.name} in its trace (${[...fns.keys()]})`)
     for (const fn of continuationWork[other]) assert.equal(fns.get(fn.name) || 0, 0, `${url}: ${fn.name} leaked in`)
   }
 })
@@ -185,7 +186,11 @@ test('Fastify plugin: overlapping requests separated (POST bodies too), route an
   })
   const base = await app.listen({ port: 0, host: '127.0.0.1' })
   const post = (kind, code) =>
-    fetch(`${base}/work/${kind}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code }) })
+    fetch(`${base}/work/${kind}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ code }),
+    })
   const [ra, rb] = await Promise.all([post('a', 200), post('b', 203)])
   assert.equal(ra.status, 200)
   assert.equal(rb.status, 203)

@@ -38,7 +38,8 @@ function setup(options = {}) {
   const { clock, now } = movingClock()
   const session = new FakeSession()
   const engine = new SamplerEngine(session, { now, ...options })
-  const sub = (startUs = clock.us, more = {}) => new Subscription({ startUs, intervalUs: 1000, maxSamples: 1000, ...more })
+  const sub = (startUs = clock.us, more = {}) =>
+    new Subscription({ startUs, intervalUs: 1000, maxSamples: 1000, ...more })
   return { clock, session, engine, sub }
 }
 
@@ -277,7 +278,12 @@ test('a V8 failure rejects the waiting stops, and the next subscription starts V
 test('listeners see every chunk with its sorted sample times', async () => {
   const { clock, session, engine } = setup()
   const seen = []
-  const l = new Subscription({ startUs: clock.us, intervalUs: 1000, record: false, onChunk: (h) => seen.push([...h.times]) })
+  const l = new Subscription({
+    startUs: clock.us,
+    intervalUs: 1000,
+    record: false,
+    onChunk: (h) => seen.push([...h.times]),
+  })
   engine.add(l)
   const t0 = clock.us
   session.tick(t0 + 2000, t0 + 1000, t0 + 3000)
@@ -309,7 +315,12 @@ test('inspector session: a harvest keeps V8 alive with a bridge; the samples V8 
   engine.harvestWithin(0)
   await turn()
   await turn()
-  assert.deepEqual(stub.state.calls.slice(3), ['console.profile', 'Profiler.stop', 'Profiler.start', 'console.profileEnd'])
+  assert.deepEqual(stub.state.calls.slice(3), [
+    'console.profile',
+    'Profiler.stop',
+    'Profiler.start',
+    'console.profileEnd',
+  ])
   assert.deepEqual(session.stats, { fullRestarts: 0, bridgedRestarts: 1 })
   // Two start samples of the harvest: one in the profile it stopped, one in the profile it began.
   assert.equal(stub.state.mainSamples.length, 1, 'the new profile begins with its start sample')

@@ -101,7 +101,16 @@ before(() => {
   fs.writeFileSync(tsFile, SERVER_TS)
   fs.writeFileSync(path.join(dir, 'src', 'types.d.ts'), TYPES_D_TS)
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc')
-  const compilerOptions = { target: 'es2022', module: 'commonjs', esModuleInterop: true, strict: true, types: [], lib: ['es2022'], skipLibCheck: true, rootDir: 'src' }
+  const compilerOptions = {
+    target: 'es2022',
+    module: 'commonjs',
+    esModuleInterop: true,
+    strict: true,
+    types: [],
+    lib: ['es2022'],
+    skipLibCheck: true,
+    rootDir: 'src',
+  }
   const files = ['src/server.ts', 'src/types.d.ts']
   const tsconfig = (name, extra) => {
     fs.writeFileSync(path.join(dir, name), JSON.stringify({ compilerOptions: { ...compilerOptions, ...extra }, files }))
@@ -180,7 +189,12 @@ test('tsc with sourceMap: each function maps to exactly the .ts line and column 
   const tsUrl = pathToFileURL(tsFile).href
   for (const [i, name] of HOT.entries()) {
     const f = mapped.frames[i]
-    assert.deepEqual(f, { name, resourceId: mapped.resources.indexOf(tsUrl), line: ts[name].paren.line, column: ts[name].paren.column })
+    assert.deepEqual(f, {
+      name,
+      resourceId: mapped.resources.indexOf(tsUrl),
+      line: ts[name].paren.line,
+      column: ts[name].paren.column,
+    })
   }
   assert.deepEqual(mapped.frames[3], { name: 'now' })
   assert.deepEqual(mapped.resources, [tsUrl])
@@ -193,9 +207,7 @@ test('tsc with sourceMap: each function maps to exactly the .ts line and column 
   assert.equal(stats.frames, 4)
   assert.equal(stats.mapped, 3)
   assert.equal(stats.unmapped.noPosition, 1)
-  assert.deepEqual(stats.resources, [
-    { resource: trace.resources[0], map: `${builds.tsc}.map`, frames: 3, mapped: 3 },
-  ])
+  assert.deepEqual(stats.resources, [{ resource: trace.resources[0], map: `${builds.tsc}.map`, frames: 3, mapped: 3 }])
 })
 
 test('inline maps (tsc --inlineSourceMap, esbuild inline) give the same positions', async () => {
@@ -210,7 +222,16 @@ test('inline maps (tsc --inlineSourceMap, esbuild inline) give the same position
   assert.deepEqual(mapped.resources, [pathToFileURL(tsFile).href])
 
   const inlineBundle = path.join(dir, 'bundle-inline', 'server.js')
-  require('esbuild').buildSync({ entryPoints: [tsFile], bundle: true, minify: true, sourcemap: 'inline', platform: 'node', format: 'cjs', outfile: inlineBundle, logLevel: 'silent' })
+  require('esbuild').buildSync({
+    entryPoints: [tsFile],
+    bundle: true,
+    minify: true,
+    sourcemap: 'inline',
+    platform: 'node',
+    format: 'cjs',
+    outfile: inlineBundle,
+    logLevel: 'silent',
+  })
   const generated = syntheticTrace(builds.bundle, bundleNeedles())
   const inline = { ...generated, resources: [pathToFileURL(inlineBundle).href] }
   const a = await resolveSourceMaps(generated)
@@ -248,7 +269,10 @@ test('esbuild minified bundle: mangled names come back, and packages inside are 
     assert.equal(mapped.resources[f.resourceId], tsUrl)
     assert.equal(f.line, ts[name].at.line)
     // esbuild maps a declaration's name (where the mangled name starts); tsc maps its `(`.
-    assert.ok([ts[name].paren.column, ts[name].at.column + 'function '.length].includes(f.column), `${name} column ${f.column}`)
+    assert.ok(
+      [ts[name].paren.column, ts[name].at.column + 'function '.length].includes(f.column),
+      `${name} column ${f.column}`,
+    )
   }
   // sameRows is an arrow assigned to a name (`<mangled>=(`): its name comes back through the bundle's text.
   const arrow = mapped.frames.find((x) => x.name === 'sameRows')
@@ -256,7 +280,7 @@ test('esbuild minified bundle: mangled names come back, and packages inside are 
   assert.equal(arrow.line, ts.sameRows.at.line)
   const equalFrame = mapped.frames.find((x) => x.name === 'equal')
   const escapeFrame = mapped.frames.find((x) => x.name === 'escapeHtml')
-  assert.ok(equalFrame && escapeFrame, 'the packages\' own function names came back')
+  assert.ok(equalFrame && escapeFrame, "the packages' own function names came back")
   const deepEqualUrl = pathToFileURL(fs.realpathSync(require.resolve('fast-deep-equal'))).href
   assert.equal(mapped.resources[equalFrame.resourceId], deepEqualUrl)
 })
@@ -282,18 +306,21 @@ test('webpack:// sources: packages are attributed by the path, with the version 
 })
 
 /** Profiles a build in a child process (retried, longer each time) until `mustSample(trace, sampledFrameIds)`. */
-function capture(file, mustSample, mapThenCheck) {
+function capture(file, mustSample) {
   let last
   for (let attempt = 0; attempt < 5; attempt++) {
     const out = path.join(dir, `trace-${path.basename(path.dirname(file))}-${attempt}.json`)
     const driver = path.join(dir, 'driver.cjs')
     fs.writeFileSync(driver, DRIVER)
-    execFileSync(process.execPath, ['--no-turbo-inlining', driver, file, out, String(600 + attempt * 400)], { stdio: 'inherit' })
+    execFileSync(process.execPath, ['--no-turbo-inlining', driver, file, out, String(600 + attempt * 400)], {
+      stdio: 'inherit',
+    })
     last = JSON.parse(fs.readFileSync(out, 'utf8'))
     // Every frame on a sampled stack (a caller such as sameRows is rarely the leaf itself).
     const sampledFrames = new Set()
     for (const s of last.samples) {
-      for (let id = s.stackId; id !== undefined; id = last.stacks[id].parentId) sampledFrames.add(last.stacks[id].frameId)
+      for (let id = s.stackId; id !== undefined; id = last.stacks[id].parentId)
+        sampledFrames.add(last.stacks[id].frameId)
     }
     if (mustSample(last, sampledFrames)) return last
   }
@@ -302,7 +329,9 @@ function capture(file, mustSample, mapThenCheck) {
 
 test('a real capture of the tsc build: frames of server.js point at server.ts after mapping', async () => {
   const jsUrl = pathToFileURL(builds.tsc).href
-  const trace = capture(builds.tsc, (t, sampled) => HOT.every((n) => t.frames.some((f, i) => f.name === n && sampled.has(i))))
+  const trace = capture(builds.tsc, (t, sampled) =>
+    HOT.every((n) => t.frames.some((f, i) => f.name === n && sampled.has(i))),
+  )
   assert.ok(trace.resources.includes(jsUrl), 'Profiler.stop() gives what V8 gives: the generated file')
   assert.ok(!trace.resources.some((r) => r.endsWith('.ts')), 'Profiler.stop() does not map')
   const { trace: mapped, stats } = await resolveSourceMaps(trace)
@@ -322,7 +351,10 @@ test('a real capture of the tsc build: frames of server.js point at server.ts af
   assert.equal(entry.mapped, entry.frames, 'every frame of server.js is mapped')
   assert.ok(stats.unmapped.notAFile > 0, 'node: internals are counted as not files')
   // The mapped trace is a plain trace: every exporter and summarize take it.
-  assert.equal(summarize(mapped).reduce((n, r) => n + r.selfSamples, 0), mapped.samples.length)
+  assert.equal(
+    summarize(mapped).reduce((n, r) => n + r.selfSamples, 0),
+    mapped.samples.length,
+  )
   toCpuProfile(mapped)
   toGeckoProfile(mapped)
   toSpeedscope(mapped)
@@ -366,23 +398,33 @@ test('jsprof report, convert and flamegraph map by default and take --no-source-
   const file = path.join(dir, 'cli.trace.json')
   fs.writeFileSync(file, JSON.stringify(trace))
   const jsprof = (args) =>
-    spawnSync(process.execPath, [path.join(ROOT, 'bin', 'jsprof.js'), ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } })
+    spawnSync(process.execPath, [path.join(ROOT, 'bin', 'jsprof.js'), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    })
   const ts = tsPositions()
   const tsUrl = pathToFileURL(tsFile).href
   const mapped = jsprof(['report', file, '--by', 'function', '--json'])
   assert.equal(mapped.status, 0, mapped.stderr)
   assert.match(mapped.stderr, /mapped 3 of 4 frames through source maps/)
   const names = JSON.parse(mapped.stdout).rows.map((r) => r.name)
-  for (const n of HOT) assert.ok(names.includes(`${n} (${tsUrl}:${ts[n].paren.line}:${ts[n].paren.column})`), `${n} in ${names}`)
+  for (const n of HOT)
+    assert.ok(names.includes(`${n} (${tsUrl}:${ts[n].paren.line}:${ts[n].paren.column})`), `${n} in ${names}`)
   const table = jsprof(['report', file, '--by', 'function'])
-  assert.match(table.stdout, new RegExp(`checksum \\(${tsUrl}:${ts.checksum.paren.line}:${ts.checksum.paren.column}\\)`))
+  assert.match(
+    table.stdout,
+    new RegExp(`checksum \\(${tsUrl}:${ts.checksum.paren.line}:${ts.checksum.paren.column}\\)`),
+  )
   const plain = jsprof(['report', file, '--by', 'function', '--json', '--no-source-maps'])
   assert.equal(plain.status, 0, plain.stderr)
   assert.equal(plain.stderr, '')
   assert.ok(JSON.parse(plain.stdout).rows.every((r) => !r.name.includes('.ts:')))
   const collapsed = jsprof(['convert', file, '--to', 'collapsed', '-o', '-'])
   assert.equal(collapsed.status, 0, collapsed.stderr)
-  assert.ok(collapsed.stdout.includes(`renderRows (${tsFile}:${ts.renderRows.paren.line}:${ts.renderRows.paren.column})`), collapsed.stdout)
+  assert.ok(
+    collapsed.stdout.includes(`renderRows (${tsFile}:${ts.renderRows.paren.line}:${ts.renderRows.paren.column})`),
+    collapsed.stdout,
+  )
   const svg = path.join(dir, 'cli.svg')
   const flame = jsprof(['flamegraph', file, '-o', svg])
   assert.equal(flame.status, 0, flame.stderr)
@@ -396,7 +438,10 @@ test('jsprof report, convert and flamegraph map by default and take --no-source-
   fs.writeFileSync(path.join(brokenDir, 'server.js'), fs.readFileSync(builds.tsc, 'utf8'))
   fs.writeFileSync(path.join(brokenDir, 'server.js.map'), 'not json')
   const brokenFile = path.join(dir, 'cli-broken.trace.json')
-  fs.writeFileSync(brokenFile, JSON.stringify({ ...trace, resources: [pathToFileURL(path.join(brokenDir, 'server.js')).href] }))
+  fs.writeFileSync(
+    brokenFile,
+    JSON.stringify({ ...trace, resources: [pathToFileURL(path.join(brokenDir, 'server.js')).href] }),
+  )
   const warned = jsprof(['report', brokenFile])
   assert.equal(warned.status, 0, warned.stderr)
   assert.match(warned.stderr, /warning: source map not used: .*server\.js\.map: not a valid source map/)
@@ -418,7 +463,11 @@ test('a broken map and a missing map leave frames as they are and say why', asyn
     resources: files.map((f) => pathToFileURL(f).href),
     frames: files.map((_, r) => ({ ...one.frames[0], resourceId: r })),
     stacks: [{ frameId: 0 }, { frameId: 1 }, { frameId: 2 }],
-    samples: [{ timestamp: 0, stackId: 0 }, { timestamp: 1, stackId: 1 }, { timestamp: 2, stackId: 2 }],
+    samples: [
+      { timestamp: 0, stackId: 0 },
+      { timestamp: 1, stackId: 1 },
+      { timestamp: 2, stackId: 2 },
+    ],
   }
   const { trace: mapped, stats } = await resolveSourceMaps(trace)
   assert.deepEqual(mapped, trace, 'nothing mapped: the same trace')
@@ -443,7 +492,11 @@ test('options: explicit maps, turning lookups off, and the cache', async () => {
   assert.equal(off.stats.resources[0].error.reason, 'noMap')
   const mapText = fs.readFileSync(`${builds.tsc}.map`, 'utf8')
   for (const map of [`${builds.tsc}.map`, pathToFileURL(`${builds.tsc}.map`), mapText, JSON.parse(mapText)]) {
-    const r = await resolveSourceMaps(trace, { sourceMappingURL: false, adjacent: false, maps: { [trace.resources[0]]: map } })
+    const r = await resolveSourceMaps(trace, {
+      sourceMappingURL: false,
+      adjacent: false,
+      maps: { [trace.resources[0]]: map },
+    })
     assert.equal(r.stats.mapped, 3, String(typeof map))
   }
   const viaMap = await resolveSourceMaps(trace, { maps: new Map([[trace.resources[0], `${builds.tsc}.map`]]) })
@@ -467,6 +520,9 @@ test('bad arguments are TypeErrors and RangeErrors', async () => {
   await assert.rejects(resolveSourceMaps(trace, { maxMapSize: '1' }), TypeError)
   await assert.rejects(resolveSourceMaps(trace, { maxMapSize: -1 }), RangeError)
   await assert.rejects(resolveSourceMaps({ ...trace, samples: [{ timestamp: 0, stackId: 99 }] }), TypeError)
-  await assert.rejects(resolveSourceMaps({ ...trace, stacks: [{ frameId: 99 }] }), /TypeError: resolveSourceMaps: malformed trace: stacks\[0\]/)
+  await assert.rejects(
+    resolveSourceMaps({ ...trace, stacks: [{ frameId: 99 }] }),
+    /TypeError: resolveSourceMaps: malformed trace: stacks\[0\]/,
+  )
   await assert.rejects(resolveSourceMaps({ ...trace, frames: [{ name: 1 }] }), TypeError)
 })

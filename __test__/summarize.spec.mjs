@@ -68,8 +68,14 @@ test('by package: builtins charge their caller, node-only stacks charge node, ma
     ['node', 'node', 1, 1, 1, 1], // timers > JSON.parse: no app code, the node frame is charged
   ])
   const trace = handMade()
-  assert.equal(rows.reduce((n, r) => n + r.selfSamples, 0), trace.samples.length)
-  assert.equal(rows.reduce((t, r) => t + r.selfTime, 0), 11.5) // 20.5 - 10 + the last sample's 1
+  assert.equal(
+    rows.reduce((n, r) => n + r.selfSamples, 0),
+    trace.samples.length,
+  )
+  assert.equal(
+    rows.reduce((t, r) => t + r.selfTime, 0),
+    11.5,
+  ) // 20.5 - 10 + the last sample's 1
   assert.equal(rows.find((r) => r.name === 'lodash').version, undefined)
 })
 
@@ -86,7 +92,10 @@ test('by function: unambiguous names, self through builtins, total once with rec
   assert.deepEqual(row(`(anonymous) (${APP}:30)`), ['app', undefined, 1, 1])
   assert.deepEqual(row('JSON.parse (native)'), ['native', undefined, 1, 4])
   assert.deepEqual(row('listOnTimeout (node:internal/timers:500:3)'), ['node', undefined, 1, 1])
-  assert.equal(rows.reduce((n, r) => n + r.selfSamples, 0), 10)
+  assert.equal(
+    rows.reduce((n, r) => n + r.selfSamples, 0),
+    10,
+  )
 })
 
 test('by resource', () => {
@@ -112,11 +121,17 @@ test('options: default by is package; sampleInterval weighs the last sample', ()
 test('ties are sorted deterministically', () => {
   const t = handMade()
   t.samples = [{ timestamp: 0 }, { timestamp: 1, marker: 'gc' }, { timestamp: 2, marker: 'other' }]
-  assert.deepEqual(summarize(t).map((r) => r.name), ['(gc)', '(idle)', '(other)'])
+  assert.deepEqual(
+    summarize(t).map((r) => r.name),
+    ['(gc)', '(idle)', '(other)'],
+  )
 })
 
 test('bad by and options are TypeError / RangeError', () => {
-  assert.throws(() => summarize(handMade(), { by: 'module' }), { name: 'RangeError', message: /'package', 'function', 'resource'/ })
+  assert.throws(() => summarize(handMade(), { by: 'module' }), {
+    name: 'RangeError',
+    message: /'package', 'function', 'resource'/,
+  })
   assert.throws(() => summarize(handMade(), { by: 3 }), TypeError)
   assert.throws(() => summarize(handMade(), 'package'), TypeError)
   assert.throws(() => summarize(handMade(), { sampleInterval: -1 }), RangeError)
@@ -149,12 +164,15 @@ test('malformed traces are a TypeError with a clear message', () => {
   for (const [breakIt, message] of cases) {
     const t = handMade()
     breakIt(t)
-    assert.throws(() => summarize(t), (err) => {
-      assert.equal(err.name, 'TypeError')
-      assert.match(err.message, /^summarize: malformed trace: /)
-      assert.match(err.message, message)
-      return true
-    })
+    assert.throws(
+      () => summarize(t),
+      (err) => {
+        assert.equal(err.name, 'TypeError')
+        assert.match(err.message, /^summarize: malformed trace: /)
+        assert.match(err.message, message)
+        return true
+      },
+    )
   }
   for (const bad of [null, undefined, 1, 'trace', []]) assert.throws(() => summarize(bad), TypeError)
   const cyclic = handMade()
@@ -223,7 +241,10 @@ test('a real workload: two dependencies burning CPU 3:1 get 3:1 of the self samp
   assert.ok(Math.abs(share - 0.75) < 0.1, `heavy-a's share ${share} is not 0.75 ± 0.1`)
   assert.ok(Math.abs(timeShare - 0.75) < 0.1, `heavy-a's time share ${timeShare} is not 0.75 ± 0.1`)
   assert.ok(a.selfSamples + b.selfSamples > trace.samples.length / 2, 'the burn loops dominate the samples')
-  assert.equal(rows.reduce((n, r) => n + r.selfSamples, 0), trace.samples.length)
+  assert.equal(
+    rows.reduce((n, r) => n + r.selfSamples, 0),
+    trace.samples.length,
+  )
   // The app's loop is on every burning stack: its total covers both packages' samples.
   const app = rows.find((r) => r.name === 'workload-app')
   assert.ok(app && app.kind === 'app' && app.totalSamples >= a.selfSamples + b.selfSamples, JSON.stringify(app))

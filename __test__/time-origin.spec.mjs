@@ -23,9 +23,16 @@ let startedAt
 before(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-clock-'))
   const app = path.join(tmp, 'app.js')
-  fs.writeFileSync(app, 'function spinHere() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x }\nspinHere()\n')
+  fs.writeFileSync(
+    app,
+    'function spinHere() { let x = 0; for (let i = 0; i < 3e7; i++) x += i; return x }\nspinHere()\n',
+  )
   startedAt = Date.now()
-  const r = spawnSync(process.execPath, [BIN, 'record', '-o', 'rec.json', '--', process.execPath, app], { cwd: tmp, encoding: 'utf8', timeout: 60_000 })
+  const r = spawnSync(process.execPath, [BIN, 'record', '-o', 'rec.json', '--', process.execPath, app], {
+    cwd: tmp,
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
   assert.equal(r.status, 0, r.stderr)
   recorded = JSON.parse(fs.readFileSync(path.join(tmp, 'rec.json'), 'utf8'))
 })
@@ -50,7 +57,10 @@ test('pprof and Gecko exports show the real clock and pid; pprof names files by 
   const gecko = jsprof.toGeckoProfile(recorded)
   assert.equal(gecko.meta.startTime, recorded.jsprof.timeOrigin)
   // speedscope shows times from the start only: its default name says when, in UTC, and the pid.
-  const at = new Date(Math.round(recorded.jsprof.timeOrigin + first)).toISOString().replace('T', ' ').replace('Z', ' UTC')
+  const at = new Date(Math.round(recorded.jsprof.timeOrigin + first))
+    .toISOString()
+    .replace('T', ' ')
+    .replace('Z', ' UTC')
   assert.equal(jsprof.toSpeedscope(recorded).name, `jsprof-node profile, ${at}, pid ${recorded.jsprof.pid}`)
   assert.equal(jsprof.toSpeedscope(recorded, { name: 'mine' }).name, 'mine')
   assert.equal(jsprof.toSpeedscope({ ...recorded, jsprof: undefined }).name, 'jsprof-node profile')
@@ -65,7 +75,10 @@ test('pprof and Gecko exports show the real clock and pid; pprof names files by 
 })
 
 test('jsprof convert passes the recording clock on, and go tool pprof shows the date', (t) => {
-  const r = spawnSync(process.execPath, [BIN, 'convert', 'rec.json', '--to', 'pprof', '-o', 'rec.pb.gz'], { cwd: tmp, encoding: 'utf8' })
+  const r = spawnSync(process.execPath, [BIN, 'convert', 'rec.json', '--to', 'pprof', '-o', 'rec.pb.gz'], {
+    cwd: tmp,
+    encoding: 'utf8',
+  })
   assert.equal(r.status, 0, r.stderr)
   const { profile } = decodePprof(fs.readFileSync(path.join(tmp, 'rec.pb.gz')))
   assert.ok(Number(profile.timeNanos) > 1.7e18, 'a 21st-century time')

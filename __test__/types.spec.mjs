@@ -69,7 +69,17 @@ const consumers = {
 function compile(dir, options) {
   const r = spawnSync(
     process.execPath,
-    [tsc, '--strict', '--noEmit', '--types', 'node', '--target', 'es2022', ...options, ...Object.keys(consumers).map((f) => join(dir, f))],
+    [
+      tsc,
+      '--strict',
+      '--noEmit',
+      '--types',
+      'node',
+      '--target',
+      'es2022',
+      ...options,
+      ...Object.keys(consumers).map((f) => join(dir, f)),
+    ],
     { cwd: root, encoding: 'utf8', timeout: 120000 },
   )
   return { status: r.status, output: `${r.stdout}${r.stderr}` }
@@ -78,25 +88,35 @@ function compile(dir, options) {
 // Inside the package directory, so 'jsprof-node' resolves by self-reference through package.json exports.
 const dir = join(root, '.cache', 'types-test')
 
-test('tsc --strict: every export, from require and import, under node16 and bundler resolution', { timeout: 240000 }, (t) => {
-  rmSync(dir, { recursive: true, force: true })
-  mkdirSync(dir, { recursive: true })
-  t.after(() => rmSync(dir, { recursive: true, force: true }))
-  for (const [file, text] of Object.entries(consumers)) writeFileSync(join(dir, file), text)
-  assert.ok(runtimeExports.length >= 13, runtimeExports.join(', '))
-  const node16 = compile(dir, ['--module', 'node16', '--moduleResolution', 'node16'])
-  assert.equal(node16.status, 0, `node16:\n${node16.output}`)
-  const bundler = compile(dir, ['--module', 'preserve', '--moduleResolution', 'bundler'])
-  assert.equal(bundler.status, 0, `bundler:\n${bundler.output}`)
-})
+test(
+  'tsc --strict: every export, from require and import, under node16 and bundler resolution',
+  { timeout: 240000 },
+  (t) => {
+    rmSync(dir, { recursive: true, force: true })
+    mkdirSync(dir, { recursive: true })
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    for (const [file, text] of Object.entries(consumers)) writeFileSync(join(dir, file), text)
+    assert.ok(runtimeExports.length >= 13, runtimeExports.join(', '))
+    const node16 = compile(dir, ['--module', 'node16', '--moduleResolution', 'node16'])
+    assert.equal(node16.status, 0, `node16:\n${node16.output}`)
+    const bundler = compile(dir, ['--module', 'preserve', '--moduleResolution', 'bundler'])
+    assert.equal(bundler.status, 0, `bundler:\n${bundler.output}`)
+  },
+)
 
 test('the check can fail: a wrong type and a missing export are reported', { timeout: 240000 }, (t) => {
   const bad = join(root, '.cache', 'types-test-bad')
   rmSync(bad, { recursive: true, force: true })
   mkdirSync(bad, { recursive: true })
   t.after(() => rmSync(bad, { recursive: true, force: true }))
-  writeFileSync(join(bad, 'cjs.cts'), `import m = require('jsprof-node')\nconst n: number = m.toCollapsed({ resources: [], frames: [], stacks: [], samples: [] })\nvoid n\n`)
-  writeFileSync(join(bad, 'esm.mts'), `import * as m from 'jsprof-node'\nconst e: Array<keyof typeof m> = ['notAnExport']\nvoid e\n`)
+  writeFileSync(
+    join(bad, 'cjs.cts'),
+    `import m = require('jsprof-node')\nconst n: number = m.toCollapsed({ resources: [], frames: [], stacks: [], samples: [] })\nvoid n\n`,
+  )
+  writeFileSync(
+    join(bad, 'esm.mts'),
+    `import * as m from 'jsprof-node'\nconst e: Array<keyof typeof m> = ['notAnExport']\nvoid e\n`,
+  )
   const r = compile(bad, ['--module', 'node16', '--moduleResolution', 'node16'])
   assert.notEqual(r.status, 0)
   assert.match(r.output, /cjs\.cts.*Type 'string' is not assignable to type 'number'/)

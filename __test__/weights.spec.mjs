@@ -52,21 +52,34 @@ test('summarize, pprof values and pprof package labels give the same shares', ()
     byLabel.set(pkg, (byLabel.get(pkg) || 0) + Number(s.value[1]))
     cpu += Number(s.value[1])
   }
-  assert.ok(Math.abs(byLabel.get('express') / cpu - share.express) < 1e-9, `${byLabel.get('express') / cpu} vs ${share.express}`)
+  assert.ok(
+    Math.abs(byLabel.get('express') / cpu - share.express) < 1e-9,
+    `${byLabel.get('express') / cpu} vs ${share.express}`,
+  )
   assert.ok(Math.abs(byLabel.get('(idle)') / cpu - share['(idle)']) < 1e-9)
   // The Firefox Profiler weighs each sample by its time too.
   const { samples } = jsprof.toGeckoProfile(trace).threads[0]
   assert.equal(samples.weightType, 'tracing-ms')
   assert.deepEqual(samples.weight, [1, 1, 1, 9, 1, 1])
-  assert.equal(samples.weight.reduce((a, b) => a + b, 0), total)
+  assert.equal(
+    samples.weight.reduce((a, b) => a + b, 0),
+    total,
+  )
   // Collapsed stacks weigh the same time (in µs): the stacks through express's frame hold its share.
-  const lines = jsprof.toCollapsed(trace).trimEnd().split('\n').map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))])
+  const lines = jsprof
+    .toCollapsed(trace)
+    .trimEnd()
+    .split('\n')
+    .map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))])
   const all = lines.reduce((a, [, n]) => a + n, 0)
   const viaExpress = lines.filter(([stack]) => stack.includes(';route (')).reduce((a, [, n]) => a + n, 0)
   assert.equal(all, total * 1000)
   assert.ok(Math.abs(viaExpress / all - share.express) < 1e-9, `${viaExpress / all} vs ${share.express}`)
   // So do both flame graphs: the SVG's tooltip and the HTML page's widths.
-  assert.match(jsprof.toFlameGraph(trace), /<title>route \(\/srv\/app\/node_modules\/express\/lib\/router\.js:5:1\) \(3 ms, 3 samples, 21\.43%/)
+  assert.match(
+    jsprof.toFlameGraph(trace),
+    /<title>route \(\/srv\/app\/node_modules\/express\/lib\/router\.js:5:1\) \(3 ms, 3 samples, 21\.43%/,
+  )
   const html = jsprof.toFlameGraph(trace, { format: 'html' })
   const data = JSON.parse(/<script type="application\/json" id="data">(.*?)<\/script>/s.exec(html)[1])
   const route = data.labels.findIndex((l) => l.startsWith('route ('))
@@ -78,7 +91,10 @@ test('jsprof report: % and ms columns agree, and go tool pprof -tagfocus gives t
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-weights-'))
   try {
     fs.writeFileSync(path.join(tmp, 't.json'), JSON.stringify(trace))
-    const r = spawnSync(process.execPath, [path.join(root, 'bin', 'jsprof.js'), 'report', 't.json'], { cwd: tmp, encoding: 'utf8' })
+    const r = spawnSync(process.execPath, [path.join(root, 'bin', 'jsprof.js'), 'report', 't.json'], {
+      cwd: tmp,
+      encoding: 'utf8',
+    })
     assert.equal(r.status, 0, r.stderr)
     const express = r.stdout.split('\n').find((l) => /express/.test(l))
     const [selfPct, selfMs] = express.trim().split(/\s+/)
@@ -86,7 +102,10 @@ test('jsprof report: % and ms columns agree, and go tool pprof -tagfocus gives t
     assert.equal(selfMs, '3.0')
     if (spawnSync('go', ['version']).status !== 0) return t.skip('go is not installed (.ci/run installs golang-go)')
     fs.writeFileSync(path.join(tmp, 't.pb.gz'), jsprof.toPprof(trace))
-    const top = spawnSync('go', ['tool', 'pprof', '-top', '-tagfocus', 'package=express', 't.pb.gz'], { cwd: tmp, encoding: 'utf8' })
+    const top = spawnSync('go', ['tool', 'pprof', '-top', '-tagfocus', 'package=express', 't.pb.gz'], {
+      cwd: tmp,
+      encoding: 'utf8',
+    })
     assert.equal(top.status, 0, top.stderr)
     assert.match(top.stdout, /accounting for 3ms, 21\.43% of 14ms total/)
   } finally {

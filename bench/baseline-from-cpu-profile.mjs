@@ -40,12 +40,13 @@ export function baselineFromCpuProfile(text, timeOriginUs) {
   try {
     raw = JSON.parse(text)
   } catch (err) {
-    throw new SyntaxError(`the CPU profile is not valid JSON: ${err.message}`)
+    throw new SyntaxError(`the CPU profile is not valid JSON: ${err.message}`, { cause: err })
   }
   if (raw === null || typeof raw !== 'object') throw invalid('expected an object')
   if (raw.nodes === undefined && raw.profile !== undefined && raw.profile !== null) raw = raw.profile
   const { nodes, samples, timeDeltas, startTime } = raw
-  if (!Array.isArray(nodes)) throw invalid('`nodes` is missing (a profile has nodes, startTime, samples and timeDeltas)')
+  if (!Array.isArray(nodes))
+    throw invalid('`nodes` is missing (a profile has nodes, startTime, samples and timeDeltas)')
   if (!Array.isArray(samples)) throw invalid('`samples` is missing')
   if (!Array.isArray(timeDeltas)) throw invalid('`timeDeltas` is missing')
   if (typeof startTime !== 'number') throw invalid('`startTime` is missing')
@@ -81,7 +82,9 @@ export function baselineFromCpuProfile(text, timeOriginUs) {
   const link = (parent, child) => {
     const existing = parents[child]
     if (existing >= 0 && existing !== parent) {
-      throw invalid(`node ${nodes[child].id} has two parents (${nodes[existing].id} and ${nodes[parent].id}); the nodes must form a tree`)
+      throw invalid(
+        `node ${nodes[child].id} has two parents (${nodes[existing].id} and ${nodes[parent].id}); the nodes must form a tree`,
+      )
     }
     if (parent === child) throw invalid(`node ${nodes[child].id} is its own child (the node tree is cyclic)`)
     parents[child] = parent
@@ -89,10 +92,17 @@ export function baselineFromCpuProfile(text, timeOriginUs) {
   for (let i = 0; i < n; i++) {
     const node = nodes[i]
     if (node.children) {
-      for (const childId of node.children) link(i, indexOfId(childId, () => `the children of node ${node.id}`))
+      for (const childId of node.children)
+        link(
+          i,
+          indexOfId(childId, () => `the children of node ${node.id}`),
+        )
     }
     if (node.parent !== undefined && node.parent !== null) {
-      link(indexOfId(node.parent, () => `the parent of node ${node.id}`), i)
+      link(
+        indexOfId(node.parent, () => `the parent of node ${node.id}`),
+        i,
+      )
     }
   }
   if (samples.length !== timeDeltas.length) {

@@ -13,7 +13,15 @@ import { fileURLToPath } from 'node:url'
 const args = process.argv.slice(2)
 const depthsArg = args.includes('--depths') ? args[args.indexOf('--depths') + 1] : '10000,100000'
 const DEPTHS = depthsArg.split(',').map(Number)
-const FUNCTIONS = ['summarize', 'toCpuProfile', 'toGeckoProfile', 'toFlameGraph', 'toPprof', 'toSpeedscope', 'toCollapsed']
+const FUNCTIONS = [
+  'summarize',
+  'toCpuProfile',
+  'toGeckoProfile',
+  'toFlameGraph',
+  'toPprof',
+  'toSpeedscope',
+  'toCollapsed',
+]
 const root = fileURLToPath(new URL('..', import.meta.url))
 
 const CHILD = `

@@ -20,7 +20,9 @@ writeFileSync(
    const end = Date.now() + ${seconds * 1000}
    while (Date.now() < end) { fib(20); sortIt(2000); json(500) }`,
 )
-spawnSync(process.execPath, ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', dir, join(dir, 'work.js')], { stdio: 'inherit' })
+spawnSync(process.execPath, ['--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', dir, join(dir, 'work.js')], {
+  stdio: 'inherit',
+})
 const profile = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))
 const trace = jsprof.fromCpuProfile(readFileSync(join(dir, profile)))
 rmSync(dir, { recursive: true, force: true })
@@ -42,5 +44,7 @@ for (let round = 0; round < 3; round++) {
 }
 for (const [name, fn] of Object.entries(cases)) {
   const t = times[name].sort((a, b) => a - b)
-  console.log(`${name.padEnd(18)} ${t[0].toFixed(2)} – ${t[2].toFixed(2)} ms per call, ${Buffer.byteLength(fn()).toLocaleString('en')} bytes`)
+  console.log(
+    `${name.padEnd(18)} ${t[0].toFixed(2)} – ${t[2].toFixed(2)} ms per call, ${Buffer.byteLength(fn()).toLocaleString('en')} bytes`,
+  )
 }

@@ -68,13 +68,17 @@ if (mode === '--child') {
       return file
     })
   }
-  console.log(`# fromCpuProfile vs JSON.parse alone, each in its own process (Node ${process.version}, ${ROUNDS} rounds × ${REPS} calls)`)
+  console.log(
+    `# fromCpuProfile vs JSON.parse alone, each in its own process (Node ${process.version}, ${ROUNDS} rounds × ${REPS} calls)`,
+  )
   try {
     for (const file of files) {
       const runs = { fromCpuProfile: [], 'JSON.parse': [], 'sample objects only': [] }
       for (let round = 0; round < ROUNDS; round++) {
         for (const candidate of Object.keys(runs)) {
-          const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', candidate, file, REPS], { encoding: 'utf8' })
+          const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), '--child', candidate, file, REPS], {
+            encoding: 'utf8',
+          })
           if (r.status !== 0) throw new Error(`${candidate} on ${file}: ${r.stderr}`)
           runs[candidate].push(Number(r.stdout.trim()))
         }

@@ -23,13 +23,17 @@ try {
   const { samples, timeDeltas, ...rest } = synthesizeProfile({ sampleCount: SAMPLES })
   const fd = fs.openSync(file, 'w')
   fs.writeSync(fd, `${JSON.stringify(rest).slice(0, -1)},"samples":[`)
-  for (let i = 0; i < samples.length; i += 100_000) fs.writeSync(fd, (i ? ',' : '') + samples.slice(i, i + 100_000).join(','))
+  for (let i = 0; i < samples.length; i += 100_000)
+    fs.writeSync(fd, (i ? ',' : '') + samples.slice(i, i + 100_000).join(','))
   fs.writeSync(fd, '],"timeDeltas":[')
-  for (let i = 0; i < timeDeltas.length; i += 100_000) fs.writeSync(fd, (i ? ',' : '') + timeDeltas.slice(i, i + 100_000).join(','))
+  for (let i = 0; i < timeDeltas.length; i += 100_000)
+    fs.writeSync(fd, (i ? ',' : '') + timeDeltas.slice(i, i + 100_000).join(','))
   fs.writeSync(fd, ']}')
   fs.closeSync(fd)
   const mb = (fs.statSync(file).size / 2 ** 20).toFixed(0)
-  console.log(`\n# a ${SAMPLES.toLocaleString('en')}-sample .cpuprofile (${mb} MiB) through the CLI (child process each)`)
+  console.log(
+    `\n# a ${SAMPLES.toLocaleString('en')}-sample .cpuprofile (${mb} MiB) through the CLI (child process each)`,
+  )
   console.log('| command | wall | peak RSS | exit |')
   console.log('| --- | ---: | ---: | ---: |')
   for (const command of [
@@ -47,14 +51,23 @@ try {
     // GNU time gives the child's peak RSS; without it (no `time` package), no memory figure.
     const timed = fs.existsSync('/usr/bin/time')
     const r = timed
-      ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...command], { encoding: 'utf8', maxBuffer: 1 << 26 })
+      ? spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...command], {
+          encoding: 'utf8',
+          maxBuffer: 1 << 26,
+        })
       : spawnSync(process.execPath, [BIN, ...command], { encoding: 'utf8', maxBuffer: 1 << 26 })
     const ms = performance.now() - t0
     const lines = r.stderr.trim().split('\n')
     const kb = timed ? Number(lines.pop()) : NaN
     const shown = command.map((a) => (a.startsWith(dir) ? path.basename(a) : a)).join(' ')
     // What a failing command said (its one line), so that a refusal shows as one.
-    const said = r.status === 0 ? '' : ` ${lines.filter((l) => !l.startsWith('Command exited')).join(' ').slice(0, 160)}`
+    const said =
+      r.status === 0
+        ? ''
+        : ` ${lines
+            .filter((l) => !l.startsWith('Command exited'))
+            .join(' ')
+            .slice(0, 160)}`
     console.log(`| jsprof ${shown} | ${(ms / 1000).toFixed(1)} s | ${(kb / 1024).toFixed(0)} MB | ${r.status}${said} |`)
   }
 } finally {

@@ -22,7 +22,6 @@ function fib(n) {
 
 async function run(every) {
   let n = 0
-  let stops = 0
   const latencies = []
   const end = performance.now() + SECONDS * 1000
   while (performance.now() < end) {
@@ -32,7 +31,6 @@ async function run(every) {
       await new Promise((resolve) => setImmediate(resolve))
       const t0 = performance.now()
       profiler.stop().then(() => {
-        stops++
         latencies.push(performance.now() - t0)
       })
     } else {
@@ -57,7 +55,9 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 const base = median(results[0])
-console.log(`\n# plain Profiler per unit of work (fib(18) + await setImmediate), ${ROUNDS} interleaved rounds of ${SECONDS} s`)
+console.log(
+  `\n# plain Profiler per unit of work (fib(18) + await setImmediate), ${ROUNDS} interleaved rounds of ${SECONDS} s`,
+)
 console.log(`no Profiler: ${base.toFixed(0)} iterations/s`)
 for (const every of [10, 1]) {
   const r = median(results[every])
@@ -67,4 +67,6 @@ for (const every of [10, 1]) {
   )
 }
 const s = getSampler().stats
-console.log(`sampler: ${s.harvests} harvests (${(s.harvestMsTotal / s.harvests).toFixed(2)} ms main thread each), ${s.coldStarts} cold starts`)
+console.log(
+  `sampler: ${s.harvests} harvests (${(s.harvestMsTotal / s.harvests).toFixed(2)} ms main thread each), ${s.coldStarts} cold starts`,
+)

@@ -49,7 +49,12 @@ function start(args) {
   return { child, exited, ready }
 }
 
-console.log(`${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+console.log(
+  `${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+)
 console.log('\nSIGTERM to the app under `jsprof record` -> jsprof exited (trace written), ms:')
 for (const mode of ['spin', 'yield']) {
   const times = []
@@ -63,7 +68,9 @@ for (const mode of ['spin', 'yield']) {
     if (code !== 143) throw new Error(`exit ${code}`)
     times.push(at - t)
   }
-  console.log(`  ${mode === 'spin' ? 'spinning app' : 'yielding app'}: median ${median(times).toFixed(0)} ms (${times.map((x) => x.toFixed(0)).join(' ')})`)
+  console.log(
+    `  ${mode === 'spin' ? 'spinning app' : 'yielding app'}: median ${median(times).toFixed(0)} ms (${times.map((x) => x.toFixed(0)).join(' ')})`,
+  )
 }
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
@@ -99,5 +106,7 @@ for (let i = 0; i < ROUNDS; i++) {
 server.child.kill()
 console.log('\nserver requests/s, sequential keep-alive, 3 s windows:')
 console.log(`  without attach: median ${median(without).toFixed(0)} (${without.map((x) => x.toFixed(0)).join(' ')})`)
-console.log(`  during attach (1 ms sampling): median ${median(withAttach).toFixed(0)} (${withAttach.map((x) => x.toFixed(0)).join(' ')}), ${((median(withAttach) / median(without) - 1) * 100).toFixed(1)}%`)
+console.log(
+  `  during attach (1 ms sampling): median ${median(withAttach).toFixed(0)} (${withAttach.map((x) => x.toFixed(0)).join(' ')}), ${((median(withAttach) / median(without) - 1) * 100).toFixed(1)}%`,
+)
 fs.rmSync(tmp, { recursive: true, force: true })

@@ -34,7 +34,10 @@ const ONLY = new Set((process.env.BENCH_ONLY || 'startup,tsc,prettier').split(',
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-bench-record-'))
 const project = path.join(tmp, 'project')
 fs.mkdirSync(path.join(project, 'src'), { recursive: true })
-fs.writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022' }, include: ['src'] }))
+fs.writeFileSync(
+  path.join(project, 'tsconfig.json'),
+  JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2022' }, include: ['src'] }),
+)
 for (let i = 0; i < FILES; i++) {
   const prev = i > 0 ? `import { Box${i - 1}, Item${i - 1}, make${i - 1} } from './m${i - 1}'\n` : ''
   fs.writeFileSync(
@@ -60,25 +63,40 @@ export const table${i}: Record<Keys${i}, string> = { id: 'id', value: 'value', t
 
 // prettier's input: this repository's JS, copied so that the runs read the same files.
 const corpus = path.join(tmp, 'corpus')
-for (const dir of ['lib', '__test__', 'bench']) fs.cpSync(path.join(root, dir), path.join(corpus, dir), { recursive: true, filter: (f) => !f.includes('fixtures') })
+for (const dir of ['lib', '__test__', 'bench'])
+  fs.cpSync(path.join(root, dir), path.join(corpus, dir), { recursive: true, filter: (f) => !f.includes('fixtures') })
 
 // Writes the Date.now() of the app's 'exit' event to STAMPED, before any other 'exit' listener runs.
 const STAMP = path.join(tmp, 'stamp.js')
 const STAMPED = path.join(tmp, 'exit-at')
-fs.writeFileSync(STAMP, `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(STAMPED)}, String(Date.now())))\n`)
+fs.writeFileSync(
+  STAMP,
+  `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(STAMPED)}, String(Date.now())))\n`,
+)
 const STATUS = path.join(tmp, 'status.json')
 
 function modes(script) {
   const app = ['--require', STAMP, ...script]
   const rec = (flushEveryMs) => ({
-    env: { JSPROF_RECORD: JSON.stringify({ output: path.join(tmp, 'pre.trace.json'), intervalUs: 1000, flushEveryMs, status: STATUS }) },
+    env: {
+      JSPROF_RECORD: JSON.stringify({
+        output: path.join(tmp, 'pre.trace.json'),
+        intervalUs: 1000,
+        flushEveryMs,
+        status: STATUS,
+      }),
+    },
     args: ['--require', STAMP, '--require', PRELOAD, ...script],
     status: STATUS,
   })
   return {
-    'node': { args: app },
-    'node --cpu-prof': { args: ['--cpu-prof', '--cpu-prof-interval', '1000', `--cpu-prof-dir=${path.join(tmp, 'prof')}`, ...app] },
-    'jsprof record': { args: [BIN, 'record', '-o', path.join(tmp, 'cli.trace.json'), '--interval', '1', '--', process.execPath, ...app] },
+    node: { args: app },
+    'node --cpu-prof': {
+      args: ['--cpu-prof', '--cpu-prof-interval', '1000', `--cpu-prof-dir=${path.join(tmp, 'prof')}`, ...app],
+    },
+    'jsprof record': {
+      args: [BIN, 'record', '-o', path.join(tmp, 'cli.trace.json'), '--interval', '1', '--', process.execPath, ...app],
+    },
     'preload only': rec(1000),
     'preload, no flush': rec(0),
   }
@@ -153,7 +171,9 @@ function program(title, script, cwd) {
   for (const name of ['preload only', 'preload, no flush']) {
     const xs = times[name]
     const m = (key) => median(xs.map((x) => x[key] || 0)).toFixed(0)
-    console.log(`  ${name}: main thread ms (status) start ${m('startMs')}, flushes ${m('flushes')} taking ${m('flushMs')}, write at exit ${m('writeMs')}`)
+    console.log(
+      `  ${name}: main thread ms (status) start ${m('startMs')}, flushes ${m('flushes')} taking ${m('flushMs')}, write at exit ${m('writeMs')}`,
+    )
   }
   const points = (key) => {
     const r = (name) => median(times[name].map((x) => x[key])) / median(base.map((x) => x[key]))
@@ -165,21 +185,40 @@ function program(title, script, cwd) {
 function startup() {
   const times = measure(['-e', '0'], tmp)
   const base = times.node
-  console.log(`\nstart-up: node -e 0 (${ROUNDS} alternated rounds; extra over plain node: wall median, cpu mean; exit→end median)`)
+  console.log(
+    `\nstart-up: node -e 0 (${ROUNDS} alternated rounds; extra over plain node: wall median, cpu mean; exit→end median)`,
+  )
   for (const [name, xs] of Object.entries(times)) {
     const wall = median(xs.map((x) => x.wall)) - median(base.map((x) => x.wall))
     const cpu = mean(xs.map((x) => x.cpu)) - mean(base.map((x) => x.cpu))
-    const start = xs[0].startMs === undefined ? '' : `   preload start ${median(xs.map((x) => x.startMs)).toFixed(0)} ms, write ${median(xs.map((x) => x.writeMs)).toFixed(0)} ms`
+    const start =
+      xs[0].startMs === undefined
+        ? ''
+        : `   preload start ${median(xs.map((x) => x.startMs)).toFixed(0)} ms, write ${median(xs.map((x) => x.writeMs)).toFixed(0)} ms`
     const sign = (v) => `${v >= 0 ? '+' : ''}${v.toFixed(0)}`.padStart(5)
-    console.log(`  ${name.padEnd(18)} wall ${sign(wall)} ms   cpu ${sign(cpu)} ms   exit→end ${median(xs.map((x) => x.exitMs)).toFixed(0).padStart(3)} ms${start}`)
+    console.log(
+      `  ${name.padEnd(18)} wall ${sign(wall)} ms   cpu ${sign(cpu)} ms   exit→end ${median(xs.map((x) => x.exitMs))
+        .toFixed(0)
+        .padStart(3)} ms${start}`,
+    )
   }
 }
 
-console.log(`${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`)
+console.log(
+  `${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+)
 try {
   if (ONLY.has('startup')) startup()
   if (ONLY.has('tsc')) program(`tsc --noEmit on ${FILES} generated files`, [TSC, '-p', project], project)
-  if (ONLY.has('prettier')) program('prettier formatting lib/, __test__/, bench/ (to stdout)', [PRETTIER, 'lib/**/*.js', '__test__/*.mjs', 'bench/**/*.mjs'], corpus)
+  if (ONLY.has('prettier'))
+    program(
+      'prettier formatting lib/, __test__/, bench/ (to stdout)',
+      [PRETTIER, 'lib/**/*.js', '__test__/*.mjs', 'bench/**/*.mjs'],
+      corpus,
+    )
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true })
 }

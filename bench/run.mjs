@@ -46,7 +46,10 @@ function machine() {
   } catch {
     cpu = os.cpus()[0]?.model ?? cpu
   }
-  const load = os.loadavg().map((l) => l.toFixed(2)).join(' ')
+  const load = os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')
   return `${cpu}, ${os.cpus().length} logical CPUs, Node ${process.version} (V8 ${process.versions.v8}), ${os.platform()}-${os.arch()}, load average ${load}`
 }
 
@@ -68,7 +71,10 @@ async function stallBench() {
     for (const yielding of [true, false]) {
       const results = { bare: [], ours: [] }
       for (let round = 0; round < ROUNDS; round++) {
-        for (const [mode, run] of [['bare', runBare], ['ours', runOurs]]) {
+        for (const [mode, run] of [
+          ['bare', runBare],
+          ['ours', runOurs],
+        ]) {
           gc()
           results[mode].push(await run(workload, { ms: SECONDS * 1000, sliceMs: SLICE_MS, yielding }))
         }
@@ -103,20 +109,31 @@ async function stallBench() {
       console.log('(times in ms; "x / y" = wall-clock / process CPU time over the same span)')
       const ratios = (k) =>
         `${ratio(med('ours', k), med('bare', 'stopMaxTurnMs'))} wall, ${ratio(med('ours', k.replace(/Ms$/, 'CpuMs')), med('bare', 'stopMaxTurnCpuMs'))} CPU`
-      console.log(`stop stall ratio ours/bare: (a) ${ratios('stopSyncMs')}; (b) ${ratios('stopMaxTurnMs')} (target ≤ 1.0×)`)
+      console.log(
+        `stop stall ratio ours/bare: (a) ${ratios('stopSyncMs')}; (b) ${ratios('stopMaxTurnMs')} (target ≤ 1.0×)`,
+      )
       if (yielding) {
         const worst = (mode, cpu) =>
-          median(results[mode].map((r) => (cpu ? Math.max(r.maxGapCpuMs, r.stopMaxTurnCpuMs) : Math.max(r.maxGapMs, r.stopMaxTurnMs))))
+          median(
+            results[mode].map((r) =>
+              cpu ? Math.max(r.maxGapCpuMs, r.stopMaxTurnCpuMs) : Math.max(r.maxGapMs, r.stopMaxTurnMs),
+            ),
+          )
         console.log(
           `longest stall over the whole run incl. stop: ours ${f1(worst('ours'))} / ${f1(worst('ours', true))} ms, bare ${f1(worst('bare'))} / ${f1(worst('bare', true))} ms (${ratio(worst('ours'), worst('bare'))} wall, ${ratio(worst('ours', true), worst('bare', true))} CPU)`,
         )
       }
       const per = (mode, key) => results[mode].map((r) => f1(r[key])).join(', ')
       console.log(`per round (b): bare [${per('bare', 'stopMaxTurnMs')}] ours [${per('ours', 'stopMaxTurnMs')}]`)
-      console.log(`per round (b) CPU: bare [${per('bare', 'stopMaxTurnCpuMs')}] ours [${per('ours', 'stopMaxTurnCpuMs')}]`)
+      console.log(
+        `per round (b) CPU: bare [${per('bare', 'stopMaxTurnCpuMs')}] ours [${per('ours', 'stopMaxTurnCpuMs')}]`,
+      )
       if (yielding) console.log(`per round (c): bare [${per('bare', 'maxGapMs')}] ours [${per('ours', 'maxGapMs')}]`)
-      if (yielding) console.log(`per round (c) CPU: bare [${per('bare', 'maxGapCpuMs')}] ours [${per('ours', 'maxGapCpuMs')}]`)
-      console.log(`V8 profile size at stop (bare): ${f1(med('bare', 'nodes'))} nodes, ${f1(med('bare', 'samples'))} samples; our trace: ${f1(med('ours', 'frames'))} frames, ${f1(med('ours', 'stacks'))} stacks`)
+      if (yielding)
+        console.log(`per round (c) CPU: bare [${per('bare', 'maxGapCpuMs')}] ours [${per('ours', 'maxGapCpuMs')}]`)
+      console.log(
+        `V8 profile size at stop (bare): ${f1(med('bare', 'nodes'))} nodes, ${f1(med('bare', 'samples'))} samples; our trace: ${f1(med('ours', 'frames'))} frames, ${f1(med('ours', 'stacks'))} stacks`,
+      )
     }
     console.log(`sampler stats (whole process): ${JSON.stringify(getSampler().stats)}`)
   } finally {
@@ -137,7 +154,9 @@ function convertProfiles() {
 }
 
 function convertBench() {
-  console.log(`\n## 2. fromCpuProfile(jsonText) vs JSON.parse(jsonText) alone, and vs a straightforward JS conversion (bench/baseline-from-cpu-profile.mjs)`)
+  console.log(
+    `\n## 2. fromCpuProfile(jsonText) vs JSON.parse(jsonText) alone, and vs a straightforward JS conversion (bench/baseline-from-cpu-profile.mjs)`,
+  )
   const gcEach = Boolean(process.env.BENCH_GC)
   const rows = []
   for (const [name, text] of convertProfiles()) {
@@ -183,7 +202,14 @@ if (!ONLY || ONLY === 'deep') await child('./deep.mjs', [])
 if (!ONLY || ONLY === 'large') await child('./large-input.mjs', [])
 if (!ONLY || ONLY === 'loop') await child('./per-request-loop.mjs', [])
 if (!ONLY || ONLY === 'server') {
-  await child('./server/run.mjs', ['--modes', 'none,prof10,profall,req10,reqall', '--rounds', process.env.BENCH_SERVER_ROUNDS || '5', '--duration', '6'])
+  await child('./server/run.mjs', [
+    '--modes',
+    'none,prof10,profall,req10,reqall',
+    '--rounds',
+    process.env.BENCH_SERVER_ROUNDS || '5',
+    '--duration',
+    '6',
+  ])
   // The same plain-Profiler modes in one server process, switched per round (no process-to-process variance).
   await child('./server/in-process.mjs', ['--rounds', '6', '--duration', '3'])
 }

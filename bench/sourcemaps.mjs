@@ -20,7 +20,6 @@ const FUNCTIONS = Number(process.env.BENCH_SM_FUNCTIONS || 50)
 const SAMPLES = Number(process.env.BENCH_SM_SAMPLES || 50000)
 const REPS = Number(process.env.BENCH_SM_REPS || 10)
 
-
 /** 200 files of 50 functions, TypeScript compiled by esbuild with external maps; the trace's frames at each `(`. */
 export function makeProject(dir) {
   const esbuild = require('esbuild')
@@ -34,7 +33,12 @@ export function makeProject(dir) {
       ts += `  for (const v of values) total += v * factor\n  return total\n}\n\n`
     }
     const file = path.join(dir, `m${f}.js`)
-    const out = esbuild.transformSync(ts, { loader: 'ts', format: 'cjs', sourcemap: 'external', sourcefile: `src/m${f}.ts` })
+    const out = esbuild.transformSync(ts, {
+      loader: 'ts',
+      format: 'cjs',
+      sourcemap: 'external',
+      sourcefile: `src/m${f}.ts`,
+    })
     fs.writeFileSync(file, `${out.code}//# sourceMappingURL=m${f}.js.map\n`)
     fs.writeFileSync(`${file}.map`, out.map)
     mapBytes += out.map.length
@@ -52,7 +56,11 @@ export function makeProject(dir) {
     stacks.push({ frameId: i, parentId: i % FUNCTIONS >= 1 && i - 1 >= base ? stacks.length - 1 : undefined })
     if (stacks.at(-1).parentId === undefined) delete stacks.at(-1).parentId
   }
-  const samples = Array.from({ length: SAMPLES }, (_, i) => ({ timestamp: i, stackId: (i * 7919) % stacks.length, marker: 'script' }))
+  const samples = Array.from({ length: SAMPLES }, (_, i) => ({
+    timestamp: i,
+    stackId: (i * 7919) % stacks.length,
+    marker: 'script',
+  }))
   return { trace: { resources, frames, stacks, samples }, mapBytes }
 }
 
@@ -107,7 +115,8 @@ export async function sourcemapBench() {
       // Wall and CPU time without the ticker (it spins the loop and would be counted too) ...
       binding.clearSourceMapCache()
       const c = await timed(() => resolveSourceMaps(trace), false)
-      if (c.result.stats.mapped !== trace.frames.length) throw new Error(`mapped ${c.result.stats.mapped} of ${trace.frames.length}`)
+      if (c.result.stats.mapped !== trace.frames.length)
+        throw new Error(`mapped ${c.result.stats.mapped} of ${trace.frames.length}`)
       cold.push(c.wall)
       coldCpu.push(c.cpu)
       const w = await timed(() => resolveSourceMaps(trace), false)
@@ -123,12 +132,24 @@ export async function sourcemapBench() {
       control.push((await timed(() => new Promise((resolve) => setTimeout(resolve, ws.wall)), true)).stall)
     }
     const f = (x) => x.toFixed(1)
-    console.log(`cold   (cache emptied, files in the OS page cache): wall median ${f(median(cold))} ms, min ${f(Math.min(...cold))} ms; CPU (all threads) median ${f(median(coldCpu))} ms`)
-    console.log(`cached (maps parsed once before):                   wall median ${f(median(cached))} ms, min ${f(Math.min(...cached))} ms; CPU (all threads) median ${f(median(cachedCpu))} ms  (target ≤ 20 ms)`)
-    console.log(`longest main-thread turn while mapping: median ${f(median(stalls))} ms, max ${f(Math.max(...stalls))} ms over ${stalls.length} runs (target: a few ms)`)
-    console.log(`  of which the synchronous call (tables to columns): median ${f(median(syncCalls))} ms, max ${f(Math.max(...syncCalls))} ms`)
-    console.log(`  control, the same ticker with no work over as long: median ${f(median(control))} ms, max ${f(Math.max(...control))} ms (load average ${os.loadavg()[0].toFixed(2)})`)
-    console.log(`(${REPS} rounds, cold and cached alternated; wall times include the JS part: tables JSON, sample renumbering)`)
+    console.log(
+      `cold   (cache emptied, files in the OS page cache): wall median ${f(median(cold))} ms, min ${f(Math.min(...cold))} ms; CPU (all threads) median ${f(median(coldCpu))} ms`,
+    )
+    console.log(
+      `cached (maps parsed once before):                   wall median ${f(median(cached))} ms, min ${f(Math.min(...cached))} ms; CPU (all threads) median ${f(median(cachedCpu))} ms  (target ≤ 20 ms)`,
+    )
+    console.log(
+      `longest main-thread turn while mapping: median ${f(median(stalls))} ms, max ${f(Math.max(...stalls))} ms over ${stalls.length} runs (target: a few ms)`,
+    )
+    console.log(
+      `  of which the synchronous call (tables to columns): median ${f(median(syncCalls))} ms, max ${f(Math.max(...syncCalls))} ms`,
+    )
+    console.log(
+      `  control, the same ticker with no work over as long: median ${f(median(control))} ms, max ${f(Math.max(...control))} ms (load average ${os.loadavg()[0].toFixed(2)})`,
+    )
+    console.log(
+      `(${REPS} rounds, cold and cached alternated; wall times include the JS part: tables JSON, sample renumbering)`,
+    )
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }

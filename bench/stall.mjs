@@ -64,7 +64,14 @@ function summariseGaps(gaps) {
     totalCpu += cpu
     if (wall > 2) over2++
   }
-  return { maxGapMs: max, maxGapCpuMs: maxCpu, totalGapMs: total, totalGapCpuMs: totalCpu, gapsOver2Ms: over2, slices: gaps.length + 1 }
+  return {
+    maxGapMs: max,
+    maxGapCpuMs: maxCpu,
+    totalGapMs: total,
+    totalGapCpuMs: totalCpu,
+    gapsOver2Ms: over2,
+    slices: gaps.length + 1,
+  }
 }
 
 /** One run with a bare inspector session. `yielding`: slices with event-loop turns, or one block. */

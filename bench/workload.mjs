@@ -53,7 +53,8 @@ export function makeWorkload(functionCount = 300) {
     }
     lines.push(`function f${i}(d, x) {`, `  ${work}`, `  if (d > 0) { ${call} }`, '  return a', '}', `F[${i}] = f${i}`)
   }
-  for (let m = 0; m < 16; m++) lines.push(`O.m${m} = function method${m}(d, x) { return F[(x >>> 5) % ${n}](d, x + ${m}) }`)
+  for (let m = 0; m < 16; m++)
+    lines.push(`O.m${m} = function method${m}(d, x) { return F[(x >>> 5) % ${n}](d, x + ${m}) }`)
   lines.push(
     'let r = 1',
     '/** Calls entry points until `ms` of CPU time have passed; returns a checksum. */',

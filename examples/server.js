@@ -21,7 +21,8 @@ function renderReport(rows) {
 
 function hashPassword(password, rounds) {
   let h = 0
-  for (let r = 0; r < rounds; r++) for (let i = 0; i < password.length; i++) h = (Math.imul(h, 31) + password.charCodeAt(i) + r) | 0
+  for (let r = 0; r < rounds; r++)
+    for (let i = 0; i < password.length; i++) h = (Math.imul(h, 31) + password.charCodeAt(i) + r) | 0
   return h
 }
 
@@ -53,7 +54,14 @@ function printProfile(p) {
     console.log(`   ${String(row.selfSamples).padStart(4)} self  ${row.name}`)
   }
   const packages = summarize(trace, { by: 'package', sampleInterval: p.sampleInterval })
-  console.log(`   package report: ${packages.filter((r) => r.selfSamples > 0).map((r) => `${r.name} (${r.kind}) ${r.selfSamples}`).join(', ') || 'no samples'}`)
+  console.log(
+    `   package report: ${
+      packages
+        .filter((r) => r.selfSamples > 0)
+        .map((r) => `${r.name} (${r.kind}) ${r.selfSamples}`)
+        .join(', ') || 'no samples'
+    }`,
+  )
 }
 
 // --- wiring -------------------------------------------------------------------------------------
@@ -62,7 +70,11 @@ const server = http.createServer(requests.wrap(app))
 
 let continuous = null
 if (process.env.PYROSCOPE_URL) {
-  const exporter = pyroscopeExporter({ url: process.env.PYROSCOPE_URL, appName: 'jsprof.example', labels: { env: 'dev' } })
+  const exporter = pyroscopeExporter({
+    url: process.env.PYROSCOPE_URL,
+    appName: 'jsprof.example',
+    labels: { env: 'dev' },
+  })
   continuous = startContinuous({ sampleInterval: 10, chunkSeconds: 10, onChunk: exporter.push })
   console.log(`pushing continuous profiles to ${process.env.PYROSCOPE_URL}`)
 }
@@ -75,7 +87,11 @@ server.listen(serve ? 3000 : 0, '127.0.0.1', async () => {
     return
   }
   console.log(`driving ${base} with 6 requests, two at a time (every 2nd one is profiled)`)
-  for (const pair of [['/report', '/login'], ['/login', '/report'], ['/report', '/login']]) {
+  for (const pair of [
+    ['/report', '/login'],
+    ['/login', '/report'],
+    ['/report', '/login'],
+  ]) {
     await Promise.all(pair.map((path) => fetch(base + path).then((r) => r.text())))
   }
   await requests.close()

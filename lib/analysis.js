@@ -40,22 +40,29 @@ function summarize(trace, options) {
   let by = 'package'
   let sampleInterval
   if (options !== undefined && options !== null) {
-    if (typeof options !== 'object') throw new TypeError(`summarize: options must be an object, got ${describe(options)}`)
+    if (typeof options !== 'object')
+      throw new TypeError(`summarize: options must be an object, got ${describe(options)}`)
     if (options.by !== undefined) {
       if (typeof options.by !== 'string') {
         throw new TypeError(`summarize: options.by must be a string (${BY.join(', ')}), got ${describe(options.by)}`)
       }
       if (!BY.includes(options.by)) {
-        throw new RangeError(`summarize: options.by must be one of ${BY.map((b) => `'${b}'`).join(', ')}, got '${options.by}'`)
+        throw new RangeError(
+          `summarize: options.by must be one of ${BY.map((b) => `'${b}'`).join(', ')}, got '${options.by}'`,
+        )
       }
       by = options.by
     }
     if (options.sampleInterval !== undefined) {
       if (typeof options.sampleInterval !== 'number') {
-        throw new TypeError(`summarize: options.sampleInterval must be a number of ms, got ${describe(options.sampleInterval)}`)
+        throw new TypeError(
+          `summarize: options.sampleInterval must be a number of ms, got ${describe(options.sampleInterval)}`,
+        )
       }
       if (!Number.isFinite(options.sampleInterval) || options.sampleInterval < 0) {
-        throw new RangeError(`summarize: options.sampleInterval must be a finite number of ms >= 0, got ${options.sampleInterval}`)
+        throw new RangeError(
+          `summarize: options.sampleInterval must be a finite number of ms >= 0, got ${options.sampleInterval}`,
+        )
       }
       sampleInterval = options.sampleInterval
     }
@@ -65,13 +72,15 @@ function summarize(trace, options) {
   if (!(trace instanceof binding.TraceHandle)) {
     for (const table of ['resources', 'frames', 'stacks', 'samples']) {
       if (!Array.isArray(trace[table])) {
-        throw new TypeError(`summarize: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`)
+        throw new TypeError(
+          `summarize: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`,
+        )
       }
     }
     try {
       text = JSON.stringify(trace)
     } catch (err) {
-      throw new TypeError(`summarize: malformed trace: ${err.message}`)
+      throw new TypeError(`summarize: malformed trace: ${err.message}`, { cause: err })
     }
   }
   const json = callNative(() => {

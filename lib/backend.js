@@ -70,7 +70,17 @@ class PushExporter {
   #idle = []
   #closed = false
   #timer = null
-  stats = { pushed: 0, sent: 0, retries: 0, failed: 0, errors: 0, dropped: 0, queued: 0, queuedBytes: 0, encodeErrors: 0 }
+  stats = {
+    pushed: 0,
+    sent: 0,
+    retries: 0,
+    failed: 0,
+    errors: 0,
+    dropped: 0,
+    queued: 0,
+    queuedBytes: 0,
+    encodeErrors: 0,
+  }
   /** The last failed attempt's error (retried or not); its message never holds the password. */
   lastError = undefined
 
@@ -176,7 +186,8 @@ class PushExporter {
       const res = await this.#transport.post(url, { headers, body, credentials: this.#credentials })
       const verdict = this.#judge(res, this)
       if (verdict === AGAIN && again === 0) continue
-      if (verdict === AGAIN) throw Object.assign(new Error(`the backend answered ${res.status} twice`), { retryable: false })
+      if (verdict === AGAIN)
+        throw Object.assign(new Error(`the backend answered ${res.status} twice`), { retryable: false })
       if (verdict) throw verdict
       return
     }
@@ -216,7 +227,8 @@ class PushExporter {
  * `retryable` as `retryableStatus` says, `retryAfterMs` from a Retry-After.
  */
 function answerError(who, res, retryableStatus) {
-  const said = res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
+  const said =
+    res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
   const err = new Error(`${who} answered ${res.status}${said}`)
   err.status = res.status
   err.retryable = retryableStatus(res.status)
@@ -227,7 +239,8 @@ function answerError(who, res, retryableStatus) {
 
 function checkOptions(options, fn) {
   if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options must be an object`)
-  if (options.encode !== undefined && typeof options.encode !== 'function') throw new TypeError(`${fn}: encode must be a function`)
+  if (options.encode !== undefined && typeof options.encode !== 'function')
+    throw new TypeError(`${fn}: encode must be a function`)
   if (options.headers !== undefined && (options.headers === null || typeof options.headers !== 'object')) {
     throw new TypeError(`${fn}: headers must be an object`)
   }
@@ -250,7 +263,10 @@ class PyroscopeExporter extends PushExporter {
     const pushUrl = new URL(url)
     pushUrl.pathname = `${basePath}${PUSH_PATH}`
     const api = options.api === undefined ? 'ingest' : options.api
-    if (!APIS.includes(api)) throw new TypeError(`pyroscopeExporter: api must be one of ${APIS.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(api)}`)
+    if (!APIS.includes(api))
+      throw new TypeError(
+        `pyroscopeExporter: api must be one of ${APIS.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(api)}`,
+      )
     const name = appNameWithLabels(options.appName, options.labels)
     // The push API's labels: the profile type, the service, then the caller's.
     const labels = [
@@ -260,7 +276,11 @@ class PyroscopeExporter extends PushExporter {
     ]
     const spyName = options.spyName === undefined ? 'nodespy' : String(options.spyName)
     const ingestHeaders = { ...(options.headers || {}), 'content-type': 'application/octet-stream' }
-    const pushHeaders = { ...(options.headers || {}), 'content-type': 'application/json', 'connect-protocol-version': '1' }
+    const pushHeaders = {
+      ...(options.headers || {}),
+      'content-type': 'application/json',
+      'connect-protocol-version': '1',
+    }
     const encode = options.encode || defaultEncode
     const who = 'pyroscope ingest'
     let exporter
@@ -271,7 +291,9 @@ class PyroscopeExporter extends PushExporter {
       encode: (chunk) => encode(chunk.trace, chunk),
       request(body, chunk) {
         if (exporter.#api !== 'ingest') {
-          const json = JSON.stringify({ series: [{ labels, samples: [{ rawProfile: Buffer.from(body).toString('base64') }] }] })
+          const json = JSON.stringify({
+            series: [{ labels, samples: [{ rawProfile: Buffer.from(body).toString('base64') }] }],
+          })
           return { url: pushUrl, headers: pushHeaders, body: Buffer.from(json) }
         }
         const fromS = Math.floor(chunk.startUnixMs / 1000)
@@ -325,7 +347,8 @@ class OtlpExporter extends PushExporter {
     const exporters = require('./export')
     const resource = { ...(options.resource || {}) }
     if (options.serviceName !== undefined) {
-      if (typeof options.serviceName !== 'string' || options.serviceName === '') throw new TypeError('otlpExporter: serviceName must be a non-empty string')
+      if (typeof options.serviceName !== 'string' || options.serviceName === '')
+        throw new TypeError('otlpExporter: serviceName must be a non-empty string')
       resource['service.name'] = options.serviceName
     }
     const encodeOptions = { resource, attributes: options.attributes }
@@ -347,7 +370,9 @@ class OtlpExporter extends PushExporter {
         const partial = partialSuccess(res.body)
         if (partial && partial.rejectedProfiles > 0) {
           exporter.stats.rejected += partial.rejectedProfiles
-          exporter.lastError = new Error(`${who} rejected ${partial.rejectedProfiles} profile(s): ${require('./text').visible(partial.errorMessage)}`)
+          exporter.lastError = new Error(
+            `${who} rejected ${partial.rejectedProfiles} profile(s): ${require('./text').visible(partial.errorMessage)}`,
+          )
         }
         return null
       },

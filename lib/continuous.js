@@ -33,7 +33,8 @@ class ContinuousProfiler {
   stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
-    if (options === null || typeof options !== 'object') throw new TypeError('startContinuous: options must be an object')
+    if (options === null || typeof options !== 'object')
+      throw new TypeError('startContinuous: options must be an object')
     if (typeof options.onChunk !== 'function') throw new TypeError('startContinuous: onChunk must be a function')
     if (options.onError !== undefined && typeof options.onError !== 'function') {
       throw new TypeError('startContinuous: onError must be a function')

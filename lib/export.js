@@ -36,9 +36,13 @@ function describe(value) {
  * pid). Without either, exports count from 0 (1970 in go tool pprof) with pid 1.
  */
 function clock(trace, o) {
-  const sidecar = trace !== null && typeof trace === 'object' && trace.jsprof !== null && typeof trace.jsprof === 'object' ? trace.jsprof : {}
+  const sidecar =
+    trace !== null && typeof trace === 'object' && trace.jsprof !== null && typeof trace.jsprof === 'object'
+      ? trace.jsprof
+      : {}
   const timeOrigin = o.timeOrigin ?? (Number.isFinite(sidecar.timeOrigin) ? sidecar.timeOrigin : undefined)
-  const pid = o.pid ?? (Number.isInteger(sidecar.pid) && sidecar.pid > 0 && sidecar.pid < 2 ** 32 ? sidecar.pid : undefined)
+  const pid =
+    o.pid ?? (Number.isInteger(sidecar.pid) && sidecar.pid > 0 && sidecar.pid < 2 ** 32 ? sidecar.pid : undefined)
   return { timeOrigin, pid }
 }
 
@@ -53,7 +57,8 @@ function readOptions(options, fn, spec) {
     const value = options[key]
     if (value === undefined) continue
     if (type === 'string') {
-      if (typeof value !== 'string') throw new TypeError(`${fn}: options.${key} must be a string, got ${describe(value)}`)
+      if (typeof value !== 'string')
+        throw new TypeError(`${fn}: options.${key} must be a string, got ${describe(value)}`)
     } else if (type === 'finite') {
       if (typeof value !== 'number' || !Number.isFinite(value)) {
         throw new TypeError(`${fn}: options.${key} must be a finite number`)
@@ -64,7 +69,9 @@ function readOptions(options, fn, spec) {
       }
     } else if (type === 'object') {
       if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        throw new TypeError(`${fn}: options.${key} must be an object of attribute names to values, got ${describe(value)}`)
+        throw new TypeError(
+          `${fn}: options.${key} must be an object of attribute names to values, got ${describe(value)}`,
+        )
       }
     } else if (type === 'width') {
       if (!Number.isInteger(value) || value < 10 || value > 100000) {
@@ -86,7 +93,12 @@ const JSON_TEXT = {
   },
   toGeckoProfile(trace, options) {
     const text = traceJson(trace, 'toGeckoProfile')
-    const o = readOptions(options, 'toGeckoProfile', { threadName: 'string', startTime: 'finite', timeOrigin: 'finite', pid: 'pid' })
+    const o = readOptions(options, 'toGeckoProfile', {
+      threadName: 'string',
+      startTime: 'finite',
+      timeOrigin: 'finite',
+      pid: 'pid',
+    })
     const { timeOrigin, pid } = clock(trace, o)
     return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
   },
@@ -122,7 +134,12 @@ function toPprof(trace, options) {
  */
 function toOtlpProfiles(trace, options) {
   const text = traceJson(trace, 'toOtlpProfiles')
-  const o = readOptions(options, 'toOtlpProfiles', { timeOrigin: 'finite', pid: 'pid', resource: 'object', attributes: 'object' })
+  const o = readOptions(options, 'toOtlpProfiles', {
+    timeOrigin: 'finite',
+    pid: 'pid',
+    resource: 'object',
+    attributes: 'object',
+  })
   const { timeOrigin, pid } = clock(trace, o)
   const json = (value, what) => {
     if (value === undefined) return undefined
@@ -154,7 +171,12 @@ function toCollapsed(trace) {
 /** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
 function toFlameGraph(trace, options) {
   const text = traceJson(trace, 'toFlameGraph')
-  const o = readOptions(options, 'toFlameGraph', { title: 'string', subtitle: 'string', width: 'width', format: 'string' })
+  const o = readOptions(options, 'toFlameGraph', {
+    title: 'string',
+    subtitle: 'string',
+    width: 'width',
+    format: 'string',
+  })
   if (o.format !== undefined && o.format !== 'svg' && o.format !== 'html') {
     throw new TypeError(`toFlameGraph: options.format must be 'svg' or 'html', got ${JSON.stringify(o.format)}`)
   }
@@ -173,4 +195,15 @@ function toDiffFlameGraph(base, next, options) {
   return callNative(() => binding.exportDiffFlameGraph(baseText, nextText, o.title))
 }
 
-module.exports = { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph, toDiffFlameGraph, JSON_TEXT, clock }
+module.exports = {
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toOtlpProfiles,
+  toCollapsed,
+  toFlameGraph,
+  toDiffFlameGraph,
+  JSON_TEXT,
+  clock,
+}

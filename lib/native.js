@@ -35,7 +35,15 @@ function noBinaryMessage() {
 }
 
 // The napi-rs platform names of package.json's `napi.targets` (one npm package each).
-const PREBUILT = ['linux-x64-gnu', 'linux-x64-musl', 'linux-arm64-gnu', 'linux-arm64-musl', 'darwin-x64', 'darwin-arm64', 'win32-x64-msvc']
+const PREBUILT = [
+  'linux-x64-gnu',
+  'linux-x64-musl',
+  'linux-arm64-gnu',
+  'linux-arm64-musl',
+  'darwin-x64',
+  'darwin-arm64',
+  'win32-x64-msvc',
+]
 
 /** The napi-rs name of this platform: linux-x64-gnu, linux-x64-musl, darwin-arm64, win32-x64-msvc… */
 function platformName() {
@@ -74,7 +82,10 @@ try {
   const path = require('node:path')
   const { pathToFileURL } = require('node:url')
   const root = path.resolve(__dirname, '..')
-  const own = [path.join(root, 'lib') + path.sep, ...['index.js', 'index.mjs', 'binding.js'].map((f) => path.join(root, f))]
+  const own = [
+    path.join(root, 'lib') + path.sep,
+    ...['index.js', 'index.mjs', 'binding.js'].map((f) => path.join(root, f)),
+  ]
   binding.setOwnCode(own.flatMap((p) => [p, pathToFileURL(p).href]))
 }
 
@@ -82,7 +93,8 @@ const CONSTRUCTORS = { TypeError, SyntaxError, RangeError }
 
 /** Rethrows a binding error as the `TypeError`/`SyntaxError` its message names. */
 function rethrowTyped(err) {
-  const match = err && typeof err.message === 'string' && /^(TypeError|SyntaxError|RangeError): ([\s\S]*)$/.exec(err.message)
+  const match =
+    err && typeof err.message === 'string' && /^(TypeError|SyntaxError|RangeError): ([\s\S]*)$/.exec(err.message)
   if (match) throw new CONSTRUCTORS[match[1]](match[2])
   throw err
 }

@@ -81,7 +81,7 @@ function writeOutputFile(file, data, { replace = true, inputs = [] } = {}) {
         try {
           own = fs.fstatSync(fd)
         } catch {}
-        if (own && sameFile(own, stat)) return writeAll(fd, data), { path: file, kind: 'stream' }
+        if (own && sameFile(own, stat)) return (writeAll(fd, data), { path: file, kind: 'stream' })
       }
       if (stat.isSocket()) throw outputError('ENOTFILE', 'a socket, not a file, a pipe or a device')
       fs.writeFileSync(file, data)

@@ -45,7 +45,13 @@ class Profiler extends EventTarget {
     // The sampler holds it weakly from the first harvest that finds it running (see Subscription's
     // owner): a forgotten Profiler is collected, releases its subscription, and V8 stops when nobody
     // needs it; one stopped before any harvest costs no WeakRef.
-    const sub = new Subscription({ startUs: nowUs(), intervalUs, maxSamples: maxBufferSize, owner: this, onFull: ownerBufferFull })
+    const sub = new Subscription({
+      startUs: nowUs(),
+      intervalUs,
+      maxSamples: maxBufferSize,
+      owner: this,
+      onFull: ownerBufferFull,
+    })
     sampler.add(sub)
     this.#sub = sub
   }
@@ -106,8 +112,17 @@ const PublicProfiler = {
     return arguments.length === 0 ? new ProfilerClass() : new ProfilerClass(options)
   },
 }.Profiler
-Object.defineProperty(PublicProfiler, 'prototype', { value: ProfilerClass.prototype, writable: false, enumerable: false, configurable: false })
+Object.defineProperty(PublicProfiler, 'prototype', {
+  value: ProfilerClass.prototype,
+  writable: false,
+  enumerable: false,
+  configurable: false,
+})
 Object.setPrototypeOf(PublicProfiler, EventTarget)
-Object.defineProperty(ProfilerClass.prototype, 'constructor', { value: PublicProfiler, writable: true, configurable: true })
+Object.defineProperty(ProfilerClass.prototype, 'constructor', {
+  value: PublicProfiler,
+  writable: true,
+  configurable: true,
+})
 
 module.exports = { Profiler: PublicProfiler }

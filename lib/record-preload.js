@@ -73,11 +73,13 @@ function claim() {
   if (isLauncher()) {
     // Pass the claim on to the processes the launcher starts, also when it got us through --require.
     if (!(process.env.NODE_OPTIONS || '').includes(__filename)) {
-      process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, `--require ${JSON.stringify(__filename)}`].filter(Boolean).join(' ')
+      process.env.NODE_OPTIONS = [process.env.NODE_OPTIONS, `--require ${JSON.stringify(__filename)}`]
+        .filter(Boolean)
+        .join(' ')
     }
     return null
   }
-  let config = null
+  let config
   try {
     config = JSON.parse(raw)
     if (typeof config.output !== 'string' || !(config.intervalUs > 0)) throw new Error('bad fields')
@@ -125,7 +127,6 @@ function start(config) {
   const { performance } = require('node:perf_hooks')
   const startedAt = performance.now()
   // Everything used at exit is captured now, before the app can replace or break it.
-  const fs = require('node:fs')
   const path = require('node:path')
   const os = require('node:os')
   const { startRecorder } = require('./record/recorder')
@@ -141,7 +142,11 @@ function start(config) {
   const output = top || config.output.includes('{pid}') ? named : siblingOutput(named, `pid-${pid}`)
   const status = top || !dir ? config.status : path.join(dir, `status.${pid}.json`)
   const chunksFile = path.resolve(
-    !top && dir ? path.join(dir, `chunks.${pid}.jsonl`) : typeof config.chunks === 'string' ? config.chunks : `${output}.${pid}.chunks`,
+    !top && dir
+      ? path.join(dir, `chunks.${pid}.jsonl`)
+      : typeof config.chunks === 'string'
+        ? config.chunks
+        : `${output}.${pid}.chunks`,
   )
   const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : 1000
   const numbers = {}
@@ -156,7 +161,14 @@ function start(config) {
   // Declared before anything can call finish() (a signal can arrive through the inspector at once).
   let workersStarted = 0
   try {
-    recorder = startRecorder({ intervalUs: config.intervalUs, chunksFile, pid, output, flushEveryMs, periodic: !watched })
+    recorder = startRecorder({
+      intervalUs: config.intervalUs,
+      chunksFile,
+      pid,
+      output,
+      flushEveryMs,
+      periodic: !watched,
+    })
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
     if (watched) unwatch(numbers)
@@ -165,7 +177,8 @@ function start(config) {
 
   /** Ends the recording and writes the trace (once); 'busy' when the engine was busy: ask again. */
   function finish(how) {
-    if (Atomics.compareExchange(state, shared.CLAIM, shared.RUNNING, shared.BY_MAIN) !== shared.RUNNING) return undefined
+    if (Atomics.compareExchange(state, shared.CLAIM, shared.RUNNING, shared.BY_MAIN) !== shared.RUNNING)
+      return undefined
     const startedAt = Date.now()
     const facts = { pid, how }
     try {
@@ -197,7 +210,8 @@ function start(config) {
           stderrLine(`could not flush the profile to ${chunksFile}: ${err.message}`)
         }
         // The CLI's status line on a terminal (one small write a flush, only when asked).
-        if (ms >= 0 && top && config.progress && dir) writeStatus(path.join(dir, 'progress.json'), { samples: recorder.flushedSamples })
+        if (ms >= 0 && top && config.progress && dir)
+          writeStatus(path.join(dir, 'progress.json'), { samples: recorder.flushedSamples })
         return Math.max(0, ms)
       } else if (what === 'signal') {
         const name = Object.keys(numbers).find((k) => numbers[k] === signal)
@@ -319,7 +333,15 @@ function startWorkerThread(config) {
   const sidecar = { pid, threadId, timeOrigin: require('node:perf_hooks').performance.timeOrigin }
   let recorder
   try {
-    recorder = startRecorder({ intervalUs: config.intervalUs, chunksFile, pid, threadId, output, flushEveryMs: config.flushEveryMs, periodic: true })
+    recorder = startRecorder({
+      intervalUs: config.intervalUs,
+      chunksFile,
+      pid,
+      threadId,
+      output,
+      flushEveryMs: config.flushEveryMs,
+      periodic: true,
+    })
   } catch (err) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)
     return

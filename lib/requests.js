@@ -48,7 +48,8 @@ class RequestProfiler {
   stats = { seen: 0, sampled: 0, profiled: 0, skippedBusy: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
-    if (options === null || typeof options !== 'object') throw new TypeError('profileRequests: options must be an object')
+    if (options === null || typeof options !== 'object')
+      throw new TypeError('profileRequests: options must be an object')
     if (typeof options.onProfile !== 'function') throw new TypeError('profileRequests: onProfile must be a function')
     if (options.onError !== undefined && typeof options.onError !== 'function') {
       throw new TypeError('profileRequests: onError must be a function')
@@ -61,7 +62,8 @@ class RequestProfiler {
     const keepWarm = number(options, 'keepWarm', 0, 3_600_000)
     this.#keepWarm = keepWarm
     this.#onProfile = options.onProfile
-    this.#onError = options.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
+    this.#onError =
+      options.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
     if (keepWarm > 0) getSampler().keepWarm(this, keepWarm)
     this.wrap = this.wrap.bind(this)
     this.express = this.express.bind(this)

@@ -19,7 +19,10 @@ let threadSampler = null
  */
 function getSampler(options) {
   if (!threadSampler) {
-    threadSampler = new SamplerEngine(new InspectorSession({ inspector: () => require('node:inspector'), console: v8Console }), options)
+    threadSampler = new SamplerEngine(
+      new InspectorSession({ inspector: () => require('node:inspector'), console: v8Console }),
+      options,
+    )
   }
   return threadSampler
 }

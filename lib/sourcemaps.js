@@ -29,9 +29,15 @@ function booleanOption(options, name) {
 function explicitMaps(maps) {
   if (maps === undefined) return []
   const entries =
-    maps instanceof Map ? [...maps] : maps !== null && typeof maps === 'object' && !Array.isArray(maps) ? Object.entries(maps) : null
+    maps instanceof Map
+      ? [...maps]
+      : maps !== null && typeof maps === 'object' && !Array.isArray(maps)
+        ? Object.entries(maps)
+        : null
   if (entries === null) {
-    throw new TypeError(`resolveSourceMaps: options.maps must be an object or a Map of resource -> map, got ${describe(maps)}`)
+    throw new TypeError(
+      `resolveSourceMaps: options.maps must be an object or a Map of resource -> map, got ${describe(maps)}`,
+    )
   }
   return entries.map(([resource, map]) => {
     if (typeof resource !== 'string') {
@@ -47,7 +53,10 @@ function explicitMaps(maps) {
       try {
         text = JSON.stringify(map)
       } catch (cause) {
-        throw new TypeError(`resolveSourceMaps: options.maps[${JSON.stringify(resource)}] is not plain JSON: ${cause.message}`)
+        throw new TypeError(
+          `resolveSourceMaps: options.maps[${JSON.stringify(resource)}] is not plain JSON: ${cause.message}`,
+          { cause },
+        )
       }
       return [resource, { text }]
     }
@@ -65,7 +74,8 @@ function readOptions(options) {
   let maxBytes = DEFAULT_MAX_MAP_SIZE
   if (options.maxMapSize !== undefined) {
     const size = options.maxMapSize
-    if (typeof size !== 'number') throw new TypeError(`resolveSourceMaps: options.maxMapSize must be a number of bytes, got ${describe(size)}`)
+    if (typeof size !== 'number')
+      throw new TypeError(`resolveSourceMaps: options.maxMapSize must be a number of bytes, got ${describe(size)}`)
     if (!Number.isSafeInteger(size) || size < 0) {
       throw new RangeError(`resolveSourceMaps: options.maxMapSize must be a whole number of bytes >= 0, got ${size}`)
     }
@@ -82,11 +92,15 @@ function readOptions(options) {
 
 function checkTrace(trace) {
   if (trace === null || typeof trace !== 'object' || Array.isArray(trace)) {
-    throw new TypeError(`resolveSourceMaps: expected a ProfilerTrace object ({ resources, frames, stacks, samples }), got ${describe(trace)}`)
+    throw new TypeError(
+      `resolveSourceMaps: expected a ProfilerTrace object ({ resources, frames, stacks, samples }), got ${describe(trace)}`,
+    )
   }
   for (const table of ['resources', 'frames', 'stacks', 'samples']) {
     if (!Array.isArray(trace[table])) {
-      throw new TypeError(`resolveSourceMaps: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`)
+      throw new TypeError(
+        `resolveSourceMaps: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`,
+      )
     }
   }
 }
@@ -94,7 +108,8 @@ function checkTrace(trace) {
 /** An optional numeric member as a column value: -1 when absent; a non-number is a TypeError. */
 function numberOrAbsent(value, where) {
   if (value === undefined) return -1
-  if (typeof value !== 'number') throw new TypeError(`resolveSourceMaps: malformed trace: ${where} must be a number, got ${describe(value)}`)
+  if (typeof value !== 'number')
+    throw new TypeError(`resolveSourceMaps: malformed trace: ${where} must be a number, got ${describe(value)}`)
   return value
 }
 
@@ -127,7 +142,10 @@ function toColumns({ resources, frames, stacks }) {
   const stackParent = new Float64Array(m)
   for (let i = 0; i < m; i++) {
     const s = element('stacks', i, stacks[i])
-    if (typeof s.frameId !== 'number') throw new TypeError(`resolveSourceMaps: malformed trace: stacks[${i}].frameId must be a number, got ${describe(s.frameId)}`)
+    if (typeof s.frameId !== 'number')
+      throw new TypeError(
+        `resolveSourceMaps: malformed trace: stacks[${i}].frameId must be a number, got ${describe(s.frameId)}`,
+      )
     stackFrame[i] = s.frameId
     stackParent[i] = numberOrAbsent(s.parentId, `stacks[${i}].parentId`)
   }
@@ -180,7 +198,9 @@ async function renumberSamples(samples, stackMap) {
       const s = element('samples', i, samples[i])
       const { timestamp, stackId, marker } = s
       if (stackId !== undefined && (!Number.isInteger(stackId) || stackId < 0 || stackId >= stackMap.length)) {
-        throw new TypeError(`resolveSourceMaps: malformed trace: samples[${i}].stackId ${stackId} names no stack (the trace has ${stackMap.length})`)
+        throw new TypeError(
+          `resolveSourceMaps: malformed trace: samples[${i}].stackId ${stackId} names no stack (the trace has ${stackMap.length})`,
+        )
       }
       out[i] = makeSample(marker, stackId === undefined ? undefined : stackMap[stackId], timestamp)
     }
@@ -206,7 +226,8 @@ async function resolveSourceMaps(trace, options) {
   try {
     out = await binding.resolveSourceMaps(columns, JSON.stringify(opts))
   } catch (err) {
-    if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': resolveSourceMaps: malformed trace: ')
+    if (err && /^(TypeError|RangeError): /.test(err.message))
+      err.message = err.message.replace(': ', ': resolveSourceMaps: malformed trace: ')
     rethrowTyped(err)
   }
   const { frames, resources, stacks } = fromColumns(out.tables)

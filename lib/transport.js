@@ -46,7 +46,9 @@ function parseUrl(value, who) {
     try {
       credentials = { user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
     } catch {
-      throw new TypeError(`${who}: the url's user name or password is not valid percent-encoding (a '%' must start an escape such as %25)`)
+      throw new TypeError(
+        `${who}: the url's user name or password is not valid percent-encoding (a '%' must start an escape such as %25)`,
+      )
     }
     url.username = ''
     url.password = ''
@@ -83,7 +85,10 @@ function bypassesProxy(url, noProxy) {
     if (!entry) continue
     if (entry === '*') return true
     // A bare IPv6 literal (`::1`) has colons but no port.
-    const m = entry.split(':').length > 2 && !entry.startsWith('[') ? [entry, entry] : /^(?:\[([^\]]+)\]|([^:]+))(?::(\d+))?$/.exec(entry)
+    const m =
+      entry.split(':').length > 2 && !entry.startsWith('[')
+        ? [entry, entry]
+        : /^(?:\[([^\]]+)\]|([^:]+))(?::(\d+))?$/.exec(entry)
     if (!m) continue
     const name = (m[1] || m[2]).replace(/^\*?\./, '')
     if (m[3] && m[3] !== port) continue
@@ -164,7 +169,9 @@ class TunnelAgent extends https.Agent {
       called = true
       callback(err, socket)
     }
-    req.setTimeout(this.#timeoutMs, () => req.destroy(new Error(`the proxy ${redact(url.origin)} did not open a tunnel within ${this.#timeoutMs} ms`)))
+    req.setTimeout(this.#timeoutMs, () =>
+      req.destroy(new Error(`the proxy ${redact(url.origin)} did not open a tunnel within ${this.#timeoutMs} ms`)),
+    )
     req.once('connect', (res, socket) => {
       if (res.statusCode !== 200) {
         socket.destroy()
@@ -224,7 +231,11 @@ class Transport {
       const proxy = proxyFor(url, this.#environment)
       if (!proxy) route = { agent: this.#agents[url.protocol], proxy: null }
       else if (url.protocol === 'https:') route = { agent: new TunnelAgent(proxy, this.#timeoutMs), proxy: null }
-      else route = { agent: new (proxy.url.protocol === 'https:' ? https : http).Agent({ keepAlive: true, maxSockets: 1 }), proxy }
+      else
+        route = {
+          agent: new (proxy.url.protocol === 'https:' ? https : http).Agent({ keepAlive: true, maxSockets: 1 }),
+          proxy,
+        }
       this.#proxies.set(key, route)
     }
     return route
@@ -254,7 +265,9 @@ class Transport {
         if (err) reject(err)
         else resolve(value)
       }
-      const auth = credentials ? { authorization: `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}` } : {}
+      const auth = credentials
+        ? { authorization: `Basic ${Buffer.from(`${credentials.user}:${credentials.password}`).toString('base64')}` }
+        : {}
       const all = { ...headers, ...auth, 'content-length': body.length }
       // Through an http proxy: the request goes to the proxy, in absolute form.
       const req = proxy
@@ -316,4 +329,13 @@ class Transport {
   }
 }
 
-module.exports = { Transport, parseUrl, redact, retryAfterMs, proxyFor, bypassesProxy, MAX_RESPONSE_BYTES, MAX_RETRY_AFTER_MS }
+module.exports = {
+  Transport,
+  parseUrl,
+  redact,
+  retryAfterMs,
+  proxyFor,
+  bypassesProxy,
+  MAX_RESPONSE_BYTES,
+  MAX_RETRY_AFTER_MS,
+}

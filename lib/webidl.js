@@ -52,7 +52,9 @@ function convertProfilerInitOptions(argumentCount, options) {
 
 /** What Chrome throws when a DOM constructor is called without `new`. */
 function notAFunctionCall() {
-  return new TypeError(`${PREFIX}: Please use the 'new' operator, this DOM object constructor cannot be called as a function.`)
+  return new TypeError(
+    `${PREFIX}: Please use the 'new' operator, this DOM object constructor cannot be called as a function.`,
+  )
 }
 
 module.exports = { convertProfilerInitOptions, notAFunctionCall, toUnsignedLong, toDouble }

@@ -11,16 +11,23 @@ import { fileURLToPath } from 'node:url'
 const root = fileURLToPath(new URL('..', import.meta.url)).replace(/[\\/]$/, '')
 const cargoHome = process.env.CARGO_HOME || join(homedir(), '.cargo')
 const flags = []
-for (const [from, to] of [[cargoHome, '/cargo'], [root, '.']]) {
+for (const [from, to] of [
+  [cargoHome, '/cargo'],
+  [root, '.'],
+]) {
   // RUSTFLAGS is split on spaces: a path with one cannot be passed (it then stays in the binary).
   if (/\s/.test(from)) console.warn(`build: not remapping ${from} (it has a space)`)
   else flags.push(`--remap-path-prefix=${from}=${to}`)
 }
 const rustflags = [process.env.RUSTFLAGS, ...flags].filter(Boolean).join(' ')
 const napi = join(root, 'node_modules', '@napi-rs', 'cli', 'dist', 'cli.js')
-const r = spawnSync(process.execPath, [napi, 'build', '--platform', '--js', 'binding.js', '--dts', 'binding.d.ts', ...process.argv.slice(2)], {
-  cwd: root,
-  stdio: 'inherit',
-  env: { ...process.env, RUSTFLAGS: rustflags },
-})
+const r = spawnSync(
+  process.execPath,
+  [napi, 'build', '--platform', '--js', 'binding.js', '--dts', 'binding.d.ts', ...process.argv.slice(2)],
+  {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...process.env, RUSTFLAGS: rustflags },
+  },
+)
 process.exit(r.status ?? 1)

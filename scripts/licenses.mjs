@@ -104,7 +104,8 @@ function crateSets() {
       }
     }
   }
-  const sorted = (m) => [...m.values()].sort((a, b) => a.name.localeCompare(b.name) || a.version.localeCompare(b.version))
+  const sorted = (m) =>
+    [...m.values()].sort((a, b) => a.name.localeCompare(b.name) || a.version.localeCompare(b.version))
   return { linked: sorted(seen), all: sorted(all) }
 }
 
@@ -167,7 +168,12 @@ function notices(crates) {
     if (files.length === 0) {
       // No licence file in the published crate: the SPDX licence with its authors as holders.
       if (!/\bMIT\b/.test(p.license)) throw new Error(`${p.name} ${p.version} (${p.license}) ships no licence text`)
-      files = [{ file: 'MIT (no licence file in the crate)', text: MIT(p.authors.join(', ').replace(/\s*<[^>]*>/g, '') || `the ${p.name} authors`) }]
+      files = [
+        {
+          file: 'MIT (no licence file in the crate)',
+          text: MIT(p.authors.join(', ').replace(/\s*<[^>]*>/g, '') || `the ${p.name} authors`),
+        },
+      ]
     }
     for (const { file, text } of files) {
       const entry = texts.get(text) ?? { crates: [], file }
@@ -206,13 +212,17 @@ let failed = 0
 for (const p of all) {
   if (!p.license || !satisfied(p.license, allowed)) {
     failed++
-    console.error(`licence not allowed: ${p.name} ${p.version}: ${p.license ?? '(none declared)'} (allowed: ${[...allowed].join(', ')})`)
+    console.error(
+      `licence not allowed: ${p.name} ${p.version}: ${p.license ?? '(none declared)'} (allowed: ${[...allowed].join(', ')})`,
+    )
   }
 }
 for (const d of npmDeps) {
   if (!d.license || !satisfied(d.license, allowed)) {
     failed++
-    console.error(`licence not allowed: npm ${d.name}: ${d.license ?? '(none declared or not installed)'} (allowed: ${[...allowed].join(', ')})`)
+    console.error(
+      `licence not allowed: npm ${d.name}: ${d.license ?? '(none declared or not installed)'} (allowed: ${[...allowed].join(', ')})`,
+    )
   }
 }
 const text = notices(crates)
@@ -222,7 +232,9 @@ if (check) {
     failed++
     console.error('THIRD-PARTY-NOTICES.md is out of date: run node scripts/licenses.mjs')
   }
-  console.log(`licences: ${all.length} crates (${crates.length} linked into the addon), all allowed: ${failed === 0 ? 'yes' : 'no'}`)
+  console.log(
+    `licences: ${all.length} crates (${crates.length} linked into the addon), all allowed: ${failed === 0 ? 'yes' : 'no'}`,
+  )
   process.exitCode = failed ? 1 : 0
 } else {
   writeFileSync(NOTICES, text)

@@ -13,7 +13,9 @@ const lint = await createLinter()
 const dir = join('.github', 'workflows')
 let passed = 0
 let failed = 0
-for (const name of readdirSync(join(root, dir)).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+for (const name of readdirSync(join(root, dir))
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort()) {
   const file = join(dir, name)
   const problems = lint(readFileSync(join(root, file), 'utf8'), file)
   for (const p of problems) console.log(`${file}:${p.line}:${p.column}: ${p.message} [${p.kind}]`)

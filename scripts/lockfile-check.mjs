@@ -25,15 +25,34 @@ let passed = 0
 let failed = 0
 try {
   for (const [os, cpu, libc] of platforms) {
-    const args = ['ci', '--dry-run', '--ignore-scripts', '--no-audit', '--no-fund', '--os', os, '--cpu', cpu, ...(libc ? ['--libc', libc] : [])]
-    const r = spawnSync('npm', args, { cwd: work, encoding: 'utf8', timeout: 300000, shell: process.platform === 'win32' })
+    const args = [
+      'ci',
+      '--dry-run',
+      '--ignore-scripts',
+      '--no-audit',
+      '--no-fund',
+      '--os',
+      os,
+      '--cpu',
+      cpu,
+      ...(libc ? ['--libc', libc] : []),
+    ]
+    const r = spawnSync('npm', args, {
+      cwd: work,
+      encoding: 'utf8',
+      timeout: 300000,
+      shell: process.platform === 'win32',
+    })
     const name = [os, cpu, libc].filter(Boolean).join('-')
     if (r.status === 0) {
       passed++
       console.log(`ok   npm ci accepts the lockfile for ${name}`)
     } else {
       failed++
-      const why = `${r.stdout}${r.stderr}`.split('\n').filter((l) => /npm error (Missing|Invalid|`npm ci`)/.test(l)).slice(0, 5)
+      const why = `${r.stdout}${r.stderr}`
+        .split('\n')
+        .filter((l) => /npm error (Missing|Invalid|`npm ci`)/.test(l))
+        .slice(0, 5)
       console.log(`FAIL npm ci refuses the lockfile for ${name}:\n  ${why.join('\n  ')}`)
     }
   }

@@ -12,7 +12,7 @@
 // 4. require()s and import()s jsprof-node there, profiles a workload, converts a .cpuprofile, and
 //    checks the binary came from node_modules/jsprof-node-linux-x64-gnu.
 // Exit 0 only if every check passed; prints "pack: N passed, N failed".
-import { execFileSync, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { delimiter, join } from 'node:path'
@@ -64,10 +64,28 @@ try {
     `main package ${main.filename}: ${paths.length} files, ${(main.size / 1024).toFixed(1)} kB packed, ` +
       `${(main.unpackedSize / 1024).toFixed(1)} kB unpacked`,
   )
-  for (const f of main.files.sort((a, b) => a.path.localeCompare(b.path))) console.log(`  ${String(f.size).padStart(7)}  ${f.path}`)
-  const bad = paths.filter((p) => /^(target|src|crates|__test__|node_modules|npm|scripts|bench|\.github)\//.test(p) || /\.(rs|node|toml|lock)$/.test(p))
+  for (const f of main.files.sort((a, b) => a.path.localeCompare(b.path)))
+    console.log(`  ${String(f.size).padStart(7)}  ${f.path}`)
+  const bad = paths.filter(
+    (p) =>
+      /^(target|src|crates|__test__|node_modules|npm|scripts|bench|\.github)\//.test(p) ||
+      /\.(rs|node|toml|lock)$/.test(p),
+  )
   check('main package holds no target/, Rust sources, tests or binaries', bad.length === 0, bad.join(', '))
-  for (const needed of ['package.json', 'index.js', 'index.mjs', 'index.d.ts', 'index.d.mts', 'binding.js', 'lib/native.js', 'lib/profiler.js', 'lib/sampler.js', 'LICENSE', 'THIRD-PARTY-NOTICES.md', 'docs/exports.md']) {
+  for (const needed of [
+    'package.json',
+    'index.js',
+    'index.mjs',
+    'index.d.ts',
+    'index.d.mts',
+    'binding.js',
+    'lib/native.js',
+    'lib/profiler.js',
+    'lib/sampler.js',
+    'LICENSE',
+    'THIRD-PARTY-NOTICES.md',
+    'docs/exports.md',
+  ]) {
     check(`main package holds ${needed}`, paths.includes(needed))
   }
 
@@ -76,10 +94,22 @@ try {
   const bin = (name) => join(root, 'node_modules', '.bin', process.platform === 'win32' ? `${name}.cmd` : name)
   const publint = spawnSync(bin('publint'), ['--strict'], { cwd: root, encoding: 'utf8', timeout: 120000 })
   console.log(publint.stdout.trim())
-  check('publint: all good', publint.status === 0 && /All good!/.test(publint.stdout), `${publint.stdout}${publint.stderr}`.trim())
-  const attw = spawnSync(bin('attw'), [join(work, main.filename), '--format', 'table-flipped', '--no-color'], { cwd: root, encoding: 'utf8', timeout: 120000 })
+  check(
+    'publint: all good',
+    publint.status === 0 && /All good!/.test(publint.stdout),
+    `${publint.stdout}${publint.stderr}`.trim(),
+  )
+  const attw = spawnSync(bin('attw'), [join(work, main.filename), '--format', 'table-flipped', '--no-color'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120000,
+  })
   console.log(attw.stdout.trim())
-  check('arethetypeswrong: no problems', attw.status === 0 && /No problems found/.test(attw.stdout), `${attw.stdout}${attw.stderr}`.trim())
+  check(
+    'arethetypeswrong: no problems',
+    attw.status === 0 && /No problems found/.test(attw.stdout),
+    `${attw.stdout}${attw.stderr}`.trim(),
+  )
 
   // 2. Staged as at release time.
   const stageMain = join(work, 'stage-main')
@@ -88,7 +118,10 @@ try {
   const releasePkg = { ...pkg, optionalDependencies: { [`${pkg.name}-${PLATFORM}`]: pkg.version } }
   writeFileSync(join(stageMain, 'package.json'), JSON.stringify(releasePkg, null, 2))
   const stagedMain = pack(stageMain, work)
-  check('the staged main package packs the same files', JSON.stringify(stagedMain.files.map((f) => f.path).sort()) === JSON.stringify(paths))
+  check(
+    'the staged main package packs the same files',
+    JSON.stringify(stagedMain.files.map((f) => f.path).sort()) === JSON.stringify(paths),
+  )
 
   const stagePlat = join(work, 'stage-platform')
   cpSync(join(root, 'npm', PLATFORM), stagePlat, { recursive: true })
@@ -110,17 +143,42 @@ try {
   mkdirSync(app)
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'pack-test-app', version: '1.0.0', private: true }))
   const hasRust = (dir) => ['cargo', 'rustc', 'rustup'].some((b) => existsSync(join(dir, b)))
-  const path = (process.env.PATH || '').split(delimiter).filter((d) => d && !hasRust(d)).join(delimiter)
-  const env = { ...process.env, PATH: path, CARGO: '/nonexistent/cargo', RUSTC: '/nonexistent/rustc', CARGO_HOME: join(work, 'no-cargo-home'), RUSTUP_HOME: join(work, 'no-rustup-home') }
+  const path = (process.env.PATH || '')
+    .split(delimiter)
+    .filter((d) => d && !hasRust(d))
+    .join(delimiter)
+  const env = {
+    ...process.env,
+    PATH: path,
+    CARGO: '/nonexistent/cargo',
+    RUSTC: '/nonexistent/rustc',
+    CARGO_HOME: join(work, 'no-cargo-home'),
+    RUSTUP_HOME: join(work, 'no-rustup-home'),
+  }
   const which = spawnSync('sh', ['-c', 'command -v cargo || command -v rustc || echo none'], { env, encoding: 'utf8' })
   check('no cargo or rustc on the install PATH', which.stdout.trim() === 'none', which.stdout.trim())
   const log = npm(
-    ['install', '--no-audit', '--no-fund', '--foreground-scripts', '--loglevel=info', join(work, plat.filename), join(work, stagedMain.filename)],
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--foreground-scripts',
+      '--loglevel=info',
+      join(work, plat.filename),
+      join(work, stagedMain.filename),
+    ],
     app,
     env,
   )
   writeFileSync(join(work, 'install.log'), log)
-  check('installing the tarballs ran no lifecycle script (no prepare, no build)', !/> .*(prepare|install|build)\b/.test(log) && !/napi build/.test(log), log.split('\n').filter((l) => /^>/.test(l)).join(' | '))
+  check(
+    'installing the tarballs ran no lifecycle script (no prepare, no build)',
+    !/> .*(prepare|install|build)\b/.test(log) && !/napi build/.test(log),
+    log
+      .split('\n')
+      .filter((l) => /^>/.test(l))
+      .join(' | '),
+  )
   const installed = join(app, 'node_modules', pkg.name)
   check('the installed main package has no binary of its own', !readdirSync(installed).some((f) => f.endsWith('.node')))
 
@@ -158,7 +216,12 @@ try {
     check(`${file}: the trace has samples of work()`, out.samples > 0 && out.work === true, JSON.stringify(out))
     if (file === 'use.cjs') {
       check('use.cjs: fromCpuProfile works', out.converted === 1)
-      check(`the binary loaded is the platform package's`, typeof out.binary === 'string' && out.binary.includes(join('node_modules', `${pkg.name}-${PLATFORM}`, binaryName)), out.binary)
+      check(
+        `the binary loaded is the platform package's`,
+        typeof out.binary === 'string' &&
+          out.binary.includes(join('node_modules', `${pkg.name}-${PLATFORM}`, binaryName)),
+        out.binary,
+      )
     } else {
       check('use.mjs: ESM and CJS exports are the same objects', out.same === true)
     }

@@ -51,7 +51,13 @@ async function measure() {
   await settle()
   const m = process.memoryUsage()
   const heapPhysical = v8.getHeapStatistics().total_physical_size
-  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external + m.arrayBuffers, heapPhysical, native: m.rss - heapPhysical }
+  return {
+    rss: m.rss,
+    heapUsed: m.heapUsed,
+    external: m.external + m.arrayBuffers,
+    heapPhysical,
+    native: m.rss - heapPhysical,
+  }
 }
 
 /** V8's heap layout (each space's reserved size): equal on two measurements = no resize in between. */
@@ -175,7 +181,10 @@ async function repeat(rounds) {
 const PHASES = {
   repeat: { warm: () => concurrentAll(CONCURRENT), run: () => repeat(Number(process.env.SOAK_ROUNDS || 8)) },
   cycles: { warm: () => cycles(Math.min(500, CYCLES)), run: () => cycles(CYCLES) },
-  concurrent: { warm: () => concurrentAll(CONCURRENT), run: () => concurrentAll(CONCURRENT).then(async (a) => `${a}; ${await concurrent(CONCURRENT)}`) },
+  concurrent: {
+    warm: () => concurrentAll(CONCURRENT),
+    run: () => concurrentAll(CONCURRENT).then(async (a) => `${a}; ${await concurrent(CONCURRENT)}`),
+  },
   continuous: { warm: () => continuous(10), run: () => continuous(CONTINUOUS_S) },
 }
 
@@ -192,7 +201,9 @@ for (const name of chosen) {
   if (!phase) throw new Error(`unknown phase ${name}; phases: ${Object.keys(PHASES).join(' ')}`)
   const { rounds, steady } = await warmUntilSteady(phase.warm)
   const before = await measure()
-  console.log(`${name}: warmed up in ${rounds} rounds (V8's heap layout ${steady ? 'steady' : 'still changing after 8'})`)
+  console.log(
+    `${name}: warmed up in ${rounds} rounds (V8's heap layout ${steady ? 'steady' : 'still changing after 8'})`,
+  )
   const t0 = performance.now()
   const what = await phase.run()
   const seconds = ((performance.now() - t0) / 1000).toFixed(1)

@@ -20,7 +20,8 @@ export function stageNotices(dir) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const dirs = process.argv.length > 2 ? process.argv.slice(2) : readdirSync(join(root, 'npm')).map((d) => join(root, 'npm', d))
+  const dirs =
+    process.argv.length > 2 ? process.argv.slice(2) : readdirSync(join(root, 'npm')).map((d) => join(root, 'npm', d))
   for (const dir of dirs) {
     stageNotices(dir)
     console.log(`staged ${NOTICE_FILES.join(', ')} in ${dir}`)

@@ -11,5 +11,8 @@ const files = readdirSync(join(root, '__test__'))
   .filter((f) => f.endsWith('.spec.mjs'))
   .sort()
   .map((f) => join('__test__', f))
-const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...process.argv.slice(2), ...files], { cwd: root, stdio: 'inherit' })
+const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...process.argv.slice(2), ...files], {
+  cwd: root,
+  stdio: 'inherit',
+})
 process.exit(r.status ?? 1)

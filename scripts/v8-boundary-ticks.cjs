@@ -45,7 +45,8 @@ async function main() {
     for (const id of profile.samples) {
       if (byId.get(id).callFrame.functionName !== 'burnAlpha') continue
       const callers = []
-      for (let node = parentOf.get(id); node && callers.length < 3; node = parentOf.get(node.id)) callers.push(node.callFrame.functionName)
+      for (let node = parentOf.get(id); node && callers.length < 3; node = parentOf.get(node.id))
+        callers.push(node.callFrame.functionName)
       const parent = callers.join(' < ') === 'spinFor < burnAlpha < spinFor' ? 'pairTwice' : callers[0]
       counts[parent in counts ? parent : 'other']++
     }

@@ -36,9 +36,12 @@ const ask = (message) =>
     child.once('message', resolve)
     child.send(message)
   })
-const load = (seconds) => autocannon({ url: `http://127.0.0.1:${port}/api?q=7`, connections: CONNECTIONS, duration: seconds })
+const load = (seconds) =>
+  autocannon({ url: `http://127.0.0.1:${port}/api?q=7`, connections: CONNECTIONS, duration: seconds })
 
-console.log(`# one server process, modes switched per round: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each`)
+console.log(
+  `# one server process, modes switched per round: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each`,
+)
 await ask({ switchTo: 'profall' })
 await load(2) // warm-up: JIT, the first V8 start
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
@@ -60,5 +63,7 @@ console.log('| --- | ---: | ---: | ---: |')
 for (const mode of MODES) {
   const rps = paired(mode, (r, n) => r.rps / n.rps)
   const cpu = paired(mode, (r, n) => n.cpu / r.cpu)
-  console.log(`| ${LABELS[mode]} | ${median(results[mode].map((r) => r.cpu)).toFixed(1)} | ${rps.toFixed(3)}x | ${cpu.toFixed(3)}x |`)
+  console.log(
+    `| ${LABELS[mode]} | ${median(results[mode].map((r) => r.cpu)).toFixed(1)} | ${rps.toFixed(3)}x | ${cpu.toFixed(3)}x |`,
+  )
 }

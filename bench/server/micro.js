@@ -46,7 +46,6 @@ async function main() {
 
   // 3. Batched stops: 2000 stop() calls; how long until each resolves, and how many harvests.
   const harvestsBefore = sampler.stats.harvests
-  t = performance.now()
   const stopCosts = []
   const waits = []
   await Promise.all(
@@ -113,7 +112,9 @@ async function main() {
   const cold = performance.now() - t
   await p.stop()
   await sleep(50)
-  console.log(`new Profiler() 50 ms after the last stopped: kept warm ${fmt(warm)}, cold (sampler stopped) ${fmt(cold)}`)
+  console.log(
+    `new Profiler() 50 ms after the last stopped: kept warm ${fmt(warm)}, cold (sampler stopped) ${fmt(cold)}`,
+  )
 
   // 6. The async hook: cost per `await`, in a sampled request's context and (the other requests'
   //    price while a sampled one is in flight) outside any context, vs no hook at all.
@@ -164,7 +165,9 @@ async function main() {
   const before = { ...sampler.stats }
   const withCont = await stallRun(true)
   const harvests = sampler.stats.harvests - before.harvests
-  console.log(`longest event-loop delay over 8 s (1 ms resolution): continuous 10 ms ${fmt(withCont)}, no profiler ${fmt(without)}`)
+  console.log(
+    `longest event-loop delay over 8 s (1 ms resolution): continuous 10 ms ${fmt(withCont)}, no profiler ${fmt(without)}`,
+  )
   console.log(
     `continuous 10 ms, chunks of 2 s, workload compiling fresh code: ${harvests} harvests, main-thread time per harvest ` +
       `mean ${fmt((sampler.stats.harvestMsTotal - before.harvestMsTotal) / harvests)}, max ${fmt(sampler.stats.harvestMsMax)}`,

@@ -11,14 +11,16 @@ let samples = 0
 let chunks = 0
 // --no-profiler: the same workload alone, for comparison.
 const withProfiler = !process.argv.includes('--no-profiler')
-const handle = !withProfiler ? { stop: async () => {} } : startContinuous({
-  sampleInterval: 10,
-  chunkSeconds: 10,
-  onChunk(chunk) {
-    chunks++
-    samples += chunk.trace.samples.length
-  },
-})
+const handle = !withProfiler
+  ? { stop: async () => {} }
+  : startContinuous({
+      sampleInterval: 10,
+      chunkSeconds: 10,
+      onChunk(chunk) {
+        chunks++
+        samples += chunk.trace.samples.length
+      },
+    })
 
 // --no-fresh-code: the same work without compiling a new function each time.
 const freshCode = !process.argv.includes('--no-fresh-code')
@@ -37,7 +39,9 @@ const timer = setInterval(() => work(i++), 20)
 const mb = () => (process.memoryUsage().rss / 2 ** 20).toFixed(1)
 const start = Date.now()
 const report = (label) =>
-  console.log(`${label}: RSS ${mb()} MB (chunks ${chunks}, samples ${samples}, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(1)} MB)`)
+  console.log(
+    `${label}: RSS ${mb()} MB (chunks ${chunks}, samples ${samples}, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(1)} MB)`,
+  )
 setTimeout(() => report('after 1 min'), 60_000)
 for (let m = 2; m < minutes; m++) setTimeout(() => report(`after ${m} min`), m * 60_000)
 setTimeout(async () => {

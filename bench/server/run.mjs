@@ -14,7 +14,7 @@
 //   node bench/server/run.mjs [--duration 8] [--rounds 3] [--connections 10] [--modes none,continuous,…]
 //   REQ_INTERVAL=1 node bench/server/run.mjs …   (request modes at 1 ms instead of the default 10)
 
-import { spawn, fork } from 'node:child_process'
+import { fork } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import { createRequire } from 'node:module'
@@ -109,8 +109,9 @@ async function measure(mode) {
   return { rps: result.requests.average, errors: result.errors + result.non2xx, report }
 }
 
-
-console.log(`# server throughput: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each, ${CONNECTIONS} connections, loopback`)
+console.log(
+  `# server throughput: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each, ${CONNECTIONS} connections, loopback`,
+)
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
 const reports = Object.fromEntries(MODES.map((m) => [m, []]))
 for (let round = 0; round < ROUNDS; round++) {
@@ -120,7 +121,9 @@ for (let round = 0; round < ROUNDS; round++) {
     const { rps, errors, report } = await measure(mode)
     results[mode].push(rps)
     reports[mode].push(report)
-    console.log(`  round ${round + 1} ${mode.padEnd(10)} ${rps.toFixed(0).padStart(6)} req/s${errors ? ` (${errors} errors)` : ''}`)
+    console.log(
+      `  round ${round + 1} ${mode.padEnd(10)} ${rps.toFixed(0).padStart(6)} req/s${errors ? ` (${errors} errors)` : ''}`,
+    )
   }
 }
 
@@ -132,14 +135,18 @@ const cpu = (mode) => median(reports[mode].map((r) => r.cpuUsPerRequest))
 const paired = (mode, value) => median(results[mode].map((_, round) => value(mode, round) / value('none', round)))
 const rpsOf = (mode, round) => results[mode][round]
 const cpuOf = (mode, round) => 1 / reports[mode][round].cpuUsPerRequest
-console.log('\n| mode | median req/s | ratio to no profiler (median of rounds) | paired ratio (median of per-round ratios) | CPU µs/request (all threads) | CPU ratio (none/mode, paired) | max event-loop delay ms |')
+console.log(
+  '\n| mode | median req/s | ratio to no profiler (median of rounds) | paired ratio (median of per-round ratios) | CPU µs/request (all threads) | CPU ratio (none/mode, paired) | max event-loop delay ms |',
+)
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
 for (const mode of MODES) {
   const rps = median(results[mode])
   const maxDelay = median(reports[mode].map((r) => r.maxEventLoopDelayMs))
   const pair = results.none ? paired(mode, rpsOf).toFixed(3) + 'x' : '-'
   const cpuPair = results.none ? paired(mode, cpuOf).toFixed(3) + 'x' : '-'
-  console.log(`| ${LABELS[mode]} | ${rps.toFixed(0)} | ${(rps / base).toFixed(3)}x | ${pair} | ${cpu(mode).toFixed(0)} | ${cpuPair} | ${maxDelay.toFixed(1)} |`)
+  console.log(
+    `| ${LABELS[mode]} | ${rps.toFixed(0)} | ${(rps / base).toFixed(3)}x | ${pair} | ${cpu(mode).toFixed(0)} | ${cpuPair} | ${maxDelay.toFixed(1)} |`,
+  )
 }
 // Issue 9's targets for the plain Profiler per request, judged on the paired ratios.
 const TARGETS = { prof10: 0.95, profall: 0.9 }
@@ -149,16 +156,23 @@ if (results.none) {
     const r = paired(mode, rpsOf)
     const c = paired(mode, cpuOf)
     const met = r >= target ? 'met' : 'NOT met'
-    console.log(`target ${LABELS[mode]}: >= ${target.toFixed(2)}x -> req/s ${r.toFixed(3)}x, CPU ${c.toFixed(3)}x: ${met}`)
+    console.log(
+      `target ${LABELS[mode]}: >= ${target.toFixed(2)}x -> req/s ${r.toFixed(3)}x, CPU ${c.toFixed(3)}x: ${met}`,
+    )
   }
 }
 for (const [mode, why] of Object.entries(unavailable)) console.log(`| ${LABELS[mode]} | unavailable | ${why} | |`)
 const ours = reports.continuous && reports.continuous[0]
 if (ours) {
   const worst = Math.max(...reports.continuous.map((r) => r.sampler.harvestMsMax))
-  console.log(`\ncontinuous under load: longest harvest (main thread) ${worst.toFixed(2)} ms, ${reports.continuous[0].sampler.harvests} harvests per run`)
+  console.log(
+    `\ncontinuous under load: longest harvest (main thread) ${worst.toFixed(2)} ms, ${reports.continuous[0].sampler.harvests} harvests per run`,
+  )
 }
-if (ours) console.log(`continuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`)
+if (ours)
+  console.log(
+    `continuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`,
+  )
 if (reports.req10) console.log(`every 10th request: ${JSON.stringify(reports.req10.at(-1).stats)}`)
 for (const mode of ['prof10', 'profall']) {
   if (!reports[mode]) continue

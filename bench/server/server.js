@@ -13,7 +13,12 @@ const CHUNK_SECONDS = Number(process.env.CHUNK_SECONDS || 4)
 const root = require('node:path').join(__dirname, '..', '..')
 
 // --- the application ---------------------------------------------------------------------------
-const catalog = Array.from({ length: 1000 }, (_, i) => ({ id: i, name: `item-${i}`, price: (i * 7919) % 1000, tags: ['a', 'b', 'c'].slice(0, (i % 3) + 1) }))
+const catalog = Array.from({ length: 1000 }, (_, i) => ({
+  id: i,
+  name: `item-${i}`,
+  price: (i * 7919) % 1000,
+  tags: ['a', 'b', 'c'].slice(0, (i % 3) + 1),
+}))
 
 function scoreItem(item, q) {
   let h = q
@@ -138,7 +143,14 @@ if (mode === 'continuous') {
   // Diagnostic: only an async_hooks before/after hook like the request tracker's, always on.
   const { AsyncLocalStorage, createHook } = require('node:async_hooks')
   const als = new AsyncLocalStorage()
-  createHook({ before() { als.getStore() }, after() { als.getStore() } }).enable()
+  createHook({
+    before() {
+      als.getStore()
+    },
+    after() {
+      als.getStore()
+    },
+  }).enable()
   listener = (req, res) => als.run({}, handler, req, res)
 } else if (mode === 'datadog') {
   const pprof = require('@datadog/pprof')

@@ -53,7 +53,9 @@ function table(rows, top) {
   for (const r of rows.slice(0, top)) {
     const version = r.version && !r.name.includes(' ') ? `@${r.version}` : ''
     const name = r.name.replace(here, './')
-    console.log(`  ${pct(r.selfSamples, all)} self  ${pct(r.totalSamples, all)} total  ${r.kind.padEnd(10)} ${name}${version}`)
+    console.log(
+      `  ${pct(r.selfSamples, all)} self  ${pct(r.totalSamples, all)} total  ${r.kind.padEnd(10)} ${name}${version}`,
+    )
   }
 }
 

@@ -43,7 +43,8 @@ Errors (one line, exit status 2): no such process, not a Node.js process, not ou
 function parseDuration(text) {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim())
   const ms = m ? Number(m[1]) * { ms: 1, s: 1000, m: 60_000 }[m[2] || 's'] : NaN
-  if (!(ms > 0) || ms > 24 * 3600_000) throw usage('attach', `--duration must be a time like 500ms, 10s or 2m, got '${text}'`)
+  if (!(ms > 0) || ms > 24 * 3600_000)
+    throw usage('attach', `--duration must be a time like 500ms, 10s or 2m, got '${text}'`)
   return ms
 }
 
@@ -62,7 +63,7 @@ function checkPid(text) {
   }
   if (process.platform !== 'linux') throw new CliError('jsprof attach works on Linux only (it reads /proc)')
   let exe = ''
-  let argv0 = ''
+  let argv0
   try {
     exe = fs.readlinkSync(`/proc/${pid}/exe`)
   } catch {
@@ -91,7 +92,7 @@ function hexAddress(hex) {
 /** The TCP sockets the process listens on: [{ address, port }]. */
 function listening(pid) {
   const inodes = new Set()
-  let fds = []
+  let fds
   try {
     fds = fs.readdirSync(`/proc/${pid}/fd`)
   } catch {
@@ -107,7 +108,7 @@ function listening(pid) {
   }
   const found = []
   for (const table of ['tcp', 'tcp6']) {
-    let text = ''
+    let text
     try {
       text = fs.readFileSync(`/proc/${pid}/net/${table}`, 'latin1')
     } catch {
@@ -215,7 +216,6 @@ async function evaluate(cdp, expression) {
   return r.result.value
 }
 
-
 // Closes the inspector from inside, at once (an event-loop turn would never come in a spinning
 // process); the connection this runs on closes with it, so no answer is expected. And once more on
 // the next turn of the loop: SIGUSR1 also queued an event-loop callback that opens the inspector,
@@ -242,8 +242,11 @@ async function attach(args) {
   if (positionals.length === 0) throw usage('attach', 'missing the process id')
   if (values.output === '') throw usage('attach', '--output must not be empty')
   const pid = checkPid(positionals[0])
-  const output = path.resolve((values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`).split('{pid}').join(String(pid)))
-  if (!fs.existsSync(path.dirname(output))) throw new CliError(`cannot write ${values.output}: no such directory ${path.dirname(output)}`)
+  const output = path.resolve(
+    (values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`).split('{pid}').join(String(pid)),
+  )
+  if (!fs.existsSync(path.dirname(output)))
+    throw new CliError(`cannot write ${values.output}: no such directory ${path.dirname(output)}`)
 
   // Probing a socket that is not the inspector sends the app an HTTP request (and waits for an app
   // that spins): only when the process was started with its inspector open, or opening it did nothing.
@@ -262,7 +265,9 @@ async function attach(args) {
     }
     const wide = fresh.find((s) => !LOOPBACK.has(s.address))
     if (wide) {
-      throw new CliError(`pid ${pid} opened its inspector on ${wide.address}:${wide.port}, beyond loopback: refusing (it stays open: its --inspect-port says so)`)
+      throw new CliError(
+        `pid ${pid} opened its inspector on ${wide.address}:${wide.port}, beyond loopback: refusing (it stays open: its --inspect-port says so)`,
+      )
     }
     inspector = await findInspector(fresh)
     if (!inspector && fresh.length === 0) {
@@ -271,9 +276,13 @@ async function attach(args) {
       }
       // Opened before by someone else (SIGUSR1 then does nothing)?
       if (await findInspector(before)) {
-        throw new CliError(`pid ${pid} has its inspector open already (opened by someone else): connect to it, or close it first`)
+        throw new CliError(
+          `pid ${pid} has its inspector open already (opened by someone else): connect to it, or close it first`,
+        )
       }
-      throw new CliError(`pid ${pid} did not open its inspector within ${OPEN_TIMEOUT_MS / 1000} s (started with --disable-sigusr1?)`)
+      throw new CliError(
+        `pid ${pid} did not open its inspector within ${OPEN_TIMEOUT_MS / 1000} s (started with --disable-sigusr1?)`,
+      )
     }
     if (!inspector) throw new CliError(`pid ${pid} opened a socket that does not answer as an inspector`)
   }
@@ -300,7 +309,13 @@ async function attach(args) {
     const status = statusLine()
     await new Promise((resolve) => {
       const tick = status.on
-        ? setInterval(() => status.update(`recording pid ${pid}: ${formatDuration(Date.now() - started)} of ${formatDuration(durationMs)} (Ctrl-C to stop)`), 250)
+        ? setInterval(
+            () =>
+              status.update(
+                `recording pid ${pid}: ${formatDuration(Date.now() - started)} of ${formatDuration(durationMs)} (Ctrl-C to stop)`,
+              ),
+            250,
+          )
         : null
       let timer = null
       const stop = () => {
@@ -337,7 +352,11 @@ async function attach(args) {
   const { binding, callNative } = require('../native')
   const sidecar = { pid, timeOrigin: Number.isFinite(epochOrigin) ? epochOrigin : undefined }
   const recorded = callNative(() =>
-    binding.traceFileFromCpuProfile(Buffer.from(JSON.stringify(profile)), Number.isFinite(origin) ? origin : undefined, sidecar),
+    binding.traceFileFromCpuProfile(
+      Buffer.from(JSON.stringify(profile)),
+      Number.isFinite(origin) ? origin : undefined,
+      sidecar,
+    ),
   )
   const result = writeRecorded(output, recorded)
   info(

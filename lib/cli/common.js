@@ -25,7 +25,11 @@ function usage(command, message) {
  * ambiguous"), so a negative number reaches the option's own check and its plain message instead.
  */
 function joinNegativeValues(args, options) {
-  const byShort = new Map(Object.entries(options).filter(([, o]) => o.short).map(([name, o]) => [`-${o.short}`, name]))
+  const byShort = new Map(
+    Object.entries(options)
+      .filter(([, o]) => o.short)
+      .map(([name, o]) => [`-${o.short}`, name]),
+  )
   const out = []
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]
@@ -192,4 +196,17 @@ function statusLine() {
   }
 }
 
-module.exports = { CliError, usage, parse, positiveInt, oneOf, writeOutput, writeStdout, describeIoError, shown, info, api, statusLine }
+module.exports = {
+  CliError,
+  usage,
+  parse,
+  positiveInt,
+  oneOf,
+  writeOutput,
+  writeStdout,
+  describeIoError,
+  shown,
+  info,
+  api,
+  statusLine,
+}

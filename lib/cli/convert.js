@@ -91,7 +91,6 @@ async function emit(command, values, input, defaultOutput, data, { binary = fals
   info(`wrote ${output}`)
 }
 
-
 async function convert(args) {
   const { values, positionals } = parse(
     'convert',
@@ -124,7 +123,13 @@ async function flamegraph(args) {
   const { values, positionals } = parse(
     'flamegraph',
     args,
-    { output: { type: 'string', short: 'o' }, title: { type: 'string' }, html: { type: 'boolean' }, ...FORCE_OPTION, ...SOURCE_MAP_OPTIONS },
+    {
+      output: { type: 'string', short: 'o' },
+      title: { type: 'string' },
+      html: { type: 'boolean' },
+      ...FORCE_OPTION,
+      ...SOURCE_MAP_OPTIONS,
+    },
     { positionals: 1 },
   )
   if (values.help) {

@@ -159,7 +159,9 @@ async function diff(args) {
 
   const shown = rows.slice(0, top)
   if (values.json) {
-    await writeStdout(`${JSON.stringify({ base: baseFile, new: newFile, by, baseSamples: before.total, newSamples: after.total, rows: shown }, null, 2)}\n`)
+    await writeStdout(
+      `${JSON.stringify({ base: baseFile, new: newFile, by, baseSamples: before.total, newSamples: after.total, rows: shown }, null, 2)}\n`,
+    )
   } else {
     const header = ['Δ self', 'self base', 'self new', 'Δ total', 'total base', 'total new', 'kind', 'name']
     const cells = shown.map((r) => [
@@ -184,7 +186,10 @@ async function diff(args) {
     if (grown.length > 0) {
       const first = grown[0]
       const more = grown.length > 1 ? ` and ${grown.length - 1} more` : ''
-      throw new CliError(`${label(first)} grew by ${pts(first.selfDelta)} points of self time${more}, above --fail-above ${failAbove}`, 1)
+      throw new CliError(
+        `${label(first)} grew by ${pts(first.selfDelta)} points of self time${more}, above --fail-above ${failAbove}`,
+        1,
+      )
     }
   }
   return 0

@@ -36,7 +36,9 @@ function readInput(file) {
     }
     if (stat.isDirectory()) throw fail('is a directory')
     if (!stat.isFile() && !stat.isFIFO() && !(file === '-' && (stat.isSocket() || stat.isCharacterDevice()))) {
-      throw fail(`is ${stat.isCharacterDevice() || stat.isBlockDevice() ? 'a device' : 'a socket'}, not a file or a pipe`)
+      throw fail(
+        `is ${stat.isCharacterDevice() || stat.isBlockDevice() ? 'a device' : 'a socket'}, not a file or a pipe`,
+      )
     }
     if (stat.isFile() && stat.size > MAX_INPUT_BYTES) {
       throw fail(`it has ${Math.round(stat.size / MIB)} MiB, more than jsprof reads (${MAX_INPUT_BYTES / MIB} MiB)`)
@@ -136,7 +138,8 @@ function traceProblem(trace) {
   for (let i = 0; i < samples.length; i++) {
     const s = samples[i]
     if (s === null || typeof s !== 'object') return `samples[${i}] is not an object`
-    if (typeof s.timestamp !== 'number' || !Number.isFinite(s.timestamp)) return `samples[${i}].timestamp is not a number`
+    if (typeof s.timestamp !== 'number' || !Number.isFinite(s.timestamp))
+      return `samples[${i}].timestamp is not a number`
     if (s.stackId !== undefined && !isIndex(s.stackId, stacks.length)) {
       return `samples[${i}].stackId is not an index into stacks`
     }
@@ -183,7 +186,11 @@ function readTrace(file) {
     try {
       return { trace: binding.TraceHandle.fromCpuProfile(Buffer.from(JSON.stringify(data))), format: 'cpuprofile' }
     } catch (err) {
-      throw new CliError(`${file} is not a valid V8 CPU profile: ${String(err.message).replace(/^\w*Error: /, '').replace(/^invalid V8 CPU profile: /, '')}`)
+      throw new CliError(
+        `${file} is not a valid V8 CPU profile: ${String(err.message)
+          .replace(/^\w*Error: /, '')
+          .replace(/^invalid V8 CPU profile: /, '')}`,
+      )
     }
   }
   if (!['resources', 'frames', 'stacks', 'samples'].some((key) => key in data)) {

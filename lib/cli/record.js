@@ -141,7 +141,7 @@ function salvage(chunks, output, signal) {
 function otherTraces(statusDir) {
   const { readChunks, assemble } = require('../record/chunks')
   const found = []
-  let names = []
+  let names
   try {
     names = fs.readdirSync(statusDir)
   } catch {
@@ -200,7 +200,8 @@ async function record(args) {
     process.stdout.write(`${HELP}\n`)
     return 0
   }
-  if (command.length === 0) throw usage('record', "missing the command to profile, as in 'jsprof record -- node app.js'")
+  if (command.length === 0)
+    throw usage('record', "missing the command to profile, as in 'jsprof record -- node app.js'")
   const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval(values.interval)
   const flushEveryMs = values['flush-every'] === undefined ? DEFAULT_FLUSH_MS : parseFlushEvery(values['flush-every'])
   if (values.output === '') throw usage('record', '--output must not be empty')
@@ -215,7 +216,15 @@ async function record(args) {
   const chunks = path.join(statusDir, 'chunks.jsonl')
   const line0 = statusLine()
   // progress: the preload reports the samples it flushed, for the status line on a terminal.
-  const config = { output, intervalUs: intervalMs * 1000, status, chunks, flushEveryMs, children: values.children === true, progress: line0.on }
+  const config = {
+    output,
+    intervalUs: intervalMs * 1000,
+    status,
+    chunks,
+    flushEveryMs,
+    children: values.children === true,
+    progress: line0.on,
+  }
   const env = { ...process.env, JSPROF_RECORD: JSON.stringify(config) }
   const line = commandLine(command, env, config.children)
 
@@ -232,7 +241,9 @@ async function record(args) {
               // Nothing flushed yet (or --flush-every 0).
             }
             const so = Number.isInteger(samples) ? `, ${samples.toLocaleString('en')} samples so far` : ''
-            line0.update(`recording ${command[0]} (pid ${child.pid}): ${formatDuration(Date.now() - started)}${so} (Ctrl-C to stop)`)
+            line0.update(
+              `recording ${command[0]} (pid ${child.pid}): ${formatDuration(Date.now() - started)}${so} (Ctrl-C to stop)`,
+            )
           }, 500)
         : null
       let signals = 0
@@ -275,10 +286,14 @@ async function record(args) {
     const others = otherTraces(statusDir)
     const which = others.length > 0 ? 'main thread, ' : ''
     if (result && result.path) {
-      const how = result.partial ? `; ${result.how}: samples up to the last flush` : `; written at exit in ${result.writeMs} ms`
+      const how = result.partial
+        ? `; ${result.how}: samples up to the last flush`
+        : `; written at exit in ${result.writeMs} ms`
       info(`wrote ${result.path} (${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
     } else if (!(result && result.error)) {
-      const why = signal ? `it was killed by ${signal}` : 'the command did not run a Node.js process that loaded the preload'
+      const why = signal
+        ? `it was killed by ${signal}`
+        : 'the command did not run a Node.js process that loaded the preload'
       info(`no trace was written: ${why}`)
     }
     const topPid = result ? result.pid : undefined
@@ -295,7 +310,9 @@ async function record(args) {
     const ownWorkers = others.filter((t) => t.pid === topPid && t.threadId > 0).length
     const unprofiled = (result && result.workersStarted) - ownWorkers
     if (unprofiled > 0) {
-      info(`${unprofiled} worker thread${unprofiled === 1 ? ' was' : 's were'} not profiled (started with execArgv that leaves out --require, or before the preload ran)`)
+      info(
+        `${unprofiled} worker thread${unprofiled === 1 ? ' was' : 's were'} not profiled (started with execArgv that leaves out --require, or before the preload ran)`,
+      )
     }
     if (signal) return 128 + (os.constants.signals[signal] || 0)
     return code ?? 1

@@ -46,7 +46,9 @@ function table(header, rows, align) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
   const line = (cells) =>
     cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : align[i] === 'r' ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+      .map((cell, i) =>
+        i === cells.length - 1 ? cell : align[i] === 'r' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]),
+      )
       .join('  ')
       .trimEnd()
   return [line(header), ...rows.map(line)]
@@ -92,10 +94,15 @@ async function report(args) {
 
   if (values.json) {
     const thread = read.thread ?? undefined
-    await writeStdout(`${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`)
+    await writeStdout(
+      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`,
+    )
     return 0
   }
-  const shown = rows.length < all.length ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}` : ''
+  const shown =
+    rows.length < all.length
+      ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}`
+      : ''
   const summary =
     `${visible(file)}${read.thread ? ` (${read.thread})` : ''}: ${total} samples over ${formatDuration(durationMs)}` +
     (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +

@@ -22,7 +22,9 @@ async function applySourceMaps(trace, values) {
   if (values['no-source-maps']) return trace
   const { trace: mapped, stats } = await api('resolveSourceMaps')(trace)
   if (stats.mapped > 0) {
-    info(`mapped ${stats.mapped} of ${stats.frames} frames through source maps (--no-source-maps to keep generated positions)`)
+    info(
+      `mapped ${stats.mapped} of ${stats.frames} frames through source maps (--no-source-maps to keep generated positions)`,
+    )
   }
   const failed = stats.resources.filter((r) => r.error && WORTH_A_WARNING.has(r.error.reason))
   for (const r of failed.slice(0, MAX_WARNINGS)) info(`warning: source map not used: ${visible(r.error.message)}`)

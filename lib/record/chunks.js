@@ -19,7 +19,10 @@ const VERSION = 2
  */
 function createChunks(file, { pid, threadId = 0, output, intervalUs, timeOriginUs, timeOriginEpochMs }) {
   const fd = fs.openSync(file, 'w', 0o600)
-  fs.writeSync(fd, `${JSON.stringify({ format: MAGIC, version: VERSION, pid, threadId, output, intervalUs, timeOriginUs, timeOriginEpochMs })}\n`)
+  fs.writeSync(
+    fd,
+    `${JSON.stringify({ format: MAGIC, version: VERSION, pid, threadId, output, intervalUs, timeOriginUs, timeOriginEpochMs })}\n`,
+  )
   return {
     append(chunk) {
       fs.writeSync(fd, chunk.toLine())
@@ -85,7 +88,9 @@ function assemble(file, output) {
   if (!chunks) return null
   const { binding, callNative } = require('../native')
   const { header } = chunks
-  const recorded = callNative(() => binding.traceFromChunkLines(chunks.lines, header.intervalUs, header.timeOriginUs, sidecarOf(header)))
+  const recorded = callNative(() =>
+    binding.traceFromChunkLines(chunks.lines, header.intervalUs, header.timeOriginUs, sidecarOf(header)),
+  )
   return writeRecorded(output, recorded)
 }
 

@@ -32,9 +32,18 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
   const v8IntervalUs = effectiveIntervalUs(intervalUs / 1000)
   const canFlush = flushEveryMs > 0 && !otherProfilerClientPossible(require('node:inspector'))
   const periodUs = canFlush && periodic ? flushEveryMs * 1000 : Infinity
-  const engine = getSampler(periodUs === Infinity ? NO_PERIODIC : { harvestMinPeriodUs: periodUs, harvestMaxPeriodUs: periodUs })
+  const engine = getSampler(
+    periodUs === Infinity ? NO_PERIODIC : { harvestMinPeriodUs: periodUs, harvestMaxPeriodUs: periodUs },
+  )
   const originUs = timeOriginUs()
-  const chunks = createChunks(chunksFile, { pid, threadId, output, intervalUs: v8IntervalUs, timeOriginUs: originUs, timeOriginEpochMs: performance.timeOrigin })
+  const chunks = createChunks(chunksFile, {
+    pid,
+    threadId,
+    output,
+    intervalUs: v8IntervalUs,
+    timeOriginUs: originUs,
+    timeOriginEpochMs: performance.timeOrigin,
+  })
   let ending = false
   const state = {
     canFlush,

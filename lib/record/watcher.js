@@ -28,7 +28,11 @@ if (connected) session.connectToMainThread()
 function ask(what, signal, then) {
   session.post(
     'Runtime.evaluate',
-    { expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`, silent: true, returnByValue: true },
+    {
+      expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`,
+      silent: true,
+      returnByValue: true,
+    },
     (err, result) => {
       if (then) then(err ? undefined : result && result.result && result.result.value)
     },
@@ -69,7 +73,13 @@ function onSignal(signal) {
       try {
         const result = assemble(chunksFile, output)
         if (result) {
-          writeStatus(statusFile, { ...result, pid: process.pid, how: `${name}, main thread unresponsive`, writeMs: Date.now() - started, partial: true })
+          writeStatus(statusFile, {
+            ...result,
+            pid: process.pid,
+            how: `${name}, main thread unresponsive`,
+            writeMs: Date.now() - started,
+            partial: true,
+          })
         }
       } catch (err) {
         writeStatus(statusFile, { error: err.message, pid: process.pid, how: name })

@@ -133,7 +133,8 @@ class SamplerEngine {
       // V8 cannot change the interval of a running profile: harvest and restart faster.
       this.#harvest(sub.v8IntervalUs)
     }
-    sub.checkAtUs = sub.maxSamples === Infinity ? Infinity : schedule.fullCheckAtUs(sub.startUs, sub.maxSamples, sub.intervalUs)
+    sub.checkAtUs =
+      sub.maxSamples === Infinity ? Infinity : schedule.fullCheckAtUs(sub.startUs, sub.maxSamples, sub.intervalUs)
     this.#live.add(sub)
     this.#lastActiveUs = now
     // Re-arming walks every live subscription: skip it when the armed timer comes first anyway.
@@ -216,7 +217,8 @@ class SamplerEngine {
         // An overdue timer harvested first and took everything this one was for; stops that came
         // since wait for their turn of the stop rate.
         const now = this.#now()
-        if (this.#stopping.size > 0) this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, undefined, this.#options), now)
+        if (this.#stopping.size > 0)
+          this.#harvestBy(schedule.stopHarvestDueUs(now, this.#lastHarvestUs, undefined, this.#options), now)
         return
       }
       this.#harvest(Infinity)
@@ -428,7 +430,13 @@ class SamplerEngine {
           this.stats.ownSamplesDropped += chunk.droppedOwnSamples || 0
           const times = chunk.sortedSampleTimes()
           const n = times.length
-          return { chunk, times, earliestUs: n ? times[0] : NaN, latestUs: n ? times[n - 1] : NaN, harvestUs: entry.harvestUs }
+          return {
+            chunk,
+            times,
+            earliestUs: n ? times[0] : NaN,
+            latestUs: n ? times[n - 1] : NaN,
+            harvestUs: entry.harvestUs,
+          }
         })
         this.stats.chunks += harvested.length
       } catch (err) {
@@ -456,7 +464,8 @@ class SamplerEngine {
     }
     const now = this.#now()
     for (const sub of this.#live) {
-      if (sub.maxSamples !== Infinity) sub.checkAtUs = schedule.fullCheckAtUs(now, sub.maxSamples - sub.sampleCount, sub.intervalUs)
+      if (sub.maxSamples !== Infinity)
+        sub.checkAtUs = schedule.fullCheckAtUs(now, sub.maxSamples - sub.sampleCount, sub.intervalUs)
     }
     this.#schedule()
   }

@@ -68,7 +68,17 @@ class Subscription {
    * counting from there, and lets the chunk go (`jsprof record`, hours long: see
    * Recording.streamIntoTrace); its trace is then the Recording's buildFile().
    */
-  constructor({ startUs, intervalUs, maxSamples = Infinity, record = true, exclusiveStart = false, owner, onFull, onChunk, streamOriginUs }) {
+  constructor({
+    startUs,
+    intervalUs,
+    maxSamples = Infinity,
+    record = true,
+    exclusiveStart = false,
+    owner,
+    onFull,
+    onChunk,
+    streamOriginUs,
+  }) {
     this.startUs = startUs
     if (owner !== undefined) this.owner = owner
     this.intervalUs = intervalUs

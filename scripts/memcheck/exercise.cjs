@@ -24,7 +24,14 @@ const good = JSON.stringify({
   samples: [4, 3, 2, 4, 1],
   timeDeltas: [1, 2, 3, 4, 5],
 })
-const bad = ['', '{', '{"nodes":[]}', good.replace('[2, 3]', '[2, 9]'), good.replace('"samples":[4,3,2,4,1]', '"samples":[4]'), '{"nodes":[{"id":1,"callFrame":{"functionName":"a","url":""},"children":[1]}],"startTime":0,"samples":[],"timeDeltas":[]}']
+const bad = [
+  '',
+  '{',
+  '{"nodes":[]}',
+  good.replace('[2, 3]', '[2, 9]'),
+  good.replace('"samples":[4,3,2,4,1]', '"samples":[4]'),
+  '{"nodes":[{"id":1,"callFrame":{"functionName":"a","url":""},"children":[1]}],"startTime":0,"samples":[],"timeDeltas":[]}',
+]
 
 ;(async () => {
   let errors = 0
@@ -39,7 +46,20 @@ const bad = ['', '{', '{"nodes":[]}', good.replace('[2, 3]', '[2, 9]'), good.rep
     }
   }
   // The column road with inconsistent columns: errors, never a crash.
-  const cols = { ids: new Int32Array([1, 2]), childCounts: new Uint32Array([5, 0]), children: new Int32Array([2]), names: new Uint32Array([0, 7]), urls: new Uint32Array([0, 0]), lines: new Int32Array([0, 0]), columns: new Int32Array([0, 0]), strings: ['a'], samples: new Int32Array([2]), timeDeltas: new Float64Array([1]), startTime: 0, endTime: 1 }
+  const cols = {
+    ids: new Int32Array([1, 2]),
+    childCounts: new Uint32Array([5, 0]),
+    children: new Int32Array([2]),
+    names: new Uint32Array([0, 7]),
+    urls: new Uint32Array([0, 0]),
+    lines: new Int32Array([0, 0]),
+    columns: new Int32Array([0, 0]),
+    strings: ['a'],
+    samples: new Int32Array([2]),
+    timeDeltas: new Float64Array([1]),
+    startTime: 0,
+    endTime: 1,
+  }
   try {
     binding.Chunk.fromInspector(cols, 1000)
   } catch {
