@@ -12,7 +12,11 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm'
 const steps = [
   ['cargo fmt', 'cargo', ['fmt', '--all', '--check']],
   ['cargo clippy', 'cargo', ['clippy', '--workspace', '--', '-D', 'warnings']],
-  ['cargo clippy (core, all targets)', 'cargo', ['clippy', '-p', 'jsprof-core', '--all-targets', '--', '-D', 'warnings']],
+  [
+    'cargo clippy (core, all targets)',
+    'cargo',
+    ['clippy', '-p', 'jsprof-core', '--all-targets', '--', '-D', 'warnings'],
+  ],
   ['JS lint and format', npm, ['run', '--silent', 'lint']],
   ['cargo test', 'cargo', ['test', '-p', 'jsprof-core']],
   ['workflows', npm, ['run', '--silent', 'lint:workflows']],

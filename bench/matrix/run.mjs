@@ -1,0 +1,204 @@
+// The per-request benchmark matrix: what profiling each request costs a server, on the servers users run.
+// Prints figures; asserts nothing about time (the machine may be shared and noisy).
+//
+//   node bench/matrix/run.mjs [--nodes 20,24,26] [--kinds http-sync,http-async,express,fastify]
+//       [--connections 10,100] [--pin no,yes] [--modes none,prof10,profall,req10,sentry10]
+//       [--rounds 3] [--duration 5] [--warmup 2] [--json out.json]
+//
+// A cell is (Node major, server kind, connections, pinning). In a cell, each round runs every mode back
+// to back in a server process of its own (bench/matrix/server.js; the order rotates per round), and a
+// mode's ratios are taken against the `none` run of its own round: the shared machine's drift between
+// rounds cancels, and the spread of those paired ratios over rounds is printed beside their median.
+//
+// - CPU per request counts every thread of the server process (V8's sampler thread, the libuv pool, the
+//   inspector's): the cost a user pays. The CPU ratio is none/mode (1.000x = free; 0.950x = the server
+//   needs 5% more CPU per request); req/s ratio is mode/none.
+// - Pinned: the server runs on core 0 alone (`taskset -c 0`, as in a 1-CPU container) and the load
+//   generator on core 1; unpinned, both float over the machine's cores.
+// - The load generator is autocannon in a process of its own, on this machine's Node; the server runs
+//   on the Node major of its cell (real binaries from the npm registry: scripts/node-major.sh).
+// - Targets (issue 28): prof10 >= 0.95x CPU, profall >= 0.90x, both ahead of sentry10 in the same cell.
+
+import { spawn, spawnSync } from 'node:child_process'
+import { writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { median } from '../stats.mjs'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const root = path.join(here, '..', '..')
+const args = process.argv.slice(2)
+const arg = (name, fallback) => {
+  const i = args.indexOf(`--${name}`)
+  return i >= 0 ? args[i + 1] : fallback
+}
+const list = (name, fallback) => arg(name, fallback).split(',').filter(Boolean)
+const NODES = list('nodes', '20,24,26')
+const KINDS = list('kinds', 'http-sync,http-async,express,fastify')
+const CONNECTIONS = list('connections', '10,100').map(Number)
+const PINS = list('pin', 'no,yes')
+const MODES = list('modes', 'none,prof10,profall,req10,sentry10')
+const ROUNDS = Number(arg('rounds', 3))
+const DURATION = Number(arg('duration', 5))
+const WARMUP = Number(arg('warmup', 2))
+const JSON_OUT = arg('json', null)
+const TARGETS = { prof10: 0.95, profall: 0.9 }
+const PATHS = {
+  'http-sync': '/api/orders/7',
+  'http-async': '/api/orders/7',
+  express: '/api/orders/7',
+  fastify: '/api/orders/7',
+}
+
+if (!MODES.includes('none')) throw new Error('--modes must include none: every ratio is paired with it')
+const canPin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && os.cpus().length >= 2
+
+function nodeBinary(major) {
+  if (process.versions.node.split('.')[0] === String(major)) return process.execPath
+  const r = spawnSync('bash', [path.join(root, 'scripts', 'node-major.sh'), String(major)], { encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`cannot fetch Node ${major} (scripts/node-major.sh)`)
+  return r.stdout.trim()
+}
+
+const pinned = (pin, core, cmd, cmdArgs) =>
+  pin === 'yes' ? ['taskset', ['-c', String(core), cmd, ...cmdArgs]] : [cmd, cmdArgs]
+
+function startServer(node, kind, mode, pin) {
+  const [cmd, cmdArgs] = pinned(pin, 0, node, [path.join(here, 'server.js'), kind, mode])
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] })
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) =>
+      reject(new Error(`server ${kind}/${mode} exited (${code}): ${stderr.trim().split('\n').at(-1)}`)),
+    )
+    child.stdout.once('data', (data) => resolve({ child, ...JSON.parse(data) }))
+  })
+}
+
+function load(port, kind, connections, seconds, pin) {
+  const bin = path.join(root, 'node_modules', 'autocannon', 'autocannon.js')
+  const autocannonArgs = [
+    '-c',
+    String(connections),
+    '-d',
+    String(seconds),
+    '-j',
+    `http://127.0.0.1:${port}${PATHS[kind]}`,
+  ]
+  const [cmd, cmdArgs] = pinned(pin, 1, process.execPath, [bin, ...autocannonArgs])
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'ignore'] })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.once('exit', (code) => {
+      try {
+        const r = JSON.parse(out)
+        resolve({ rps: r.requests.average, errors: r.errors + r.non2xx })
+      } catch {
+        reject(new Error(`autocannon exited ${code} without a result`))
+      }
+    })
+  })
+}
+
+const ask = (child, message) =>
+  new Promise((resolve) => {
+    child.once('message', resolve)
+    child.send(message)
+  })
+
+async function measure(node, kind, mode, connections, pin) {
+  const server = await startServer(node, kind, mode, pin)
+  try {
+    await load(server.port, kind, connections, WARMUP, pin)
+    server.child.send('measure')
+    const { rps, errors } = await load(server.port, kind, connections, DURATION, pin)
+    const report = await ask(server.child, 'report')
+    return { rps, errors, cpuPerRequest: report.cpuUs / report.requests, version: server.node }
+  } finally {
+    server.child.removeAllListeners('exit')
+    server.child.kill()
+  }
+}
+
+/** Whether `mode` runs on this Node at all (Sentry ships one binary per Node ABI); the reason when not. */
+async function available(node, mode) {
+  if (mode !== 'sentry10') return null
+  const probe = `try { require('@sentry/node-cpu-profiler') } catch (e) { require('@sentry-internal/node-cpu-profiler') }`
+  const r = spawnSync(node, ['-e', probe], { cwd: root, encoding: 'utf8' })
+  return r.status === 0 ? null : (r.stderr.split('\n').find((l) => /Error/.test(l)) || 'does not load').slice(0, 120)
+}
+
+const spread = (xs) => `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`
+const started = Date.now()
+const cells = []
+console.log(
+  `# per-request matrix: ${ROUNDS} rounds x ${DURATION} s (warm-up ${WARMUP} s), modes ${MODES.join(', ')}; ` +
+    `${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)} at start`,
+)
+console.log(
+  '\n| Node | server | conns | pinned | mode | req/s | req/s ratio (spread) | CPU µs/req | CPU ratio (spread) | verdict |',
+)
+console.log('| --- | --- | ---: | --- | --- | ---: | --- | ---: | --- | --- |')
+for (const major of NODES) {
+  const node = nodeBinary(major)
+  const modes = []
+  for (const mode of MODES) {
+    const why = await available(node, mode)
+    if (why) console.log(`| ${major} | all | | | ${mode} | unavailable: ${why} | | | | |`)
+    else modes.push(mode)
+  }
+  for (const kind of KINDS) {
+    for (const connections of CONNECTIONS) {
+      for (const pin of PINS) {
+        if (pin === 'yes' && !canPin) continue
+        const runs = Object.fromEntries(modes.map((m) => [m, []]))
+        for (let round = 0; round < ROUNDS; round++) {
+          const order = modes.map((_, i) => modes[(i + round) % modes.length])
+          for (const mode of order) runs[mode].push(await measure(node, kind, mode, connections, pin))
+        }
+        const cell = { node: runs.none[0].version, kind, connections, pinned: pin === 'yes', modes: {} }
+        for (const mode of modes) {
+          const rpsRatios = runs[mode].map((r, i) => r.rps / runs.none[i].rps)
+          const cpuRatios = runs[mode].map((r, i) => runs.none[i].cpuPerRequest / r.cpuPerRequest)
+          cell.modes[mode] = {
+            rps: median(runs[mode].map((r) => r.rps)),
+            cpuPerRequest: median(runs[mode].map((r) => r.cpuPerRequest)),
+            rpsRatio: median(rpsRatios),
+            cpuRatio: median(cpuRatios),
+            rpsRatios,
+            cpuRatios,
+            errors: runs[mode].reduce((n, r) => n + r.errors, 0),
+          }
+        }
+        for (const mode of modes) {
+          const m = cell.modes[mode]
+          let verdict = ''
+          if (TARGETS[mode] !== undefined) {
+            const sentry = cell.modes.sentry10
+            const ahead = sentry ? m.cpuRatio > sentry.cpuRatio : null
+            verdict = `${m.cpuRatio >= TARGETS[mode] ? 'met' : 'NOT met'} (>= ${TARGETS[mode]})`
+            if (ahead !== null) verdict += ahead ? ', ahead of Sentry' : ', NOT ahead of Sentry'
+          }
+          const ratio = (x) => (mode === 'none' ? '' : `${x.toFixed(3)}x`)
+          console.log(
+            `| ${cell.node} | ${kind} | ${connections} | ${pin} | ${mode} | ${m.rps.toFixed(0)}${m.errors ? ` (${m.errors} errors)` : ''} | ` +
+              `${ratio(m.rpsRatio)}${mode === 'none' ? '' : ` (${spread(m.rpsRatios)})`} | ${m.cpuPerRequest.toFixed(0)} | ` +
+              `${ratio(m.cpuRatio)}${mode === 'none' ? '' : ` (${spread(m.cpuRatios)})`} | ${verdict} |`,
+          )
+        }
+        cells.push(cell)
+      }
+    }
+  }
+}
+console.log(
+  `\nmatrix: ${cells.length} cells in ${((Date.now() - started) / 60000).toFixed(1)} min, load ${os.loadavg()[0].toFixed(2)} at the end`,
+)
+if (JSON_OUT)
+  writeFileSync(
+    JSON_OUT,
+    JSON.stringify({ when: new Date().toISOString(), rounds: ROUNDS, duration: DURATION, cells }, null, 1),
+  )

@@ -1,0 +1,201 @@
+'use strict'
+// One server of the benchmark matrix (bench/matrix/run.mjs), in a process of its own:
+//
+//   node bench/matrix/server.js <kind> <mode>
+//
+// kind: the application, each doing the same ~0.3-0.5 ms of CPU per request (150 small objects, string
+// building, JSON.stringify), as users write it:
+//   http-sync   a node:http listener that answers synchronously
+//   http-async  a node:http listener with awaits (a fake database call on the next turn, then the work in
+//               two halves with an await between)
+//   express     Express 5, a route with a parameter behind one middleware
+//   fastify     Fastify 5, a route with a parameter; Fastify serializes the reply
+// mode: who profiles, the way a user would write it with the public API:
+//   none        no profiler
+//   prof10      `new Profiler({ sampleInterval: 10, maxBufferSize: 1000 })` around every 10th request,
+//               stopped when the response finishes (in a middleware / hook for Express and Fastify)
+//   profall     the same around every request
+//   req10       profileRequests({ sampleRate: 0.1 }) (its wrap / express() / fastify plugin)
+//   sentry10    @sentry/profiling-node's native profiler per transaction, every 10th request:
+//               CpuProfilerBindings.startProfiling(id) / stopProfiling(id, THREAD), as its SDK did for
+//               transaction profiles
+//
+// It prints {"port":N} when listening; an IPC 'measure' starts counting, 'report' answers with the
+// requests served and the CPU time of the whole process (every thread) since 'measure'.
+
+const http = require('node:http')
+const path = require('node:path')
+
+const [kind = 'http-sync', mode = 'none'] = process.argv.slice(2)
+const root = path.join(__dirname, '..', '..')
+
+// --- the work of one request --------------------------------------------------------------------
+const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta']
+
+function describe(word, i, id) {
+  const parts = []
+  for (let k = 0; k < 12; k++) parts.push(`${WORDS[(i * k + id) % WORDS.length]}${(i * 31 + k) % 97}`)
+  return `${word}: ${parts.join(' ')}`.toUpperCase()
+}
+
+function makeItems(id, from, to) {
+  const items = []
+  for (let i = from; i < to; i++) {
+    const word = WORDS[(i + id) % WORDS.length]
+    items.push({
+      id: i,
+      sku: `${word}-${id}-${i}`,
+      title: `${word[0].toUpperCase()}${word.slice(1)} item ${i} of order ${id}`,
+      price: ((i * 7919 + id) % 10000) / 100,
+      tags: [word, `group-${i % 7}`],
+      inStock: (i + id) % 3 !== 0,
+      description: describe(word, i, id),
+    })
+  }
+  return items
+}
+
+function summary(items) {
+  let total = 0
+  let text = ''
+  for (const item of items) {
+    total += item.price
+    text += `${item.sku}:${item.price.toFixed(2)};`
+  }
+  const top = [...items].sort((a, b) => b.price - a.price || a.sku.localeCompare(b.sku)).slice(0, 10)
+  return { count: items.length, total: Math.round(total * 100) / 100, digest: text.length, top: top.map((t) => t.sku) }
+}
+
+function pageSync(id) {
+  const items = makeItems(id, 0, 150)
+  return { id, summary: summary(items), items }
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+async function pageAsync(id) {
+  await nextTurn() // the "database"
+  const first = makeItems(id, 0, 75)
+  await Promise.resolve()
+  const second = makeItems(id, 75, 150)
+  await nextTurn()
+  const items = first.concat(second)
+  return { id, summary: summary(items), items }
+}
+
+let served = 0
+const idOf = (url) => Number(url.slice(url.lastIndexOf('/') + 1)) || 1
+
+// --- who profiles ---------------------------------------------------------------------------------
+/**
+ * `around(req, res)` starts profiling the request if this mode samples it and arranges the stop when
+ * the response finishes; a plain Profiler or Sentry's bindings, the way a user writes either.
+ */
+let around = null
+let requestProfiler = null
+if (mode === 'prof10' || mode === 'profall') {
+  const { Profiler } = require(root)
+  const every = mode === 'prof10' ? 10 : 1
+  let seen = 0
+  around = (req, res) => {
+    if (seen++ % every !== 0) return
+    const profiler = new Profiler({ sampleInterval: 10, maxBufferSize: 1000 })
+    res.once('finish', () => {
+      profiler.stop().then(() => {})
+    })
+  }
+} else if (mode === 'req10') {
+  const { profileRequests } = require(root)
+  requestProfiler = profileRequests({ sampleRate: 0.1, sampleInterval: 10, onProfile() {} })
+} else if (mode === 'sentry10') {
+  let bindings
+  try {
+    bindings = require('@sentry/node-cpu-profiler')
+  } catch {
+    bindings = require('@sentry-internal/node-cpu-profiler')
+  }
+  const { CpuProfilerBindings, ProfileFormat } = bindings
+  let seen = 0
+  around = (req, res) => {
+    if (seen++ % 10 !== 0) return
+    const id = `tx-${seen}`
+    CpuProfilerBindings.startProfiling(id)
+    res.once('finish', () => {
+      const profile = CpuProfilerBindings.stopProfiling(id, ProfileFormat.THREAD)
+      if (profile) JSON.stringify(profile) // what the SDK does next: serialize it into the envelope
+    })
+  }
+} else if (mode !== 'none') {
+  throw new Error(`unknown mode ${mode}`)
+}
+
+// --- the servers --------------------------------------------------------------------------------
+function send(res, body) {
+  const text = JSON.stringify(body)
+  res.setHeader('content-type', 'application/json')
+  res.end(text)
+}
+
+function listen(server, then) {
+  server.listen(0, '127.0.0.1', () => then(server.address().port))
+}
+
+function start(ready) {
+  if (kind === 'http-sync' || kind === 'http-async') {
+    const sync = kind === 'http-sync'
+    let listener = (req, res) => {
+      served++
+      if (around) around(req, res)
+      if (sync) return send(res, pageSync(idOf(req.url)))
+      pageAsync(idOf(req.url)).then((body) => send(res, body))
+    }
+    if (requestProfiler) listener = requestProfiler.wrap(listener)
+    return listen(http.createServer({ keepAlive: true }, listener), ready)
+  }
+  if (kind === 'express') {
+    const express = require('express')
+    const app = express()
+    if (requestProfiler) app.use(requestProfiler.express())
+    if (around)
+      app.use((req, res, next) => {
+        around(req, res)
+        next()
+      })
+    app.use((req, res, next) => {
+      served++
+      res.setHeader('x-served-by', 'bench')
+      next()
+    })
+    app.get('/api/orders/:id', (req, res) => {
+      res.json(pageSync(Number(req.params.id) || 1))
+    })
+    return listen(http.createServer({ keepAlive: true }, app), ready)
+  }
+  if (kind === 'fastify') {
+    const fastify = require('fastify')({ logger: false })
+    if (requestProfiler) fastify.register(requestProfiler.fastify)
+    if (around) fastify.addHook('onRequest', (request, reply, done) => (around(request.raw, reply.raw), done()))
+    fastify.get('/api/orders/:id', async (request) => {
+      served++
+      return pageSync(Number(request.params.id) || 1)
+    })
+    fastify.listen({ port: 0, host: '127.0.0.1' }).then(() => ready(fastify.server.address().port))
+    return
+  }
+  throw new Error(`unknown kind ${kind}`)
+}
+
+let cpuStart = null
+let servedStart = 0
+process.on('message', (message) => {
+  if (message === 'measure') {
+    cpuStart = process.cpuUsage()
+    servedStart = served
+  } else if (message === 'report') {
+    const cpu = process.cpuUsage(cpuStart)
+    const requests = served - servedStart
+    process.send({ requests, cpuUs: cpu.user + cpu.system, rssMB: process.memoryUsage().rss / 2 ** 20 })
+  }
+})
+
+start((port) => process.stdout.write(JSON.stringify({ port, node: process.version }) + '\n'))
