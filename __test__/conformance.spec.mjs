@@ -1,5 +1,6 @@
-// What real Chromium 156 does with the same code (shared/notes/chrome-behaviour.md), point by point:
-// the error messages, the members' order in JSON, and no frame of the profiler's own code in a trace.
+// What real Chromium 156 does with the same code (observed in headless Chromium; chrome-oracle.spec.mjs runs
+// the same probe against a live one), point by point: the error messages, the members' order in JSON, and
+// no frame of the profiler's own code in a trace.
 
 import { test } from 'node:test'
 import assert from 'node:assert/strict'

@@ -8,8 +8,8 @@
 // sampler's bridged restarts keep V8 sampling across harvests, so there is no gap either.
 //
 // The main thread pays, per harvest (about every 1000 samples: 10 s at 10 ms, and once per chunk), a
-// bridged V8 restart (~0.05 ms) and the packing of V8's profile into Rust; the trace is built off the
-// main thread and only its sample objects are zipped on it (see lib/trace.js).
+// bridged V8 restart and the packing of V8's profile into Rust (docs/bench.md#main-thread-figures); the
+// trace is built off the main thread and only its sample objects are zipped on it (see lib/trace.js).
 
 const { rethrowTyped } = require('./native')
 const { nowUs, timeOriginUs } = require('./clock')

@@ -85,7 +85,7 @@ function readOptions(options, fn, spec) {
 
 // The JSON formats as the text Rust writes, UTF-8 bytes (a Buffer): the public functions parse it into
 // objects; the CLI writes it as it is, never a JS string on its way (a large profile's Gecko JSON parsed
-// and stringified again tripled its memory; ten million samples' .cpuprofile is 110 MB of text).
+// and stringified again multiplied its memory: docs/bench.md#large-inputs-through-the-cli).
 const JSON_TEXT = {
   toCpuProfile(trace) {
     const text = traceJson(trace, 'toCpuProfile')

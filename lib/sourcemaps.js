@@ -183,7 +183,8 @@ function fromColumns(t) {
   return { frames, resources, stacks }
 }
 
-// Samples renumbered per event-loop turn: ~1 ms each, so a long trace never stalls the loop.
+// Samples renumbered per event-loop turn: a short turn each (docs/bench.md#source-maps), so a long trace
+// never stalls the loop.
 const SAMPLES_PER_TURN = 8192
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve))
 

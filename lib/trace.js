@@ -2,14 +2,15 @@
 // Turns the binding's TraceParts (frames and resources as JSON text, stacks and samples as columns)
 // into the spec's plain ProfilerTrace object. JSON.parse is V8's fastest object factory for the frames
 // (strings); the stacks and samples, which are many and small, are zipped here so each one gets only
-// the members it has (absent, never null): a literal per shape costs a tenth of JSON.parse of them.
+// the members it has (absent, never null): a literal per shape costs far less than JSON.parse of them
+// (docs/bench.md#the-goal-and-why-sample-heavy-profiles-miss-it).
 // Every dictionary has its members in lexicographic order, as WebIDL builds them (and so as
 // JSON.stringify of Chrome's trace reads): trace {frames, resources, samples, stacks}, frame {column,
 // line, name, resourceId}, stack {frameId, parentId}, sample {marker, stackId, timestamp}.
 
 const MARKERS = [undefined, 'script', 'gc', 'other', 'style', 'layout', 'paint']
 
-/** Up to this many samples, a trace is built on the calling thread (a few µs; a thread-pool hop costs more). */
+/** Up to this many samples, a trace is built on the calling thread (cheaper than a thread-pool hop). */
 const SYNC_BUILD_MAX_SAMPLES = 256
 
 /**

@@ -6,8 +6,8 @@
 //   SOAK_ROUNDS=30 npm run soak -- repeat
 //
 // Phases (each measured after its own warm-up, with GC forced before every measurement):
-//   cycles      10,000 create/stop cycles (sampleInterval 1 ms), awaited one by one (~20 ms each:
-//               with no other Profiler live, each start is a full V8 profiler start, code re-logged)
+//   cycles      10,000 create/stop cycles (sampleInterval 1 ms), awaited one by one (with no other
+//               Profiler live, a start can be a full V8 profiler start: docs/bench.md#cold-and-warm-starts)
 //   concurrent  1,000 Profilers live at once, all stopped in one tick; then 10 rounds of 100
 //   repeat      (on request) the 1,000-concurrent round 8 times, RSS after each round
 //   continuous  "an hour" of 1 ms profiling compressed: back-to-back Profilers of ~5 s each for

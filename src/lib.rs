@@ -1,7 +1,7 @@
 #![deny(clippy::all)]
 //! The napi binding of jsprof-node: it only converts types between Node and `jsprof-core`.
 //! Everything that decides what a trace contains lives in the core; the WebIDL behaviour lives in the
-//! hand-written JS facade (`index.js`).
+//! hand-written JS facade (`lib/`; `index.js` only gathers its public exports).
 //!
 //! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
 //! (`TypeError: …`, `SyntaxError: …`). Every export catches panics, so no Rust panic reaches Node.
@@ -198,7 +198,7 @@ const TEXT_REUSE_MAX_UNITS: usize = 4 << 20;
 
 thread_local! {
     /// The UTF-8 copy of `fromCpuProfile`'s text, kept between calls: fresh memory for each call costs
-    /// a page fault per 4 KB (about 1 ms for a 4 MB profile). At most 3 × 4 Mi units + 1 (12 MiB), and
+    /// a page fault per 4 KB (docs/bench.md#hand-over). At most 3 × 4 Mi units + 1 (12 MiB), and
     /// only as much of it is ever touched as the largest text needed.
     static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }

@@ -1,8 +1,9 @@
 //! A trace that stays in Rust: `TraceHandle.fromCpuProfile(bytes)` converts a V8 CPU profile without
 //! making a JS object per sample, and every exporter and `summarize` accept the handle where they take
-//! a trace. This is how `jsprof report`/`convert` read a `.cpuprofile` of ten million samples (85 MB)
-//! in a fraction of the memory: the JS way (JSON.parse, a sample object each, JSON.stringify back for
-//! Rust) peaked at 3.9 GB there, and past V8's longest string it cannot work at all.
+//! a trace. This is how `jsprof report`/`convert` read a `.cpuprofile` of ten million samples in a
+//! fraction of the memory the JS way (JSON.parse, a sample object each, JSON.stringify back for Rust)
+//! took (docs/bench.md#large-inputs-through-the-cli); past V8's longest string that way cannot work at
+//! all.
 
 use std::sync::Arc;
 

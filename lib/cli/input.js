@@ -156,8 +156,8 @@ function readTrace(file) {
   const bytes = readInput(file)
   const { binding } = require('../native')
   // A V8 CPU profile goes straight to Rust: no JSON.parse of the whole file, no JS object per sample
-  // (a 10-million-sample .cpuprofile peaked at 3.9 GB that way). The JS reading below only runs
-  // when Rust refused it, for the same messages as before.
+  // (that way a large .cpuprofile took gigabytes: docs/bench.md#large-inputs-through-the-cli). The JS
+  // reading below only runs when Rust refused it, for the same messages as before.
   if (bytes.includes('"nodes"')) {
     let trace
     try {

@@ -11,7 +11,8 @@
 // new async resource by an `init` hook), but by our own hook, enabled only while sampled requests are
 // in flight (and for a second after the last one, so that enabling does not churn). An
 // AsyncLocalStorage would keep its init hook on for good once used, and writes its slot on *every*
-// resource of the process: measured, that alone cost ~11% of a small JSON API's throughput. Ours
+// resource of the process: measured, that alone cost a small JSON API a clear share of its throughput
+// (docs/bench.md#throughput). Ours
 // writes only resources created while a sampled request's code runs; unsampled traffic pays a
 // variable check per resource and callback while the hook is on, and nothing when it is off.
 

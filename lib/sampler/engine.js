@@ -17,7 +17,7 @@
 // A harvest takes two event-loop turns: V8's samples are taken in one, converted into chunks (and
 // the stops they complete resolved) in the next, so no turn costs more than V8's own stop does.
 // After the last subscription leaves, V8 keeps sampling for a grace period (`graceUs`), so that the
-// next one, a moment later, costs no cold start (V8 re-logging all compiled code, 3-15 ms).
+// next one, a moment later, costs no cold start (V8 re-logging all compiled code: docs/bench.md#cold-and-warm-starts).
 //
 // The V8 side is a session object (inspector-session.js in production, a fake in the tests) with
 // start(intervalUs), take(), stop(), toChunks(taken, intervalUs, ownWindows), and optionally reset().
@@ -25,9 +25,10 @@
 // V8 stamps a sample of the current stack whenever a profile starts, so every restart in a harvest
 // would put a sample of the harvest itself into the profiles (one sample in ten at 10 harvests a
 // second and 10 ms). The engine hands the session the time windows of its own harvests, and their
-// samples are dropped: the harvest (~1 ms of main thread) shows in no trace, as in Chrome, where the
-// profiler works off the main thread. A restart inside a constructor (a faster interval) is not one of
-// them: its start sample is the caller's stack, which Chrome's first sample shows too.
+// samples are dropped: the harvest itself shows in no trace (docs/bench.md#harvests-in-no-trace), as in
+// Chrome, where the profiler works off the main thread. A restart inside a constructor (a faster
+// interval) is not one of them: its start sample is the caller's stack, which Chrome's first sample
+// shows too.
 //
 // Two synchronous paths serve callers that get no more event-loop turns (`jsprof record`: its watcher
 // thread reaches the main thread through V8 interrupts, even while the app spins, and a process ends
@@ -61,7 +62,7 @@ class SamplerEngine {
    * Owners (Profilers) watched for garbage collection: a collected one releases its subscription.
    * An owner is held strongly until a harvest finds its subscription still live, then weakly and
    * registered here: most per-request Profilers stop before any harvest and never pay for a WeakRef
-   * or a registration (~1 µs each). A forgotten one is collectable from the next harvest on.
+   * or a registration (docs/bench.md#cost-of-one-profiler). A forgotten one is collectable from the next harvest on.
    */
   #collected = new FinalizationRegistry((sub) => this.remove(sub))
   /**

@@ -1,7 +1,7 @@
 'use strict'
 // The V8 side of the sampler through node:inspector: one in-process session per thread driving V8's
 // Profiler domain. The engine (engine.js) only sees the four calls of a V8 session:
-//   start(intervalUs)  V8 starts sampling (cold: it logs all compiled code first, 3-15 ms)
+//   start(intervalUs)  V8 starts sampling (cold: it logs all compiled code first; docs/bench.md#cold-and-warm-starts)
 //   take()             V8's samples so far; V8 goes on sampling at the same interval, without a gap
 //   stop()             V8's samples so far; V8 stops
 //   toChunks(taken, intervalUs, ownWindows)   what take()/stop() returned, as Rust chunks (done a
@@ -10,9 +10,9 @@
 // The inspector hands samples out only by stopping a profile, and disposes its CpuProfiler (and
 // with it the log of compiled code) when its last profile stops. take() therefore starts a bridge,
 // a console.profile(), just before Profiler.stop and ends it right after Profiler.start: the
-// CpuProfiler stays alive (the restart costs ~0.05 ms instead of a re-log). The ticks between the
-// stop and the start fall within the harvest, whose samples the engine drops anyway (see engine.js):
-// the bridge's own profile is not converted.
+// CpuProfiler stays alive (a cheap restart instead of a re-log: docs/bench.md#cold-and-warm-starts). The
+// ticks between the stop and the start fall within the harvest, whose samples the engine drops anyway
+// (see engine.js): the bridge's own profile is not converted.
 
 const { binding } = require('../native')
 

@@ -15,13 +15,13 @@ const DEFAULTS = Object.freeze({
   /**
    * At most one harvest per this many µs serves the stops that ask for one: a lone stop() (no harvest
    * in the last 100 ms) is served at once, frequent ones wait up to this long and share one harvest.
-   * A harvest costs the main thread ~0.5 ms, however many Profilers stop; 10 harvests a second cost a
-   * busy process ~2% of its CPU, 20 a second ~4% (bench/harvest-rate.mjs, 2026-11-25).
+   * A harvest costs the main thread the same however many Profilers stop, and a busy process more CPU the
+   * more often it runs (bench/harvest-rate.mjs: docs/bench.md#harvests-by-their-rate).
    */
   minStopGapUs: 100_000,
   /**
    * V8 keeps sampling this long after the last subscription left, so the next Profiler (the next
-   * sampled request) needs no cold start (3-15 ms of code logging on the main thread).
+   * sampled request) needs no cold start (code logging on the main thread: docs/bench.md#cold-and-warm-starts).
    */
   graceUs: 2_000_000,
   /** ...but only at intervals of at least this much: V8's own sampling costs CPU at finer ones. */

@@ -1,4 +1,4 @@
-//! The rules that turn V8 samples into the spec's trace (see `shared/notes/v8-inspector-facts.md`):
+//! The rules that turn V8 samples into the spec's trace (the README's "The trace" states them for users):
 //! - `(root)`, `(program)`, `(idle)`, `(garbage collector)` are never frames; a sample whose leaf is one
 //!   of them has no `stackId`. Everything else (script, builtins, `RegExp: …`) is a frame.
 //! - The inspector's positions are 0-based, the spec's 1-based; unknown positions are omitted.

@@ -158,11 +158,11 @@ pub fn summarize(
         }
     }
 
-    // Linear in stacks, whatever their depth (a walk to the root per stack was quadratic: 18 s for a
-    // 100,000-deep chain). Samples and time are summed up the stack tree once (children before
-    // parents); then one depth-first pass over the stacks that hold samples charges each row its
-    // self time (at the stack a sample names) and its total time at its outermost occurrence on each
-    // path only, so a recursive function counts each sample once.
+    // Linear in stacks, whatever their depth (a walk to the root per stack was quadratic: many seconds
+    // for a 100,000-deep chain, docs/bench.md#deep-stacks). Samples and time are summed up the stack tree
+    // once (children before parents); then one depth-first pass over the stacks that hold samples charges
+    // each row its self time (at the stack a sample names) and its total time at its outermost occurrence
+    // on each path only, so a recursive function counts each sample once.
     let order = parent_first(trace);
     let mut subtree = per_stack.clone();
     for &v in order.iter().rev() {

@@ -119,8 +119,8 @@ fn categories(packages: &[String]) -> Value {
 }
 
 /// The sample table, written straight from the trace in time order as it is serialized: no column
-/// of it is ever held (a 10-million-sample profile's samples as `Value`s took 2 GB, as typed columns
-/// 200 MB more than this).
+/// of it is ever held (as `Value`s or as typed columns it took far more memory for a large profile:
+/// docs/bench.md#large-inputs-through-the-cli).
 struct SampleTable<'t> {
     trace: &'t ProfilerTrace,
     /// Sample indexes in time order.
@@ -134,7 +134,8 @@ struct SampleTable<'t> {
 }
 
 /// The thread's GC markers (runs of consecutive gc samples in time order) as columns, each marker's
-/// `data` object made as it is written: as JSON values, 380,000 markers took 240 MB.
+/// `data` object made as it is written (as JSON values, many markers took hundreds of MB:
+/// docs/bench.md#large-inputs-through-the-cli).
 #[derive(Default)]
 struct GcMarkers {
     /// The string id of "GC".

@@ -7,6 +7,7 @@
 //! - [`speedscope`]: speedscope's file format.
 //! - [`pprof`]: gzipped `profile.proto` (`go tool pprof`).
 //! - [`collapsed`]: folded stacks (`flamegraph.pl`, inferno).
+//! - [`otlp`]: an OTLP/HTTP `ExportProfilesServiceRequest` (OpenTelemetry profiles).
 //! - [`flamegraph`]: flame graphs from the stack tree, coloured by kind: SVG, and an explorable HTML page.
 //!
 //! Stackless samples are shown as one pseudo-frame each, named as V8 names them: `(idle)` (no marker),
@@ -51,7 +52,7 @@ pub fn parse_trace(json: &str) -> Result<ProfilerTrace> {
 
 /// JSON text with each lone surrogate escape (`\ud800` with no partner: `JSON.stringify` writes them for
 /// JS strings that are not well-formed UTF-16, and serde_json rejects them) replaced by the visible text
-/// `\u{d800}`, as [`flamegraph::visible`] writes other characters no output may hold. Borrowed as is
+/// `\u{d800}`, as [`crate::text::visible`] writes other characters no output may hold. Borrowed as is
 /// when there is none. The readers call it only after serde_json failed, so good text pays nothing.
 pub fn lone_surrogates_visible(json: &str) -> std::borrow::Cow<'_, str> {
     let bytes = json.as_bytes();
