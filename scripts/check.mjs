@@ -20,6 +20,7 @@ const steps = [
   ['JS lint and format', npm, ['run', '--silent', 'lint']],
   ['cargo test', 'cargo', ['test', '-p', 'jsprof-core']],
   ['workflows', npm, ['run', '--silent', 'lint:workflows']],
+  ['doc links', npm, ['run', '--silent', 'check:links']],
   ['lockfile', npm, ['run', '--silent', 'check:lockfile']],
   ['licences', npm, ['run', '--silent', 'check:licenses']],
   ['pack', npm, ['run', '--silent', 'test:pack']],
