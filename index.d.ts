@@ -459,7 +459,7 @@ export interface OtlpExporter extends PyroscopeExporter {
  */
 export declare function otlpExporter(options: OtlpExporterOptions): OtlpExporter
 
-// ---- Source maps (lib/sourcemaps.js, crates/jsprof-core/src/sourcemap.rs; docs/sourcemaps.md) ----
+// ---- Source maps (lib/api/sourcemaps.js, crates/jsprof-core/src/sourcemap.rs; docs/sourcemaps.md) ----
 
 export interface ResolveSourceMapsOptions {
   /**

@@ -3,7 +3,7 @@
 // where the samples went. Both run in Rust (jsprof-core attribution.rs / summary.rs); this file only
 // checks arguments and moves the trace across as JSON text.
 
-const { binding, callNative } = require('./native')
+const { binding, callNative } = require('../native')
 
 const BY = ['package', 'function', 'resource']
 

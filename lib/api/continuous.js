@@ -11,10 +11,10 @@
 // bridged V8 restart and the packing of V8's profile into Rust (docs/bench.md#main-thread-figures); the
 // trace is built off the main thread and only its sample objects are zipped on it (see lib/trace.js).
 
-const { rethrowTyped } = require('./native')
-const { nowUs, timeOriginUs } = require('./clock')
-const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
-const { numberOption } = require('./options')
+const { rethrowTyped } = require('../native')
+const { nowUs, timeOriginUs } = require('../clock')
+const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
+const { numberOption } = require('../args')
 
 const option = (options, name, fallback, min, max) => numberOption('startContinuous', options, name, fallback, min, max)
 

@@ -2,8 +2,8 @@
 // fromCpuProfile(profile, options?): a V8 CPU profile (object, JSON text or bytes) -> ProfilerTrace,
 // with exactly the rules of a live Profiler, converted in Rust.
 
-const { binding, callNative } = require('./native')
-const { assembleTrace } = require('./trace')
+const { binding, callNative } = require('../native')
+const { assembleTrace } = require('../trace')
 
 /**
  * The binding's call for the profile: JSON text goes as the string itself (Rust copies it once as

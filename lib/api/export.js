@@ -3,7 +3,7 @@
 // (crates/jsprof-core/src/export). The trace crosses as JSON text and is validated there once;
 // malformed traces and options throw TypeError.
 
-const { binding, callNative } = require('./native')
+const { binding, callNative } = require('../native')
 
 /**
  * The trace for the binding: JSON text of a ProfilerTrace object, or a native TraceHandle as it is
@@ -155,7 +155,7 @@ function toOtlpProfiles(trace, options) {
       timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
       pid ?? process.pid,
       process.versions.node,
-      require('../package.json').version,
+      require('../../package.json').version,
       json(o.resource, 'resource'),
       json(o.attributes, 'attributes'),
     ),

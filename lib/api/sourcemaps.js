@@ -5,8 +5,8 @@
 // pool; this file checks the arguments, sends the small tables across as JSON text and renumbers the
 // samples' stack ids with the map Rust gives back (the samples, which dominate, never cross).
 
-const { binding, rethrowTyped, callNative: callNativeTyped } = require('./native')
-const { makeSample, makeTrace } = require('./trace')
+const { binding, rethrowTyped, callNative: callNativeTyped } = require('../native')
+const { makeSample, makeTrace } = require('../trace')
 
 const DEFAULT_MAX_MAP_SIZE = 256 * 1024 * 1024
 

@@ -10,11 +10,11 @@
 // budget), sent one at a time; a failed push (network error, timeout, or an answer the backend says
 // to retry) is retried a bounded number of times with exponential backoff, then dropped. When the
 // queue is full the oldest chunk is dropped; a Retry-After is honoured (up to 5 minutes). Every outcome
-// is counted in `stats`, and every failed attempt is `lastError`. Requests go through lib/transport.js:
+// is counted in `stats`, and every failed attempt is `lastError`. Requests go through transport.js:
 // kept-alive sockets, a total deadline per request (`timeoutMs`), bounded response bodies, the
 // environment's proxy settings, no password in any message.
 
-const { numberOption } = require('./options')
+const { numberOption } = require('../../args')
 const { Transport, parseUrl, retryAfterMs } = require('./transport')
 
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_.]*$/
@@ -23,9 +23,9 @@ const FORBIDDEN_IN_VALUE = /[{},=]/
 function defaultEncode(trace) {
   let exporters
   try {
-    exporters = require('./export')
+    exporters = require('../export')
   } catch (cause) {
-    throw new Error('jsprof-node: the pprof exporter (lib/export.js toPprof) is not available', { cause })
+    throw new Error('jsprof-node: the pprof exporter (lib/api/export.js toPprof) is not available', { cause })
   }
   return exporters.toPprof(trace)
 }
@@ -228,7 +228,7 @@ class PushExporter {
  */
 function answerError(who, res, retryableStatus) {
   const said =
-    res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
+    res.body.length > 0 ? `: ${require('../../text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
   const err = new Error(`${who} answered ${res.status}${said}`)
   err.status = res.status
   err.retryable = retryableStatus(res.status)
@@ -344,7 +344,7 @@ class OtlpExporter extends PushExporter {
     // A bare collector address gets the signal's path (as OTEL_EXPORTER_OTLP_ENDPOINT does); a URL
     // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
     if (url.pathname === '/' || url.pathname === '') url.pathname = '/v1development/profiles'
-    const exporters = require('./export')
+    const exporters = require('../export')
     const resource = { ...(options.resource || {}) }
     if (options.serviceName !== undefined) {
       if (typeof options.serviceName !== 'string' || options.serviceName === '')
@@ -371,7 +371,7 @@ class OtlpExporter extends PushExporter {
         if (partial && partial.rejectedProfiles > 0) {
           exporter.stats.rejected += partial.rejectedProfiles
           exporter.lastError = new Error(
-            `${who} rejected ${partial.rejectedProfiles} profile(s): ${require('./text').visible(partial.errorMessage)}`,
+            `${who} rejected ${partial.rejectedProfiles} profile(s): ${require('../../text').visible(partial.errorMessage)}`,
           )
         }
         return null
@@ -389,7 +389,7 @@ class OtlpExporter extends PushExporter {
 function partialSuccess(body) {
   if (!body || body.length === 0) return null
   try {
-    const { binding } = require('./native')
+    const { binding } = require('../../native')
     return binding.decodeOtlpPartialSuccess(body)
   } catch {
     // Not a response we can read (a proxy's page, JSON): the 2xx stands.

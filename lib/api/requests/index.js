@@ -1,19 +1,19 @@
 'use strict'
 // Request profiling: `profileRequests(options)` samples a fraction of the requests of a node:http,
 // Express or Fastify server and gives each sampled request its own ProfilerTrace, holding only the
-// samples taken while that request's own code ran (see requests/context.js), from its arrival to its
+// samples taken while that request's own code ran (see context.js), from its arrival to its
 // response's 'finish' (or 'close').
 //
 // Each sampled request is a cheap subscription of the thread's shared sampler (no V8 restart while
 // the sampler runs), and its stop is batched into the sampler's next harvest: `onProfile` is called at
 // most `maxStopDelay` ms after the response finished (plus the harvest and the trace build).
 
-const { binding, rethrowTyped } = require('./native')
-const { timeOriginUs } = require('./clock')
-const { buildTrace, emptyTrace } = require('./trace')
-const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
-const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
-const { numberOption } = require('./options')
+const { binding, rethrowTyped } = require('../../native')
+const { timeOriginUs } = require('../../clock')
+const { buildTrace, emptyTrace } = require('../../trace')
+const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler')
+const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
+const { numberOption } = require('../../args')
 
 const DEFAULTS = {
   sampleRate: 0.1,

@@ -9,9 +9,9 @@
 const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
-const { CliError, usage, parse, info, statusLine } = require('./common')
+const { CliError, usage, parse, info, statusLine } = require('../common')
 const { stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS } = require('./record')
-const { TIME_ORIGIN_SOURCE } = require('../clock')
+const { TIME_ORIGIN_SOURCE } = require('../../clock')
 
 const DEFAULT_DURATION_MS = 10_000
 const OPEN_TIMEOUT_MS = 5000
@@ -348,8 +348,8 @@ async function attach(args) {
     if (!closed) info(`warning: the inspector of pid ${pid} is still open on 127.0.0.1:${inspector.port}`)
   }
   // Built and written as `record`'s traces are: in Rust, with the sidecar (pid, clock).
-  const { writeRecorded } = require('../record/chunks')
-  const { binding, callNative } = require('../native')
+  const { writeRecorded } = require('../../record/chunks')
+  const { binding, callNative } = require('../../native')
   const sidecar = { pid, timeOrigin: Number.isFinite(epochOrigin) ? epochOrigin : undefined }
   const recorded = callNative(() =>
     binding.traceFileFromCpuProfile(

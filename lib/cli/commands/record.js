@@ -1,15 +1,15 @@
 'use strict'
 // `jsprof record [-o trace.json] [--interval ms] [--flush-every ms] -- node app.js …`: runs the
-// command with lib/record-preload.js preloaded, forwards SIGINT/SIGTERM/SIGHUP to it, exits with its
+// command with lib/record/preload.js preloaded, forwards SIGINT/SIGTERM/SIGHUP to it, exits with its
 // status, and assembles the trace from the flushed pieces when the process died without writing it.
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { CliError, usage, parse, info, statusLine } = require('./common')
+const { CliError, usage, parse, info, statusLine } = require('../common')
 
-const PRELOAD = path.resolve(__dirname, '..', 'record-preload.js')
+const PRELOAD = path.resolve(__dirname, '..', '..', 'record', 'preload.js')
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
 const DEFAULT_INTERVAL_MS = 1
 const MIN_INTERVAL_MS = 0.1
@@ -119,7 +119,7 @@ function formatDuration(ms) {
  * trace up to its last flush, from the side file it left. Null when there is none.
  */
 function salvage(chunks, output, signal) {
-  const { readChunks, assemble } = require('../record/chunks')
+  const { readChunks, assemble } = require('../../record/chunks')
   const side = readChunks(chunks)
   if (!side || !side.hasChunks) return null
   const file = output.split('{pid}').join(String(side.header.pid))
@@ -139,7 +139,7 @@ function salvage(chunks, output, signal) {
  * ending; a child process killed): samples up to their last flush.
  */
 function otherTraces(statusDir) {
-  const { readChunks, assemble } = require('../record/chunks')
+  const { readChunks, assemble } = require('../../record/chunks')
   const found = []
   let names
   try {

@@ -2,10 +2,10 @@
 // `jsprof report trace.json [--by package|function|resource] [--top N] [--json]`: where the time went,
 // as an aligned table (summarize() rows), or JSON for machines.
 
-const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('./common')
-const { readTrace, timingOf } = require('./input')
-const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
-const { visible } = require('../text')
+const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('../common')
+const { readTrace, timingOf } = require('../input')
+const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sourcemaps')
+const { visible } = require('../../text')
 
 const BY = ['package', 'function', 'resource']
 const DEFAULT_TOP = 20
