@@ -4,6 +4,7 @@
 
 const { binding, callNative } = require('../native')
 const { assembleTrace } = require('../trace')
+const { readOptions, number } = require('../args')
 
 /**
  * The binding's call for the profile: JSON text goes as the string itself (Rust copies it once as
@@ -26,16 +27,13 @@ function converter(profile) {
 
 function fromCpuProfile(profile, options) {
   const convert = converter(profile)
-  let timeOrigin
-  if (options !== undefined && options !== null) {
-    if (typeof options !== 'object') throw new TypeError('fromCpuProfile: options must be an object')
-    if (options.timeOrigin !== undefined) {
-      timeOrigin = Number(options.timeOrigin)
-      if (!Number.isFinite(timeOrigin)) {
-        throw new TypeError('fromCpuProfile: options.timeOrigin must be a finite number of µs')
-      }
-    }
-  }
+  // A converter of whole profiles, as the exporters: every bad input is a TypeError.
+  const { timeOrigin } = readOptions(
+    'fromCpuProfile',
+    options,
+    { timeOrigin: number({ what: 'a number of µs' }) },
+    { outOfRange: TypeError },
+  )
   return assembleTrace(callNative(() => convert(timeOrigin)))
 }
 

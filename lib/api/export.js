@@ -1,33 +1,26 @@
 'use strict'
 // Exporters: a ProfilerTrace written in the formats other tools read, built in Rust
-// (crates/jsprof-core/src/export). The trace crosses as JSON text and is validated there once;
-// malformed traces and options throw TypeError.
+// (crates/jsprof-core/src/export). The trace crosses as JSON text (or stays in Rust as a TraceHandle)
+// and is validated there once; malformed traces and options throw TypeError (lib/args.js's rule, with
+// TypeError for values out of range too).
 
 const { binding, callNative } = require('../native')
+const { readOptions, traceText, number, string, object, oneOf } = require('../args')
 
 /**
- * The trace for the binding: JSON text of a ProfilerTrace object, or a native TraceHandle as it is
- * (a trace kept in Rust, as the CLI reads large .cpuprofile files: no sample object ever made).
+ * An exporter's options, by the exporters' rule: every bad one is a TypeError. The push exporters call
+ * their encoder as `encode(trace, chunk)`, and an exporter is the natural encoder (`encode: toPprof`):
+ * the chunk of the very trace being exported is not an options bag.
  */
-function traceJson(trace, fn) {
-  if (trace instanceof binding.TraceHandle) return trace
-  if (trace === null || typeof trace !== 'object' || Array.isArray(trace)) {
-    throw new TypeError(
-      `${fn}: expected a ProfilerTrace object ({ resources, frames, stacks, samples }), got ${describe(trace)}`,
-    )
-  }
-  try {
-    return JSON.stringify(trace)
-  } catch (cause) {
-    // Cycles and BigInts: not a plain trace.
-    throw new TypeError(`${fn}: the trace cannot be serialized: ${cause && cause.message}`, { cause })
-  }
+function exportOptions(fn, trace, given, spec) {
+  const chunk = given !== null && typeof given === 'object' && given.trace === trace
+  return readOptions(fn, chunk ? undefined : given, spec, { outOfRange: TypeError })
 }
 
-function describe(value) {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'an array'
-  return typeof value
+// The recording's clock, which every exporter that shows times takes (ExportClockOptions).
+const CLOCK = {
+  timeOrigin: number(),
+  pid: number({ min: 1, max: 2 ** 32 - 1, integer: true, what: 'a process id' }),
 }
 
 /**
@@ -46,65 +39,23 @@ function clock(trace, o) {
   return { timeOrigin, pid }
 }
 
-/** Reads `options` (undefined, null or an object) and checks the named members' types. */
-function readOptions(options, fn, spec) {
-  const out = {}
-  if (options === undefined || options === null) return out
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new TypeError(`${fn}: options must be an object, got ${describe(options)}`)
-  }
-  for (const [key, type] of Object.entries(spec)) {
-    const value = options[key]
-    if (value === undefined) continue
-    if (type === 'string') {
-      if (typeof value !== 'string')
-        throw new TypeError(`${fn}: options.${key} must be a string, got ${describe(value)}`)
-    } else if (type === 'finite') {
-      if (typeof value !== 'number' || !Number.isFinite(value)) {
-        throw new TypeError(`${fn}: options.${key} must be a finite number`)
-      }
-    } else if (type === 'pid') {
-      if (!Number.isInteger(value) || value < 1 || value >= 2 ** 32) {
-        throw new TypeError(`${fn}: options.${key} must be a process id (a positive integer)`)
-      }
-    } else if (type === 'object') {
-      if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-        throw new TypeError(
-          `${fn}: options.${key} must be an object of attribute names to values, got ${describe(value)}`,
-        )
-      }
-    } else if (type === 'width') {
-      if (!Number.isInteger(value) || value < 10 || value > 100000) {
-        throw new TypeError(`${fn}: options.${key} must be an integer number of px between 10 and 100000`)
-      }
-    }
-    out[key] = value
-  }
-  return out
-}
-
 // The JSON formats as the text Rust writes, UTF-8 bytes (a Buffer): the public functions parse it into
 // objects; the CLI writes it as it is, never a JS string on its way (a large profile's Gecko JSON parsed
 // and stringified again multiplied its memory: docs/bench.md#large-inputs-through-the-cli).
 const JSON_TEXT = {
   toCpuProfile(trace) {
-    const text = traceJson(trace, 'toCpuProfile')
+    const text = traceText('toCpuProfile', trace)
     return callNative(() => binding.exportCpuProfile(text))
   },
-  toGeckoProfile(trace, options) {
-    const text = traceJson(trace, 'toGeckoProfile')
-    const o = readOptions(options, 'toGeckoProfile', {
-      threadName: 'string',
-      startTime: 'finite',
-      timeOrigin: 'finite',
-      pid: 'pid',
-    })
+  toGeckoProfile(trace, given) {
+    const text = traceText('toGeckoProfile', trace)
+    const o = exportOptions('toGeckoProfile', trace, given, { threadName: string(), startTime: number(), ...CLOCK })
     const { timeOrigin, pid } = clock(trace, o)
     return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
   },
-  toSpeedscope(trace, options) {
-    const text = traceJson(trace, 'toSpeedscope')
-    const o = readOptions(options, 'toSpeedscope', { name: 'string', timeOrigin: 'finite', pid: 'pid' })
+  toSpeedscope(trace, given) {
+    const text = traceText('toSpeedscope', trace)
+    const o = exportOptions('toSpeedscope', trace, given, { name: string(), ...CLOCK })
     // With the recording's clock (options or the sidecar), the default name says when it started.
     const { timeOrigin, pid } = clock(trace, o)
     return callNative(() => binding.exportSpeedscope(text, o.name, timeOrigin, pid))
@@ -121,9 +72,10 @@ const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(t
 const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options).toString('utf8'))
 
 /** Gzipped pprof `profile.proto` bytes, as a Buffer. */
-function toPprof(trace, options) {
-  const text = traceJson(trace, 'toPprof')
-  const { timeOrigin } = clock(trace, readOptions(options, 'toPprof', { timeOrigin: 'finite' }))
+function toPprof(trace, given) {
+  const text = traceText('toPprof', trace)
+  // pid is an ExportClockOptions member too; pprof has no field for it.
+  const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
   return callNative(() => binding.exportPprof(text, timeOrigin))
 }
 
@@ -132,13 +84,12 @@ function toPprof(trace, options) {
  * Times need an epoch: `timeOrigin`, else the trace's sidecar, else this thread's
  * `performance.timeOrigin` (right for traces recorded here); `pid` likewise (else this process's).
  */
-function toOtlpProfiles(trace, options) {
-  const text = traceJson(trace, 'toOtlpProfiles')
-  const o = readOptions(options, 'toOtlpProfiles', {
-    timeOrigin: 'finite',
-    pid: 'pid',
-    resource: 'object',
-    attributes: 'object',
+function toOtlpProfiles(trace, given) {
+  const text = traceText('toOtlpProfiles', trace)
+  const o = exportOptions('toOtlpProfiles', trace, given, {
+    ...CLOCK,
+    resource: object('of attribute names to values'),
+    attributes: object('of attribute names to values'),
   })
   const { timeOrigin, pid } = clock(trace, o)
   const json = (value, what) => {
@@ -164,22 +115,19 @@ function toOtlpProfiles(trace, options) {
 
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
 function toCollapsed(trace) {
-  const text = traceJson(trace, 'toCollapsed')
+  const text = traceText('toCollapsed', trace)
   return callNative(() => binding.exportCollapsed(text))
 }
 
 /** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
-function toFlameGraph(trace, options) {
-  const text = traceJson(trace, 'toFlameGraph')
-  const o = readOptions(options, 'toFlameGraph', {
-    title: 'string',
-    subtitle: 'string',
-    width: 'width',
-    format: 'string',
+function toFlameGraph(trace, given) {
+  const text = traceText('toFlameGraph', trace)
+  const o = exportOptions('toFlameGraph', trace, given, {
+    title: string(),
+    subtitle: string(),
+    width: number({ min: 10, max: 100_000, integer: true, what: 'a number of px' }),
+    format: oneOf(['svg', 'html']),
   })
-  if (o.format !== undefined && o.format !== 'svg' && o.format !== 'html') {
-    throw new TypeError(`toFlameGraph: options.format must be 'svg' or 'html', got ${JSON.stringify(o.format)}`)
-  }
   return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
@@ -188,10 +136,10 @@ function toFlameGraph(trace, options) {
  * coloured by how its share changed since `base`. Drawn in Rust from both traces' own stack trees, as
  * toFlameGraph is (not part of the package's API).
  */
-function toDiffFlameGraph(base, next, options) {
-  const baseText = traceJson(base, 'toDiffFlameGraph')
-  const nextText = traceJson(next, 'toDiffFlameGraph')
-  const o = readOptions(options, 'toDiffFlameGraph', { title: 'string' })
+function toDiffFlameGraph(base, next, given) {
+  const baseText = traceText('toDiffFlameGraph', base)
+  const nextText = traceText('toDiffFlameGraph', next)
+  const o = exportOptions('toDiffFlameGraph', next, given, { title: string() })
   return callNative(() => binding.exportDiffFlameGraph(baseText, nextText, o.title))
 }
 
