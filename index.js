@@ -1,6 +1,6 @@
 'use strict'
-// jsprof-node: the JS Self-Profiling API for Node.js. Each lib/ module is one concept; this file
-// only gathers what is public.
+// jsprof-node: the JS Self-Profiling API for Node.js. The public API lives in lib/api/, one module (or
+// folder) per exported family; this file only gathers what is public. Everything else in lib/ is internal.
 
 const { Profiler } = require('./lib/api/profiler')
 const { fromCpuProfile } = require('./lib/api/cpuprofile')
