@@ -4,7 +4,7 @@
 
 const { binding, callNative } = require('../native')
 const { assembleTrace } = require('../trace')
-const { readOptions, number } = require('../args')
+const { readOptions, describe, number } = require('../args')
 
 /**
  * The binding's call for the profile: JSON text goes as the string itself (Rust copies it once as
@@ -21,7 +21,7 @@ function converter(profile) {
     return converter(JSON.stringify(profile))
   }
   throw new TypeError(
-    `fromCpuProfile: expected a V8 CPU profile (an object, its JSON text or a Buffer), got ${profile === null ? 'null' : typeof profile}`,
+    `fromCpuProfile: expected a V8 CPU profile (an object, its JSON text or a Buffer), got ${describe(profile)}`,
   )
 }
 
