@@ -68,8 +68,9 @@ const PUSH_DEFAULTS = {
 }
 
 /**
- * The queue, retries, stats and shutdown of a push exporter. `encode(chunk)` makes a chunk's payload
- * (bytes, counted in the queue's budget; may throw: counted as an encode error); `request(body, chunk)`
+ * The queue, retries, stats and shutdown of a push exporter. `encode(trace, chunk)` makes a chunk's
+ * payload when the options have no `encode` of their own (bytes, counted in the queue's budget; may
+ * throw: counted as an encode error); `request(body, chunk)`
  * builds each attempt's HTTP request (`{ url, headers, body }`); `judge(res)` says what an answer
  * means: `null` when accepted, an Error with `retryable` (and `retryAfterMs`), or AGAIN.
  */
@@ -109,7 +110,8 @@ class PushExporter {
    * backend (in the transport's messages); `credentials` come from the url.
    */
   constructor(o, { who, credentials, encode, request, judge }) {
-    this.#encode = encode
+    const encoder = o.encode || encode
+    this.#encode = (chunk) => encoder(chunk.trace, chunk)
     this.#request = request
     this.#judge = judge
     this.#credentials = credentials
@@ -299,13 +301,12 @@ class PyroscopeExporter extends PushExporter {
     const spyName = o.spyName === undefined ? 'nodespy' : String(o.spyName)
     const ingestHeaders = { ...o.headers, 'content-type': 'application/octet-stream' }
     const pushHeaders = { ...o.headers, 'content-type': 'application/json', 'connect-protocol-version': '1' }
-    const encode = o.encode || defaultEncode
     const who = 'pyroscope ingest'
     let exporter
     super(o, {
       who,
       credentials,
-      encode: (chunk) => encode(chunk.trace, chunk),
+      encode: defaultEncode,
       request(body, chunk) {
         if (exporter.#api !== 'ingest') {
           const json = JSON.stringify({
@@ -382,13 +383,12 @@ class OtlpExporter extends PushExporter {
     const encodeOptions = { resource, attributes: o.attributes }
     // The attributes are checked now (a TypeError here, not a dropped chunk later).
     exporters.toOtlpProfiles({ resources: [], frames: [], stacks: [], samples: [] }, encodeOptions)
-    const encode = o.encode || ((trace) => exporters.toOtlpProfiles(trace, encodeOptions))
     const headers = { ...o.headers, 'content-type': 'application/x-protobuf' }
     const who = 'OTLP endpoint'
     super(o, {
       who,
       credentials,
-      encode: (chunk) => encode(chunk.trace, chunk),
+      encode: (trace) => exporters.toOtlpProfiles(trace, encodeOptions),
       request: (body) => ({ url, headers, body }),
       judge: (res, exporter) => {
         if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
