@@ -1,5 +1,9 @@
 // Public types of jsprof-node. The trace types follow the WICG JS Self-Profiling spec
 // (https://wicg.github.io/js-self-profiling/).
+//
+// Every options bag but the spec's ProfilerInitOptions (a WebIDL dictionary that ignores unknown members,
+// as Chrome does) follows one rule (lib/args.js): a member not declared here throws a TypeError naming the
+// nearest declared one; a number may also come as a numeric string, converted as WebIDL converts numbers.
 
 export type ProfilerResource = string
 
@@ -459,7 +463,7 @@ export interface OtlpExporter extends PyroscopeExporter {
  */
 export declare function otlpExporter(options: OtlpExporterOptions): OtlpExporter
 
-// ---- Source maps (lib/sourcemaps.js, crates/jsprof-core/src/sourcemap.rs; docs/sourcemaps.md) ----
+// ---- Source maps (lib/api/sourcemaps.js, crates/jsprof-core/src/sourcemap.rs; docs/sourcemaps.md) ----
 
 export interface ResolveSourceMapsOptions {
   /**

@@ -1,10 +1,10 @@
 'use strict'
-// jsprof-node: the JS Self-Profiling API for Node.js. Each lib/ module is one concept; this file
-// only gathers what is public.
+// jsprof-node: the JS Self-Profiling API for Node.js. The public API lives in lib/api/, one module (or
+// folder) per exported family; this file only gathers what is public. Everything else in lib/ is internal.
 
-const { Profiler } = require('./lib/profiler')
-const { fromCpuProfile } = require('./lib/cpuprofile')
-const { attribute, summarize } = require('./lib/analysis')
+const { Profiler } = require('./lib/api/profiler')
+const { fromCpuProfile } = require('./lib/api/cpuprofile')
+const { attribute, summarize } = require('./lib/api/analysis')
 const {
   toCpuProfile,
   toGeckoProfile,
@@ -13,11 +13,11 @@ const {
   toOtlpProfiles,
   toCollapsed,
   toFlameGraph,
-} = require('./lib/export')
-const { profileRequests } = require('./lib/requests')
-const { startContinuous } = require('./lib/continuous')
-const { pyroscopeExporter, otlpExporter } = require('./lib/backend')
-const { resolveSourceMaps } = require('./lib/sourcemaps')
+} = require('./lib/api/export')
+const { profileRequests } = require('./lib/api/requests')
+const { startContinuous } = require('./lib/api/continuous')
+const { pyroscopeExporter, otlpExporter } = require('./lib/api/backend')
+const { resolveSourceMaps } = require('./lib/api/sourcemaps')
 
 module.exports = {
   Profiler,

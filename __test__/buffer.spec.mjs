@@ -3,7 +3,7 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { Profiler } from 'jsprof-node'
-import sampler from '../lib/sampler.js'
+import sampler from '../lib/sampler/index.js'
 import { workload, runSliced, tick, assertWellFormed } from './helpers.mjs'
 
 const waitFor = async (predicate, ms = 5000) => {

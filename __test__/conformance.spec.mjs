@@ -168,7 +168,7 @@ test("the sampler's harvests leave no sample of themselves: V8's start samples o
   // V8 stamps a sample of the current stack whenever a profile starts; a harvest restarts V8's profile,
   // so without the drop each one put a sample of itself (charged to Node's processImmediate) into
   // every running Profiler: one sample in ten at 10 harvests a second and 10 ms.
-  const { getSampler } = require('../lib/sampler.js')
+  const { getSampler } = require('../lib/sampler/index.js')
   const stats = getSampler().stats
   const { nowUs, timeOriginUs } = require('../lib/clock.js')
   const before = { harvests: stats.harvests, dropped: stats.ownSamplesDropped, startUs: nowUs() }
@@ -202,7 +202,7 @@ test("the sampler's harvests leave no sample of themselves: V8's start samples o
 test('a sample with only jsprof-node code and no caller has no stack and the marker other', () => {
   const { fromCpuProfile } = require('jsprof-node')
   const { binding } = require('../lib/native.js')
-  const own = pathToFileURL(path.join(root, 'lib', 'profiler.js')).href
+  const own = pathToFileURL(path.join(root, 'lib', 'api', 'profiler', 'index.js')).href
   const profile = {
     nodes: [
       { id: 1, callFrame: { functionName: '(root)', url: '', lineNumber: -1, columnNumber: -1 }, children: [2, 4] },

@@ -63,7 +63,8 @@ test('options must be objects', () => {
   for (const fn of ['toGeckoProfile', 'toSpeedscope', 'toFlameGraph']) {
     assert.throws(() => jsprof[fn](handTrace(), 5), TypeError, fn)
     jsprof[fn](handTrace(), null)
-    jsprof[fn](handTrace(), { unrelated: true })
+    // An option the exporter does not take is a TypeError naming the nearest one (lib/args.js).
+    assert.throws(() => jsprof[fn](handTrace(), { unrelated: true }), TypeError, fn)
   }
 })
 

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const { binding } = require('../lib/native.js')
-const { packColumns } = require('../lib/sampler.js')
+const { packColumns } = require('../lib/sampler/index.js')
 
 /** An inspector-shaped profile with one function `work` and samples at the given times (µs). */
 export function profileAt(times, { startTime = times.length ? times[0] : 0 } = {}) {

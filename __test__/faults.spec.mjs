@@ -311,7 +311,7 @@ for (const [what, options, expectFile] of [
             burn(15)
             traces.push(summary(await a.stop()))
           }
-          const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler.js')
+          const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler/index.js')
           report({ traces, stats: getSampler().session.stats })
         })()
       `,

@@ -108,7 +108,7 @@ test('maxBufferSize is a WebIDL unsigned long: ToNumber, then modulo 2^32', asyn
     [Infinity, 0],
     ['12', 12],
   ]
-  const { toUnsignedLong } = await import('../lib/webidl.js')
+  const { toUnsignedLong } = await import('../lib/api/profiler/webidl.js')
   for (const [input, expected] of cases) {
     assert.equal(toUnsignedLong(input), expected, `toUnsignedLong(${input})`)
     const p = new Profiler({ sampleInterval: 10, maxBufferSize: input })

@@ -31,7 +31,7 @@ export function sampledFunctions(trace) {
  */
 export function pprofEncoder() {
   try {
-    const { toPprof } = require('../lib/export.js')
+    const { toPprof } = require('../lib/api/export.js')
     if (typeof toPprof === 'function') return { name: 'toPprof', encode: toPprof }
   } catch {}
   const pf = require('pprof-format')

@@ -9,7 +9,7 @@ import { createRequire } from 'node:module'
 import { median } from './stats.mjs'
 const require = createRequire(import.meta.url)
 const { Profiler } = require('..')
-const { getSampler } = require('../lib/sampler.js')
+const { getSampler } = require('../lib/sampler/index.js')
 
 const args = process.argv.slice(2)
 const arg = (name, fallback) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback)

@@ -24,7 +24,7 @@ import { median } from './stats.mjs'
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(root, 'bin', 'jsprof.js')
-const PRELOAD = path.join(root, 'lib', 'record-preload.js')
+const PRELOAD = path.join(root, 'lib', 'record', 'preload.js')
 const TSC = require.resolve('typescript/lib/tsc.js')
 const PRETTIER = require.resolve('prettier/bin/prettier.cjs')
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)

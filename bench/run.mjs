@@ -24,7 +24,7 @@ import { sourcemapBench } from './sourcemaps.mjs'
 import { median } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
-const { getSampler } = require('../lib/sampler.js')
+const { getSampler } = require('../lib/sampler/index.js')
 
 const SECONDS = Number(process.env.BENCH_SECONDS || 6)
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 3)

@@ -20,7 +20,7 @@ import { createRequire } from 'node:module'
 import { Profiler } from 'jsprof-node'
 
 const require = createRequire(import.meta.url)
-const { getSampler } = require('../lib/sampler.js')
+const { getSampler } = require('../lib/sampler/index.js')
 
 /** CPU time used by the process so far, in ms (user + system, all threads). */
 function cpuMs() {

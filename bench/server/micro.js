@@ -5,8 +5,8 @@
 const { monitorEventLoopDelay } = require('node:perf_hooks')
 const root = require('node:path').join(__dirname, '..', '..')
 const { Profiler, startContinuous } = require(root)
-const { getSampler } = require(`${root}/lib/sampler.js`)
-const { openContext, closeContext, runIn } = require(`${root}/lib/requests/context.js`)
+const { getSampler } = require(`${root}/lib/sampler/index.js`)
+const { openContext, closeContext, runIn } = require(`${root}/lib/api/requests/context.js`)
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const pct = (xs, p) => {
@@ -118,7 +118,7 @@ async function main() {
 
   // 6. The async hook: cost per `await`, in a sampled request's context and (the other requests'
   //    price while a sampled one is in flight) outside any context, vs no hook at all.
-  const { usesPromiseHooks } = require(`${root}/lib/requests/context.js`)
+  const { usesPromiseHooks } = require(`${root}/lib/api/requests/context.js`)
   const N = 200_000
   async function ticks() {
     for (let i = 0; i < N; i++) await null

@@ -171,7 +171,7 @@ if (ours) {
 }
 if (ours)
   console.log(
-    `continuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/export.js toPprof not present: traces only)'}`,
+    `continuous: chunks encoded to pprof: ${ours.ourChunksEncoded ? 'yes (toPprof)' : 'no (lib/api/export.js toPprof not present: traces only)'}`,
   )
 if (reports.req10) console.log(`every 10th request: ${JSON.stringify(reports.req10.at(-1).stats)}`)
 for (const mode of ['prof10', 'profall']) {

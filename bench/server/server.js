@@ -56,7 +56,7 @@ const figures = { mode, profiles: 0, chunks: 0, encodeErrors: 0 }
 let listener = handler
 let encodePprof = null
 try {
-  encodePprof = require(`${root}/lib/export.js`).toPprof
+  encodePprof = require(`${root}/lib/api/export.js`).toPprof
 } catch {}
 figures.ourChunksEncoded = typeof encodePprof === 'function'
 
@@ -124,7 +124,7 @@ if (mode === 'continuous') {
   figures.profiler = new Profiler({ sampleInterval: mode === 'sampler1' ? 1 : 10, maxBufferSize: 1e7 })
 } else if (mode === 'track') {
   // Diagnostic: the request tracker (context, hook, intervals) on every request, no sampler.
-  const { openContext, closeContext, runIn, bindEmitter } = require(`${root}/lib/requests/context.js`)
+  const { openContext, closeContext, runIn, bindEmitter } = require(`${root}/lib/api/requests/context.js`)
   listener = (req, res) => {
     const ctx = openContext()
     const unbind = bindEmitter(ctx, req)
@@ -196,7 +196,7 @@ process.on('message', (message) => {
     delay.disable()
     const cpu = process.cpuUsage(figures.cpuStart)
     const requests = served - figures.servedStart
-    const { getSampler } = require(`${root}/lib/sampler.js`)
+    const { getSampler } = require(`${root}/lib/sampler/index.js`)
     if (figures.stopLatency) figures.stopMs = figures.stopLatency()
     process.send({
       ...figures,

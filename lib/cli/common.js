@@ -1,10 +1,13 @@
 'use strict'
-// Shared pieces of the `jsprof` command line: the error type that becomes one stderr line and an exit
-// status, argument parsing on node:util parseArgs with one-line messages, and output helpers.
+// The helpers every `jsprof` command shares (a command imports from here, never from another
+// command): the error type that becomes one stderr line and an exit status, argument parsing on
+// node:util parseArgs with one-line messages, the sampling interval of record and attach, output
+// helpers, and the text of tables and status lines. Loads no addon: `--help` works without it.
 
 const path = require('node:path')
 const { parseArgs } = require('node:util')
 const { writeOutputFile } = require('../output')
+const { MIN_INTERVAL_US } = require('../sampler/schedule')
 
 /** An error the user can act on: printed as one line, `jsprof: <message>`, exit status `code`. */
 class CliError extends Error {
@@ -81,6 +84,62 @@ function oneOf(command, name, text, choices) {
     throw usage(command, `--${name} must be one of ${choices.join(', ')}, got '${text}'`)
   }
   return text
+}
+
+/** record's and attach's sampling interval: its default, and the smallest the sampler runs at (its rule). */
+const DEFAULT_INTERVAL_MS = 1
+const MIN_INTERVAL_MS = MIN_INTERVAL_US / 1000
+const MAX_INTERVAL_MS = 1e6
+
+/** `--interval <ms>` of record and attach: a number of ms > 0 (the sampler raises a smaller one to its minimum). */
+function parseInterval(command, text) {
+  const ms = Number(text)
+  if (text.trim() === '' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_INTERVAL_MS) {
+    throw usage(command, `--interval must be a number of ms > 0, got '${text}'`)
+  }
+  return ms
+}
+
+/** A local time for default file names: 20261125-154219. */
+function stamp(date) {
+  const pad = (n) => String(n).padStart(2, '0')
+  return (
+    `${date.getFullYear()}${pad(date.getMonth() + 1)}${pad(date.getDate())}-` +
+    `${pad(date.getHours())}${pad(date.getMinutes())}${pad(date.getSeconds())}`
+  )
+}
+
+/** `850.0 ms`, `12.34 s`. */
+function formatDuration(ms) {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`
+}
+
+/** Lays out rows of cells; `align[i]` is 'r' or 'l'; the last column is never padded. */
+function table(header, rows, align) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
+  const line = (cells) =>
+    cells
+      .map((cell, i) =>
+        i === cells.length - 1 ? cell : align[i] === 'r' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]),
+      )
+      .join('  ')
+      .trimEnd()
+  return [line(header), ...rows.map(line)]
+}
+
+/**
+ * `express (4.18.2)` for a package; `fn (file:…:1:2) (express 4.18.2)` for a function or resource, a
+ * row of summarize(). Names come from the profiled code: controls, bidi overrides and newlines are
+ * shown as escapes, so a name can neither drive the terminal nor start a row of its own.
+ */
+function label(row) {
+  const name = String(row.name)
+  const text = row.package
+    ? `${name} (${row.version ? `${row.package} ${row.version}` : row.package})`
+    : row.version
+      ? `${name} (${row.version})`
+      : name
+  return require('../text').visible(text)
 }
 
 /**
@@ -202,6 +261,13 @@ module.exports = {
   parse,
   positiveInt,
   oneOf,
+  DEFAULT_INTERVAL_MS,
+  MIN_INTERVAL_MS,
+  parseInterval,
+  stamp,
+  formatDuration,
+  table,
+  label,
   writeOutput,
   writeStdout,
   describeIoError,

@@ -208,7 +208,7 @@ function readTrace(file) {
   }
   // The sidecar `jsprof` member (jsprof record's time origin and pid) is not in the native trace: the
   // commands pass it to the exporters as options.
-  return { trace, format: 'trace', clock: require('../export').clock(data, {}), thread: threadOf(data) }
+  return { trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
 }
 
 /**

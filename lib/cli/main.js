@@ -6,12 +6,12 @@
 const { CliError, usage, shown } = require('./common')
 
 const COMMANDS = {
-  record: () => require('./record').record,
-  report: () => require('./report').report,
-  convert: () => require('./convert').convert,
-  flamegraph: () => require('./convert').flamegraph,
-  diff: () => require('./diff').diff,
-  attach: () => require('./attach').attach,
+  record: () => require('./commands/record').record,
+  report: () => require('./commands/report').report,
+  convert: () => require('./commands/convert').convert,
+  flamegraph: () => require('./commands/convert').flamegraph,
+  diff: () => require('./commands/diff').diff,
+  attach: () => require('./commands/attach').attach,
 }
 
 const HELP = `Usage: jsprof <command> [options]

@@ -1,5 +1,5 @@
 'use strict'
-// One thread's recording for `jsprof record` (lib/record-preload.js), on the same sampler engine as
+// One thread's recording for `jsprof record` (lib/record/preload.js), on the same sampler engine as
 // every Profiler of the thread (lib/sampler/engine.js): a Subscription with no buffer limit whose
 // Rust Recording keeps every sample from the start. Each harvested chunk is appended to the side file
 // (lib/record/chunks.js) as it comes, so a process killed without warning leaves its samples up to

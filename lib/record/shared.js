@@ -1,5 +1,5 @@
 'use strict'
-// What the profiled process's main thread (lib/record-preload.js) and its watcher thread
+// What the profiled process's main thread (lib/record/preload.js) and its watcher thread
 // (lib/record/watcher.js) share: the slots of their Int32Array on a SharedArrayBuffer, and the name
 // of the main thread's hook the watcher calls through the inspector.
 

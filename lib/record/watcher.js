@@ -1,5 +1,5 @@
 'use strict'
-// The worker thread `jsprof record` starts in the profiled process (lib/record-preload.js). Its event
+// The worker thread `jsprof record` starts in the profiled process (lib/record/preload.js). Its event
 // loop stays free while the app's main thread spins, so it is the one that acts on time:
 //   - every --flush-every it asks the main thread to harvest the samples into the side file, so a process
 //     killed without warning (SIGKILL, the OOM killer, abort) still leaves its samples up to then;

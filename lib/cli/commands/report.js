@@ -2,10 +2,10 @@
 // `jsprof report trace.json [--by package|function|resource] [--top N] [--json]`: where the time went,
 // as an aligned table (summarize() rows), or JSON for machines.
 
-const { api, parse, positiveInt, oneOf, usage, writeStdout } = require('./common')
-const { readTrace, timingOf } = require('./input')
-const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
-const { visible } = require('../text')
+const { api, parse, positiveInt, oneOf, usage, writeStdout, formatDuration, table, label } = require('../common')
+const { readTrace, timingOf } = require('../input')
+const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sourcemaps')
+const { visible } = require('../../text')
 
 const BY = ['package', 'function', 'resource']
 const DEFAULT_TOP = 20
@@ -35,38 +35,6 @@ function percent(part, whole) {
 
 function ms(value) {
   return typeof value === 'number' && Number.isFinite(value) ? value.toFixed(1) : '-'
-}
-
-function formatDuration(value) {
-  return value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(1)} ms`
-}
-
-/** Lays out rows of cells; `align[i]` is 'r' or 'l'; the last column is never padded. */
-function table(header, rows, align) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
-  const line = (cells) =>
-    cells
-      .map((cell, i) =>
-        i === cells.length - 1 ? cell : align[i] === 'r' ? cell.padStart(widths[i]) : cell.padEnd(widths[i]),
-      )
-      .join('  ')
-      .trimEnd()
-  return [line(header), ...rows.map(line)]
-}
-
-/**
- * `express (4.18.2)` for a package; `fn (file:…:1:2) (express 4.18.2)` for a function or resource.
- * Names come from the profiled code: controls, bidi overrides and newlines are shown as escapes, so
- * a name can neither drive the terminal nor start a row of its own.
- */
-function label(row) {
-  const name = String(row.name)
-  const text = row.package
-    ? `${name} (${row.version ? `${row.package} ${row.version}` : row.package})`
-    : row.version
-      ? `${name} (${row.version})`
-      : name
-  return visible(text)
 }
 
 async function report(args) {
@@ -125,4 +93,4 @@ async function report(args) {
   return 0
 }
 
-module.exports = { report, HELP, table, label }
+module.exports = { report, HELP }

@@ -1,20 +1,30 @@
 'use strict'
 // Request profiling: `profileRequests(options)` samples a fraction of the requests of a node:http,
 // Express or Fastify server and gives each sampled request its own ProfilerTrace, holding only the
-// samples taken while that request's own code ran (see requests/context.js), from its arrival to its
+// samples taken while that request's own code ran (see context.js), from its arrival to its
 // response's 'finish' (or 'close').
 //
 // Each sampled request is a cheap subscription of the thread's shared sampler (no V8 restart while
 // the sampler runs), and its stop is batched into the sampler's next harvest: `onProfile` is called at
 // most `maxStopDelay` ms after the response finished (plus the harvest and the trace build).
 
-const { binding, rethrowTyped } = require('./native')
-const { timeOriginUs } = require('./clock')
-const { buildTrace, emptyTrace } = require('./trace')
-const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
-const { openContext, closeContext, runIn, bindEmitter, now } = require('./requests/context')
-const { numberOption } = require('./options')
+const { binding, rethrowTyped } = require('../../native')
+const { timeOriginUs } = require('../../clock')
+const { buildTrace, emptyTrace } = require('../../trace')
+const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler')
+const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
+const { readOptions, argument, mandatory, number, func } = require('../../args')
 
+const OPTIONS = {
+  onProfile: mandatory(func()),
+  onError: func(),
+  sampleRate: number({ min: 0, max: 1 }),
+  sampleInterval: number({ min: 0, max: 2 ** 31 / 1000 }),
+  maxBufferSize: number({ min: 0, max: 2 ** 32 - 1, integer: true }),
+  maxStopDelay: number({ min: 0, max: 60_000 }),
+  keepWarm: number({ min: 0, max: 3_600_000 }),
+  maxInFlight: number({ min: 1, max: 1e6, integer: true }),
+}
 const DEFAULTS = {
   sampleRate: 0.1,
   sampleInterval: 10,
@@ -23,8 +33,6 @@ const DEFAULTS = {
   keepWarm: 1000,
   maxInFlight: 100,
 }
-
-const number = (options, name, min, max) => numberOption('profileRequests', options, name, DEFAULTS[name], min, max)
 
 class RequestProfiler {
   #sampleRate
@@ -48,22 +56,17 @@ class RequestProfiler {
   stats = { seen: 0, sampled: 0, profiled: 0, skippedBusy: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
-    if (options === null || typeof options !== 'object')
-      throw new TypeError('profileRequests: options must be an object')
-    if (typeof options.onProfile !== 'function') throw new TypeError('profileRequests: onProfile must be a function')
-    if (options.onError !== undefined && typeof options.onError !== 'function') {
-      throw new TypeError('profileRequests: onError must be a function')
-    }
-    this.#sampleRate = number(options, 'sampleRate', 0, 1)
-    this.#intervalUs = effectiveIntervalUs(number(options, 'sampleInterval', 0, 2 ** 31 / 1000))
-    this.#maxBufferSize = Math.floor(number(options, 'maxBufferSize', 0, 2 ** 32 - 1))
-    this.#maxStopDelay = number(options, 'maxStopDelay', 0, 60_000)
-    this.#maxInFlight = Math.floor(number(options, 'maxInFlight', 1, 1e6))
-    const keepWarm = number(options, 'keepWarm', 0, 3_600_000)
+    const o = readOptions('profileRequests', options, OPTIONS, { defaults: DEFAULTS, required: true })
+    this.#sampleRate = o.sampleRate
+    this.#intervalUs = effectiveIntervalUs(o.sampleInterval)
+    this.#maxBufferSize = o.maxBufferSize
+    this.#maxStopDelay = o.maxStopDelay
+    this.#maxInFlight = o.maxInFlight
+    const keepWarm = o.keepWarm
     this.#keepWarm = keepWarm
-    this.#onProfile = options.onProfile
+    this.#onProfile = o.onProfile
     this.#onError =
-      options.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
+      o.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
     if (keepWarm > 0) getSampler().keepWarm(this, keepWarm)
     this.wrap = this.wrap.bind(this)
     this.express = this.express.bind(this)
@@ -286,7 +289,7 @@ class RequestProfiler {
 
   /** Wraps a node:http request listener: `http.createServer(profiler.wrap((req, res) => …))`. */
   wrap(listener) {
-    if (typeof listener !== 'function') throw new TypeError('profileRequests().wrap: listener must be a function')
+    argument('profileRequests().wrap', 'listener', listener, func())
     const self = this
     return function profiledListener(req, res) {
       if (!self.#shouldSample()) return listener.apply(this, arguments)

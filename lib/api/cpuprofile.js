@@ -2,8 +2,9 @@
 // fromCpuProfile(profile, options?): a V8 CPU profile (object, JSON text or bytes) -> ProfilerTrace,
 // with exactly the rules of a live Profiler, converted in Rust.
 
-const { binding, callNative } = require('./native')
-const { assembleTrace } = require('./trace')
+const { binding, callNative } = require('../native')
+const { assembleTrace } = require('../trace')
+const { readOptions, describe, number } = require('../args')
 
 /**
  * The binding's call for the profile: JSON text goes as the string itself (Rust copies it once as
@@ -20,22 +21,19 @@ function converter(profile) {
     return converter(JSON.stringify(profile))
   }
   throw new TypeError(
-    `fromCpuProfile: expected a V8 CPU profile (an object, its JSON text or a Buffer), got ${profile === null ? 'null' : typeof profile}`,
+    `fromCpuProfile: expected a V8 CPU profile (an object, its JSON text or a Buffer), got ${describe(profile)}`,
   )
 }
 
 function fromCpuProfile(profile, options) {
   const convert = converter(profile)
-  let timeOrigin
-  if (options !== undefined && options !== null) {
-    if (typeof options !== 'object') throw new TypeError('fromCpuProfile: options must be an object')
-    if (options.timeOrigin !== undefined) {
-      timeOrigin = Number(options.timeOrigin)
-      if (!Number.isFinite(timeOrigin)) {
-        throw new TypeError('fromCpuProfile: options.timeOrigin must be a finite number of µs')
-      }
-    }
-  }
+  // A converter of whole profiles, as the exporters: every bad input is a TypeError.
+  const { timeOrigin } = readOptions(
+    'fromCpuProfile',
+    options,
+    { timeOrigin: number({ what: 'a number of µs' }) },
+    { outOfRange: TypeError },
+  )
   return assembleTrace(callNative(() => convert(timeOrigin)))
 }
 

@@ -3,11 +3,11 @@
 // The constructor starts sampling at once; stop() resolves with the spec's ProfilerTrace, built in
 // Rust. Conversions and messages are Chrome's (webidl.js).
 
-const { callNative, rethrowTyped } = require('./native')
-const { nowUs, timeOriginUs } = require('./clock')
-const { emptyTrace } = require('./trace')
+const { callNative, rethrowTyped } = require('../../native')
+const { nowUs, timeOriginUs } = require('../../clock')
+const { emptyTrace } = require('../../trace')
 const { convertProfilerInitOptions, notAFunctionCall } = require('./webidl')
-const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
+const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler')
 
 function dispatchBufferFull(target) {
   setImmediate(() => target.dispatchEvent(new Event('samplebufferfull')))

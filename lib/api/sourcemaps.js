@@ -5,25 +5,21 @@
 // pool; this file checks the arguments, sends the small tables across as JSON text and renumbers the
 // samples' stack ids with the map Rust gives back (the samples, which dominate, never cross).
 
-const { binding, rethrowTyped, callNative: callNativeTyped } = require('./native')
-const { makeSample, makeTrace } = require('./trace')
+const { binding, rethrowTyped, callNative: callNativeTyped } = require('../native')
+const { makeSample, makeTrace } = require('../trace')
+const { readOptions, traceArgument, describe, received, any, boolean, number } = require('../args')
 
 const DEFAULT_MAX_MAP_SIZE = 256 * 1024 * 1024
 
-function describe(value) {
-  if (value === null) return 'null'
-  if (Array.isArray(value)) return 'an array'
-  return typeof value
+const OPTIONS = {
+  // Checked by explicitMaps, entry by entry.
+  maps: any(),
+  sourceMappingURL: boolean(),
+  adjacent: boolean(),
+  cache: boolean(),
+  maxMapSize: number({ min: 0, max: Number.MAX_SAFE_INTEGER, integer: true, what: 'a number of bytes' }),
 }
-
-function booleanOption(options, name) {
-  const value = options[name]
-  if (value === undefined) return true
-  if (typeof value !== 'boolean') {
-    throw new TypeError(`resolveSourceMaps: options.${name} must be a boolean, got ${describe(value)}`)
-  }
-  return value
-}
+const DEFAULTS = { sourceMappingURL: true, adjacent: true, cache: true, maxMapSize: DEFAULT_MAX_MAP_SIZE }
 
 /** options.maps: `{ [resource]: path | file: URL | URL object | source map object or JSON text }` (or a Map). */
 function explicitMaps(maps) {
@@ -36,12 +32,12 @@ function explicitMaps(maps) {
         : null
   if (entries === null) {
     throw new TypeError(
-      `resolveSourceMaps: options.maps must be an object or a Map of resource -> map, got ${describe(maps)}`,
+      `resolveSourceMaps: options.maps must be an object or a Map of resource -> map, got ${received(maps)}`,
     )
   }
   return entries.map(([resource, map]) => {
     if (typeof resource !== 'string') {
-      throw new TypeError(`resolveSourceMaps: options.maps keys must be resource strings, got ${describe(resource)}`)
+      throw new TypeError(`resolveSourceMaps: options.maps keys must be resource strings, got ${received(resource)}`)
     }
     if (map instanceof URL) return [resource, { path: map.href }]
     if (typeof map === 'string') {
@@ -61,47 +57,20 @@ function explicitMaps(maps) {
       return [resource, { text }]
     }
     throw new TypeError(
-      `resolveSourceMaps: options.maps[${JSON.stringify(resource)}] must be a path, a file: URL or a source map object, got ${describe(map)}`,
+      `resolveSourceMaps: options.maps[${JSON.stringify(resource)}] must be a path, a file: URL or a source map object, got ${received(map)}`,
     )
   })
 }
 
-function readOptions(options) {
-  if (options === undefined || options === null) options = {}
-  else if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new TypeError(`resolveSourceMaps: options must be an object, got ${describe(options)}`)
-  }
-  let maxBytes = DEFAULT_MAX_MAP_SIZE
-  if (options.maxMapSize !== undefined) {
-    const size = options.maxMapSize
-    if (typeof size !== 'number')
-      throw new TypeError(`resolveSourceMaps: options.maxMapSize must be a number of bytes, got ${describe(size)}`)
-    if (!Number.isSafeInteger(size) || size < 0) {
-      throw new RangeError(`resolveSourceMaps: options.maxMapSize must be a whole number of bytes >= 0, got ${size}`)
-    }
-    maxBytes = size
-  }
+/** The options as the binding takes them. */
+function bindingOptions(options) {
+  const o = readOptions('resolveSourceMaps', options, OPTIONS, { defaults: DEFAULTS })
   return {
-    explicit: explicitMaps(options.maps),
-    comments: booleanOption(options, 'sourceMappingURL'),
-    adjacent: booleanOption(options, 'adjacent'),
-    cache: booleanOption(options, 'cache'),
-    maxBytes,
-  }
-}
-
-function checkTrace(trace) {
-  if (trace === null || typeof trace !== 'object' || Array.isArray(trace)) {
-    throw new TypeError(
-      `resolveSourceMaps: expected a ProfilerTrace object ({ resources, frames, stacks, samples }), got ${describe(trace)}`,
-    )
-  }
-  for (const table of ['resources', 'frames', 'stacks', 'samples']) {
-    if (!Array.isArray(trace[table])) {
-      throw new TypeError(
-        `resolveSourceMaps: malformed trace: trace.${table} must be an array, got ${describe(trace[table])}`,
-      )
-    }
+    explicit: explicitMaps(o.maps),
+    comments: o.sourceMappingURL,
+    adjacent: o.adjacent,
+    cache: o.cache,
+    maxBytes: o.maxMapSize,
   }
 }
 
@@ -220,8 +189,8 @@ async function resolveSourceMaps(trace, options) {
   // renumbered in Rust.
   const handle = trace instanceof binding.TraceHandle ? trace : null
   if (handle) trace = { ...JSON.parse(handle.tablesJson()), samples: [] }
-  checkTrace(trace)
-  const opts = readOptions(options)
+  traceArgument('resolveSourceMaps', trace, { tables: true })
+  const opts = bindingOptions(options)
   const columns = toColumns(trace)
   let out
   try {

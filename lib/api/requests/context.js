@@ -19,7 +19,7 @@
 const { createHook, executionAsyncResource } = require('node:async_hooks')
 const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
-const { timeOriginUs } = require('../clock')
+const { timeOriginUs } = require('../../clock')
 
 /** The slot on async resources (and promises) holding the context of the request that created them. */
 const kContext = Symbol('jsprof-node request context')

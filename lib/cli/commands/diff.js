@@ -3,12 +3,23 @@
 // [--json]`: what got slower between two profiles. Rows are summarize()'s (the same as
 // `jsprof report`), compared as shares of each profile's samples, so runs of different length compare.
 
-const { api, parse, positiveInt, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('./common')
-const { readTrace, timingOf } = require('./input')
-const { visible } = require('../text')
-const { table, label } = require('./report')
-const { binding } = require('../native')
-const { toDiffFlameGraph } = require('../export')
+const {
+  api,
+  parse,
+  positiveInt,
+  oneOf,
+  usage,
+  writeOutput,
+  writeStdout,
+  info,
+  CliError,
+  table,
+  label,
+} = require('../common')
+const { readTrace, timingOf } = require('../input')
+const { visible } = require('../../text')
+const { binding } = require('../../native')
+const { toDiffFlameGraph } = require('../../api/export')
 
 /** A row name without its `:line:column`: the same function moved by an edit (the flame graph's rule). */
 const unplaced = (name) => binding.unplacedLabel(String(name))

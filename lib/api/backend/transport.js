@@ -16,6 +16,7 @@
 const http = require('node:http')
 const https = require('node:https')
 const tls = require('node:tls')
+const { received } = require('../../args')
 
 /** How much of a response body is read (enough for an error message; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 64 * 1024
@@ -36,10 +37,11 @@ function parseUrl(value, who) {
   try {
     url = new URL(value)
   } catch {
-    throw new TypeError(`${who}: url must be an absolute http(s) URL, got ${redact(value)}`)
+    const given = typeof value === 'string' ? received(redact(value)) : received(value)
+    throw new TypeError(`${who}: options.url must be an absolute http(s) URL, got ${given}`)
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`${who}: url must be http: or https:, got ${url.protocol}`)
+    throw new TypeError(`${who}: options.url must be http: or https:, got ${received(url.protocol)}`)
   }
   let credentials = null
   if (url.username || url.password) {
@@ -47,7 +49,7 @@ function parseUrl(value, who) {
       credentials = { user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
     } catch {
       throw new TypeError(
-        `${who}: the url's user name or password is not valid percent-encoding (a '%' must start an escape such as %25)`,
+        `${who}: options.url's user name or password is not valid percent-encoding (a '%' must start an escape such as %25)`,
       )
     }
     url.username = ''

@@ -11,12 +11,19 @@
 // bridged V8 restart and the packing of V8's profile into Rust (docs/bench.md#main-thread-figures); the
 // trace is built off the main thread and only its sample objects are zipped on it (see lib/trace.js).
 
-const { rethrowTyped } = require('./native')
-const { nowUs, timeOriginUs } = require('./clock')
-const { getSampler, effectiveIntervalUs, Subscription } = require('./sampler')
-const { numberOption } = require('./options')
+const { rethrowTyped } = require('../native')
+const { nowUs, timeOriginUs } = require('../clock')
+const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
+const { readOptions, mandatory, number, func } = require('../args')
 
-const option = (options, name, fallback, min, max) => numberOption('startContinuous', options, name, fallback, min, max)
+const OPTIONS = {
+  onChunk: mandatory(func()),
+  onError: func(),
+  sampleInterval: number({ min: 0, max: 2 ** 31 / 1000 }),
+  chunkSeconds: number({ min: 0.01, max: 86_400 }),
+  maxBufferSize: number({ min: 1, max: 2 ** 32 - 1, integer: true }),
+}
+const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10 }
 
 class ContinuousProfiler {
   #intervalUs
@@ -33,20 +40,15 @@ class ContinuousProfiler {
   stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
-    if (options === null || typeof options !== 'object')
-      throw new TypeError('startContinuous: options must be an object')
-    if (typeof options.onChunk !== 'function') throw new TypeError('startContinuous: onChunk must be a function')
-    if (options.onError !== undefined && typeof options.onError !== 'function') {
-      throw new TypeError('startContinuous: onError must be a function')
-    }
-    this.#intervalUs = effectiveIntervalUs(option(options, 'sampleInterval', 10, 0, 2 ** 31 / 1000))
-    this.#chunkMs = option(options, 'chunkSeconds', 10, 0.01, 86_400) * 1000
+    const o = readOptions('startContinuous', options, OPTIONS, { defaults: DEFAULTS, required: true })
+    this.#intervalUs = effectiveIntervalUs(o.sampleInterval)
+    this.#chunkMs = o.chunkSeconds * 1000
     // Room for twice the expected samples (timer lateness), never unbounded.
     const expected = Math.ceil((this.#chunkMs * 1000) / this.#intervalUs)
-    this.#maxSamples = Math.min(2 ** 32 - 1, option(options, 'maxBufferSize', expected * 2 + 1000, 1, 2 ** 32 - 1))
-    this.#onChunk = options.onChunk
+    this.#maxSamples = Math.min(2 ** 32 - 1, o.maxBufferSize ?? expected * 2 + 1000)
+    this.#onChunk = o.onChunk
     this.#onError =
-      options.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
+      o.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
     this.#current = this.#subscribe(nowUs(), false)
     this.#arm()
     // An app that ends by itself (its event loop empty) still gets its last, partial chunk: on

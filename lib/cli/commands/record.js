@@ -1,20 +1,29 @@
 'use strict'
 // `jsprof record [-o trace.json] [--interval ms] [--flush-every ms] -- node app.js …`: runs the
-// command with lib/record-preload.js preloaded, forwards SIGINT/SIGTERM/SIGHUP to it, exits with its
+// command with lib/record/preload.js preloaded, forwards SIGINT/SIGTERM/SIGHUP to it, exits with its
 // status, and assembles the trace from the flushed pieces when the process died without writing it.
 
 const fs = require('node:fs')
 const os = require('node:os')
 const path = require('node:path')
 const { spawn } = require('node:child_process')
-const { CliError, usage, parse, info, statusLine } = require('./common')
+const {
+  CliError,
+  usage,
+  parse,
+  info,
+  statusLine,
+  stamp,
+  formatDuration,
+  parseInterval,
+  DEFAULT_INTERVAL_MS,
+  MIN_INTERVAL_MS,
+} = require('../common')
 
-const PRELOAD = path.resolve(__dirname, '..', 'record-preload.js')
+const PRELOAD = path.resolve(__dirname, '..', '..', 'record', 'preload.js')
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
-const DEFAULT_INTERVAL_MS = 1
-const MIN_INTERVAL_MS = 0.1
-const MAX_INTERVAL_MS = 1e6
 const DEFAULT_FLUSH_MS = 1000
+const MAX_FLUSH_MS = 1e6
 const MIN_FLUSH_MS = 50
 
 const HELP = `Usage: jsprof record [options] -- <command> [args…]
@@ -72,23 +81,6 @@ function splitArgs(args) {
   return { own: args.slice(0, i), command: args.slice(i) }
 }
 
-/** `--interval <ms>` of record and attach: > 0, at least MIN_INTERVAL_MS. */
-function parseInterval(text, command = 'record') {
-  const ms = Number(text)
-  if (text.trim() === '' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_INTERVAL_MS) {
-    throw usage(command, `--interval must be a number of ms > 0, got '${text}'`)
-  }
-  return Math.max(ms, MIN_INTERVAL_MS)
-}
-
-function stamp(date) {
-  const pad = (n) => String(n).padStart(2, '0')
-  return (
-    `${date.getFullYear()}${pad(date.getMonth() + 1)}${pad(date.getDate())}-` +
-    `${pad(date.getHours())}${pad(date.getMinutes())}${pad(date.getSeconds())}`
-  )
-}
-
 function isNodeExecutable(file) {
   if (path.resolve(file) === process.execPath) return true
   return /^node(js)?(\.exe)?$/i.test(path.basename(file))
@@ -110,16 +102,12 @@ function commandLine(command, env, children = false) {
   return { file, args: rest, env: { ...env, NODE_OPTIONS: nodeOptions } }
 }
 
-function formatDuration(ms) {
-  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`
-}
-
 /**
  * The process died without writing its trace (SIGKILL, the OOM killer, abort, a native crash): the
  * trace up to its last flush, from the side file it left. Null when there is none.
  */
 function salvage(chunks, output, signal) {
-  const { readChunks, assemble } = require('../record/chunks')
+  const { readChunks, assemble } = require('../../record/chunks')
   const side = readChunks(chunks)
   if (!side || !side.hasChunks) return null
   const file = output.split('{pid}').join(String(side.header.pid))
@@ -139,7 +127,7 @@ function salvage(chunks, output, signal) {
  * ending; a child process killed): samples up to their last flush.
  */
 function otherTraces(statusDir) {
-  const { readChunks, assemble } = require('../record/chunks')
+  const { readChunks, assemble } = require('../../record/chunks')
   const found = []
   let names
   try {
@@ -182,7 +170,7 @@ function whose(t, topPid) {
 
 function parseFlushEvery(text) {
   const ms = Number(text)
-  if (text.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > MAX_INTERVAL_MS) {
+  if (text.trim() === '' || !Number.isFinite(ms) || ms < 0 || ms > MAX_FLUSH_MS) {
     throw usage('record', `--flush-every must be a number of ms >= 0 (0: never), got '${text}'`)
   }
   return ms === 0 ? 0 : Math.max(ms, MIN_FLUSH_MS)
@@ -202,7 +190,7 @@ async function record(args) {
   }
   if (command.length === 0)
     throw usage('record', "missing the command to profile, as in 'jsprof record -- node app.js'")
-  const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval(values.interval)
+  const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval('record', values.interval)
   const flushEveryMs = values['flush-every'] === undefined ? DEFAULT_FLUSH_MS : parseFlushEvery(values['flush-every'])
   if (values.output === '') throw usage('record', '--output must not be empty')
   const output = path.resolve(values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`)
@@ -321,4 +309,4 @@ async function record(args) {
   }
 }
 
-module.exports = { record, HELP, splitArgs, stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS }
+module.exports = { record, HELP, splitArgs }

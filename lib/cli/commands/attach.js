@@ -9,9 +9,20 @@
 const fs = require('node:fs')
 const http = require('node:http')
 const path = require('node:path')
-const { CliError, usage, parse, info, statusLine } = require('./common')
-const { stamp, formatDuration, parseInterval, DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS } = require('./record')
-const { TIME_ORIGIN_SOURCE } = require('../clock')
+const {
+  CliError,
+  usage,
+  parse,
+  info,
+  statusLine,
+  stamp,
+  formatDuration,
+  parseInterval,
+  DEFAULT_INTERVAL_MS,
+  MIN_INTERVAL_MS,
+} = require('../common')
+const { TIME_ORIGIN_SOURCE } = require('../../clock')
+const { effectiveIntervalUs } = require('../../sampler/schedule')
 
 const DEFAULT_DURATION_MS = 10_000
 const OPEN_TIMEOUT_MS = 5000
@@ -238,7 +249,7 @@ async function attach(args) {
     return 0
   }
   const durationMs = values.duration === undefined ? DEFAULT_DURATION_MS : parseDuration(values.duration)
-  const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval(values.interval, 'attach')
+  const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval('attach', values.interval)
   if (positionals.length === 0) throw usage('attach', 'missing the process id')
   if (values.output === '') throw usage('attach', '--output must not be empty')
   const pid = checkPid(positionals[0])
@@ -303,7 +314,8 @@ async function attach(args) {
     origin = await evaluate(cdp, TIME_ORIGIN_SOURCE)
     epochOrigin = await evaluate(cdp, 'performance.timeOrigin')
     await cdp.send('Profiler.enable')
-    await cdp.send('Profiler.setSamplingInterval', { interval: Math.max(1, Math.round(intervalMs * 1000)) })
+    // V8 there samples at the interval a Profiler here would (the sampler's rule: whole µs, at least 0.1 ms).
+    await cdp.send('Profiler.setSamplingInterval', { interval: effectiveIntervalUs(intervalMs) })
     await cdp.send('Profiler.start')
     const started = Date.now()
     const status = statusLine()
@@ -348,8 +360,8 @@ async function attach(args) {
     if (!closed) info(`warning: the inspector of pid ${pid} is still open on 127.0.0.1:${inspector.port}`)
   }
   // Built and written as `record`'s traces are: in Rust, with the sidecar (pid, clock).
-  const { writeRecorded } = require('../record/chunks')
-  const { binding, callNative } = require('../native')
+  const { writeRecorded } = require('../../record/chunks')
+  const { binding, callNative } = require('../../native')
   const sidecar = { pid, timeOrigin: Number.isFinite(epochOrigin) ? epochOrigin : undefined }
   const recorded = callNative(() =>
     binding.traceFileFromCpuProfile(

@@ -3,10 +3,10 @@
 // driving V8 through node:inspector (sampler/inspector-session.js). Each worker loads its own copy of
 // this module, so each thread has its own.
 
-const { SamplerEngine } = require('./sampler/engine')
-const { InspectorSession, InspectorUnavailableError, packColumns } = require('./sampler/inspector-session')
-const { Subscription } = require('./sampler/subscription')
-const { effectiveIntervalUs, MIN_INTERVAL_US, MAX_V8_INTERVAL_US } = require('./sampler/schedule')
+const { SamplerEngine } = require('./engine')
+const { InspectorSession, InspectorUnavailableError, packColumns } = require('./inspector-session')
+const { Subscription } = require('./subscription')
+const { effectiveIntervalUs, MIN_INTERVAL_US, MAX_V8_INTERVAL_US } = require('./schedule')
 
 // Captured at load: the V8 console methods the bridge uses, before anything can replace them.
 const v8Console = { profile: console.profile, profileEnd: console.profileEnd }

@@ -10,11 +10,11 @@
 // budget), sent one at a time; a failed push (network error, timeout, or an answer the backend says
 // to retry) is retried a bounded number of times with exponential backoff, then dropped. When the
 // queue is full the oldest chunk is dropped; a Retry-After is honoured (up to 5 minutes). Every outcome
-// is counted in `stats`, and every failed attempt is `lastError`. Requests go through lib/transport.js:
+// is counted in `stats`, and every failed attempt is `lastError`. Requests go through transport.js:
 // kept-alive sockets, a total deadline per request (`timeoutMs`), bounded response bodies, the
 // environment's proxy settings, no password in any message.
 
-const { numberOption } = require('./options')
+const { readOptions, received, any, func, number, object, oneOf } = require('../../args')
 const { Transport, parseUrl, retryAfterMs } = require('./transport')
 
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_.]*$/
@@ -23,16 +23,18 @@ const FORBIDDEN_IN_VALUE = /[{},=]/
 function defaultEncode(trace) {
   let exporters
   try {
-    exporters = require('./export')
+    exporters = require('../export')
   } catch (cause) {
-    throw new Error('jsprof-node: the pprof exporter (lib/export.js toPprof) is not available', { cause })
+    throw new Error('jsprof-node: the pprof exporter (lib/api/export.js toPprof) is not available', { cause })
   }
   return exporters.toPprof(trace)
 }
 
 function appNameWithLabels(appName, labels) {
   if (typeof appName !== 'string' || appName === '' || /[{}]/.test(appName)) {
-    throw new TypeError('pyroscopeExporter: appName must be a non-empty string without braces')
+    throw new TypeError(
+      `pyroscopeExporter: options.appName must be a non-empty string without braces, got ${received(appName)}`,
+    )
   }
   const parts = []
   for (const [name, value] of Object.entries(labels || {})) {
@@ -47,9 +49,28 @@ function appNameWithLabels(appName, labels) {
 /** What `judge` returns to have the same chunk sent again at once, its request rebuilt (once). */
 const AGAIN = Symbol('send again')
 
+/** The options of the queue, retries and requests, which both exporters take. */
+const PUSH_OPTIONS = {
+  headers: object('of header names to values'),
+  encode: func(),
+  maxQueue: number({ min: 1, max: 1e6, integer: true }),
+  maxQueueBytes: number({ min: 1, max: 2 ** 40 }),
+  maxRetries: number({ min: 0, max: 100, integer: true }),
+  retryBaseMs: number({ min: 0, max: 3_600_000 }),
+  timeoutMs: number({ min: 1, max: 3_600_000 }),
+}
+const PUSH_DEFAULTS = {
+  maxQueue: 32,
+  maxQueueBytes: 16 * 1024 * 1024,
+  maxRetries: 3,
+  retryBaseMs: 500,
+  timeoutMs: 10_000,
+}
+
 /**
- * The queue, retries, stats and shutdown of a push exporter. `encode(chunk)` makes a chunk's payload
- * (bytes, counted in the queue's budget; may throw: counted as an encode error); `request(body, chunk)`
+ * The queue, retries, stats and shutdown of a push exporter. `encode(trace, chunk)` makes a chunk's
+ * payload when the options have no `encode` of their own (bytes, counted in the queue's budget; may
+ * throw: counted as an encode error); `request(body, chunk)`
  * builds each attempt's HTTP request (`{ url, headers, body }`); `judge(res)` says what an answer
  * means: `null` when accepted, an Error with `retryable` (and `retryAfterMs`), or AGAIN.
  */
@@ -84,18 +105,21 @@ class PushExporter {
   /** The last failed attempt's error (retried or not); its message never holds the password. */
   lastError = undefined
 
-  /** `fn` names the factory in messages, `who` the backend (in the transport's); `credentials` come from the url. */
-  constructor(options, { fn, who, credentials, encode, request, judge }) {
-    const option = (name, fallback, min, max) => numberOption(fn, options, name, fallback, min, max)
-    this.#encode = encode
+  /**
+   * `o`: the exporter's options as readOptions read them (PUSH_OPTIONS among them); `who` names the
+   * backend (in the transport's messages); `credentials` come from the url.
+   */
+  constructor(o, { who, credentials, encode, request, judge }) {
+    const encoder = o.encode || encode
+    this.#encode = (chunk) => encoder(chunk.trace, chunk)
     this.#request = request
     this.#judge = judge
     this.#credentials = credentials
-    this.#maxQueue = Math.floor(option('maxQueue', 32, 1, 1e6))
-    this.#maxQueueBytes = option('maxQueueBytes', 16 * 1024 * 1024, 1, 2 ** 40)
-    this.#maxRetries = Math.floor(option('maxRetries', 3, 0, 100))
-    this.#retryBaseMs = option('retryBaseMs', 500, 0, 3_600_000)
-    this.#timeoutMs = option('timeoutMs', 10_000, 1, 3_600_000)
+    this.#maxQueue = o.maxQueue
+    this.#maxQueueBytes = o.maxQueueBytes
+    this.#maxRetries = o.maxRetries
+    this.#retryBaseMs = o.retryBaseMs
+    this.#timeoutMs = o.timeoutMs
     this.#transport = new Transport({ who, timeoutMs: this.#timeoutMs })
     this.push = this.push.bind(this)
   }
@@ -228,7 +252,7 @@ class PushExporter {
  */
 function answerError(who, res, retryableStatus) {
   const said =
-    res.body.length > 0 ? `: ${require('./text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
+    res.body.length > 0 ? `: ${require('../../text').visible(res.body.subarray(0, 200).toString('utf8').trim())}` : ''
   const err = new Error(`${who} answered ${res.status}${said}`)
   err.status = res.status
   err.retryable = retryableStatus(res.status)
@@ -237,58 +261,52 @@ function answerError(who, res, retryableStatus) {
   return err
 }
 
-function checkOptions(options, fn) {
-  if (options === null || typeof options !== 'object') throw new TypeError(`${fn}: options must be an object`)
-  if (options.encode !== undefined && typeof options.encode !== 'function')
-    throw new TypeError(`${fn}: encode must be a function`)
-  if (options.headers !== undefined && (options.headers === null || typeof options.headers !== 'object')) {
-    throw new TypeError(`${fn}: headers must be an object`)
-  }
-}
-
 /** Pyroscope's push API (connect RPC, JSON codec): one series of labels per chunk. */
 const PUSH_PATH = '/push.v1.PusherService/Push'
 const APIS = ['ingest', 'push', 'auto']
+
+const PYROSCOPE_OPTIONS = {
+  // url, appName (with labels) and spyName are checked by the constructor (parseUrl, appNameWithLabels).
+  url: any(),
+  appName: any(),
+  labels: object('of label names to values'),
+  spyName: any(),
+  api: oneOf(APIS),
+  ...PUSH_OPTIONS,
+}
 
 class PyroscopeExporter extends PushExporter {
   #api
 
   constructor(options) {
-    checkOptions(options, 'pyroscopeExporter')
-    const { url, credentials } = parseUrl(options.url, 'pyroscopeExporter')
+    const o = readOptions('pyroscopeExporter', options, PYROSCOPE_OPTIONS, {
+      defaults: { ...PUSH_DEFAULTS, api: 'ingest' },
+      required: true,
+    })
+    const { url, credentials } = parseUrl(o.url, 'pyroscopeExporter')
     // The server's base: what was given, without a trailing /ingest.
     const basePath = url.pathname.replace(/\/ingest\/?$/, '').replace(/\/+$/, '')
     const ingestUrl = new URL(url)
     ingestUrl.pathname = `${basePath}/ingest`
     const pushUrl = new URL(url)
     pushUrl.pathname = `${basePath}${PUSH_PATH}`
-    const api = options.api === undefined ? 'ingest' : options.api
-    if (!APIS.includes(api))
-      throw new TypeError(
-        `pyroscopeExporter: api must be one of ${APIS.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(api)}`,
-      )
-    const name = appNameWithLabels(options.appName, options.labels)
+    const api = o.api
+    const name = appNameWithLabels(o.appName, o.labels)
     // The push API's labels: the profile type, the service, then the caller's.
     const labels = [
       { name: '__name__', value: 'process_cpu' },
-      { name: 'service_name', value: options.appName },
-      ...Object.entries(options.labels || {}).map(([k, v]) => ({ name: k, value: String(v) })),
+      { name: 'service_name', value: o.appName },
+      ...Object.entries(o.labels || {}).map(([k, v]) => ({ name: k, value: String(v) })),
     ]
-    const spyName = options.spyName === undefined ? 'nodespy' : String(options.spyName)
-    const ingestHeaders = { ...(options.headers || {}), 'content-type': 'application/octet-stream' }
-    const pushHeaders = {
-      ...(options.headers || {}),
-      'content-type': 'application/json',
-      'connect-protocol-version': '1',
-    }
-    const encode = options.encode || defaultEncode
+    const spyName = o.spyName === undefined ? 'nodespy' : String(o.spyName)
+    const ingestHeaders = { ...o.headers, 'content-type': 'application/octet-stream' }
+    const pushHeaders = { ...o.headers, 'content-type': 'application/json', 'connect-protocol-version': '1' }
     const who = 'pyroscope ingest'
     let exporter
-    super(options, {
-      fn: 'pyroscopeExporter',
+    super(o, {
       who,
       credentials,
-      encode: (chunk) => encode(chunk.trace, chunk),
+      encode: defaultEncode,
       request(body, chunk) {
         if (exporter.#api !== 'ingest') {
           const json = JSON.stringify({
@@ -337,31 +355,40 @@ class PyroscopeExporter extends PushExporter {
 /** OTLP/HTTP's retryable answers (the OTLP specification: 429, 502, 503, 504); others are final. */
 const OTLP_RETRYABLE = new Set([429, 502, 503, 504])
 
+const OTLP_OPTIONS = {
+  // url is checked by parseUrl.
+  url: any(),
+  serviceName: any(),
+  resource: object('of attribute names to values'),
+  attributes: object('of attribute names to values'),
+  ...PUSH_OPTIONS,
+}
+
 class OtlpExporter extends PushExporter {
   constructor(options) {
-    checkOptions(options, 'otlpExporter')
-    const { url, credentials } = parseUrl(options.url, 'otlpExporter')
+    const o = readOptions('otlpExporter', options, OTLP_OPTIONS, { defaults: PUSH_DEFAULTS, required: true })
+    const { url, credentials } = parseUrl(o.url, 'otlpExporter')
     // A bare collector address gets the signal's path (as OTEL_EXPORTER_OTLP_ENDPOINT does); a URL
     // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
     if (url.pathname === '/' || url.pathname === '') url.pathname = '/v1development/profiles'
-    const exporters = require('./export')
-    const resource = { ...(options.resource || {}) }
-    if (options.serviceName !== undefined) {
-      if (typeof options.serviceName !== 'string' || options.serviceName === '')
-        throw new TypeError('otlpExporter: serviceName must be a non-empty string')
-      resource['service.name'] = options.serviceName
+    const exporters = require('../export')
+    const resource = { ...o.resource }
+    if (o.serviceName !== undefined) {
+      if (typeof o.serviceName !== 'string' || o.serviceName === '')
+        throw new TypeError(
+          `otlpExporter: options.serviceName must be a non-empty string, got ${received(o.serviceName)}`,
+        )
+      resource['service.name'] = o.serviceName
     }
-    const encodeOptions = { resource, attributes: options.attributes }
+    const encodeOptions = { resource, attributes: o.attributes }
     // The attributes are checked now (a TypeError here, not a dropped chunk later).
     exporters.toOtlpProfiles({ resources: [], frames: [], stacks: [], samples: [] }, encodeOptions)
-    const encode = options.encode || ((trace) => exporters.toOtlpProfiles(trace, encodeOptions))
-    const headers = { ...(options.headers || {}), 'content-type': 'application/x-protobuf' }
+    const headers = { ...o.headers, 'content-type': 'application/x-protobuf' }
     const who = 'OTLP endpoint'
-    super(options, {
-      fn: 'otlpExporter',
+    super(o, {
       who,
       credentials,
-      encode: (chunk) => encode(chunk.trace, chunk),
+      encode: (trace) => exporters.toOtlpProfiles(trace, encodeOptions),
       request: (body) => ({ url, headers, body }),
       judge: (res, exporter) => {
         if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
@@ -371,7 +398,7 @@ class OtlpExporter extends PushExporter {
         if (partial && partial.rejectedProfiles > 0) {
           exporter.stats.rejected += partial.rejectedProfiles
           exporter.lastError = new Error(
-            `${who} rejected ${partial.rejectedProfiles} profile(s): ${require('./text').visible(partial.errorMessage)}`,
+            `${who} rejected ${partial.rejectedProfiles} profile(s): ${require('../../text').visible(partial.errorMessage)}`,
           )
         }
         return null
@@ -389,7 +416,7 @@ class OtlpExporter extends PushExporter {
 function partialSuccess(body) {
   if (!body || body.length === 0) return null
   try {
-    const { binding } = require('./native')
+    const { binding } = require('../../native')
     return binding.decodeOtlpPartialSuccess(body)
   } catch {
     // Not a response we can read (a proxy's page, JSON): the 2xx stands.

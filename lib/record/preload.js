@@ -129,9 +129,9 @@ function start(config) {
   // Everything used at exit is captured now, before the app can replace or break it.
   const path = require('node:path')
   const os = require('node:os')
-  const { startRecorder } = require('./record/recorder')
-  const { assemble, writeStatus, siblingOutput } = require('./record/chunks')
-  const shared = require('./record/shared')
+  const { startRecorder } = require('./recorder')
+  const { assemble, writeStatus, siblingOutput } = require('./chunks')
+  const shared = require('./shared')
   const { pid } = process
   const kill = process.kill.bind(process)
   const top = isTopProcess(config)
@@ -227,7 +227,7 @@ function start(config) {
   if (watched) {
     try {
       const { Worker } = require('node:worker_threads')
-      watcher = new Worker(path.join(__dirname, 'record', 'watcher.js'), {
+      watcher = new Worker(path.join(__dirname, 'watcher.js'), {
         name: 'jsprof record',
         execArgv: [],
         stdout: false,
@@ -321,8 +321,8 @@ function start(config) {
 function startWorkerThread(config) {
   const path = require('node:path')
   const { threadId } = require('node:worker_threads')
-  const { startRecorder } = require('./record/recorder')
-  const { writeStatus, siblingOutput } = require('./record/chunks')
+  const { startRecorder } = require('./recorder')
+  const { writeStatus, siblingOutput } = require('./chunks')
   const { pid } = process
   // Without the CLI (the preload loaded by hand: no status file, so no CLI directory), a worker's side
   // file goes beside its trace, as the main thread's does, and it reports to nobody.
@@ -365,7 +365,7 @@ const ANSWER_MS = 1000
 const WRITE_MS = 5000
 
 function native() {
-  return require('./native').binding
+  return require('../native').binding
 }
 
 /** Installs the native signal handlers at once (deliveries wait for the watcher). */

@@ -2,9 +2,9 @@
 // `jsprof convert <in> --to <format> [-o out]` and `jsprof flamegraph <in> [-o flame.svg]`.
 
 const path = require('node:path')
-const { api, parse, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('./common')
-const { readTrace } = require('./input')
-const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('./sourcemaps')
+const { api, parse, oneOf, usage, writeOutput, writeStdout, info, CliError } = require('../common')
+const { readTrace } = require('../input')
+const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sourcemaps')
 
 // format -> [exporter name in index.js, file suffix, binary?]
 const FORMATS = {
@@ -113,7 +113,7 @@ async function convert(args) {
   const options = format.clock ? { ...read.clock } : undefined
   // JSON formats as the text Rust writes (no object parsed to be stringified again).
   const data = refusedAsCliError(`--to ${values.to}`, () =>
-    format.json ? require('../export').JSON_TEXT[format.fn](trace, options) : api(format.fn)(trace, options),
+    format.json ? require('../../api/export').JSON_TEXT[format.fn](trace, options) : api(format.fn)(trace, options),
   )
   await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0

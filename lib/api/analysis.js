@@ -1,0 +1,48 @@
+'use strict'
+// attribute(resource) and summarize(trace, { by }): which package a trace's code belongs to, and
+// where the samples went. Both run in Rust (jsprof-core attribution.rs / summary.rs); this file only
+// checks arguments and moves the trace across as JSON text.
+
+const { binding, callNative } = require('../native')
+const { readOptions, traceText, describe, number, oneOf } = require('../args')
+
+const BY = ['package', 'function', 'resource']
+const OPTIONS = { by: oneOf(BY), sampleInterval: number({ min: 0, what: 'a number of ms' }) }
+
+/**
+ * Which code a resource of `trace.resources` is: `{ kind, package?, version?, root? }`.
+ * `package.json` files are read once per process and cached.
+ */
+function attribute(resource) {
+  if (typeof resource !== 'string') {
+    throw new TypeError(`attribute: expected a resource string, got ${describe(resource)}`)
+  }
+  const { kind, package: pkg, version, root } = callNative(() => binding.attributeResource(resource))
+  const result = { kind }
+  if (pkg != null) result.package = pkg
+  if (version != null) result.version = version
+  if (root != null) result.root = root
+  return result
+}
+
+/**
+ * Rows `{ name, kind, package?, version?, selfSamples, totalSamples, selfTime, totalTime }` of a
+ * ProfilerTrace by package (default), function or resource, sorted by self time.
+ */
+function summarize(trace, options) {
+  // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.
+  const text = traceText('summarize', trace, { tables: true })
+  const { by, sampleInterval } = readOptions('summarize', options, OPTIONS, { defaults: { by: 'package' } })
+  const json = callNative(() => {
+    try {
+      return binding.summarizeTrace(text, by, sampleInterval)
+    } catch (err) {
+      // The binding's messages name the constructor first; put the function name after it.
+      if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': summarize: ')
+      throw err
+    }
+  })
+  return JSON.parse(json)
+}
+
+module.exports = { attribute, summarize, clearAttributionCache: () => binding.clearAttributionCache() }

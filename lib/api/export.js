@@ -1,0 +1,157 @@
+'use strict'
+// Exporters: a ProfilerTrace written in the formats other tools read, built in Rust
+// (crates/jsprof-core/src/export). The trace crosses as JSON text (or stays in Rust as a TraceHandle)
+// and is validated there once; malformed traces and options throw TypeError (lib/args.js's rule, with
+// TypeError for values out of range too).
+
+const { binding, callNative } = require('../native')
+const { readOptions, traceText, number, string, object, oneOf } = require('../args')
+
+/**
+ * An exporter's options, by the exporters' rule: every bad one is a TypeError. The push exporters call
+ * their encoder as `encode(trace, chunk)`, and an exporter is the natural encoder (`encode: toPprof`):
+ * the chunk of the very trace being exported is not an options bag.
+ */
+function exportOptions(fn, trace, given, spec) {
+  const chunk = given !== null && typeof given === 'object' && given.trace === trace
+  return readOptions(fn, chunk ? undefined : given, spec, { outOfRange: TypeError })
+}
+
+// The recording's clock, which every exporter that shows times takes (ExportClockOptions).
+const CLOCK = {
+  timeOrigin: number(),
+  pid: number({ min: 1, max: 2 ** 32 - 1, integer: true, what: 'a process id' }),
+}
+
+/**
+ * `{ timeOrigin, pid }` for an export: the options' own, else the trace's sidecar `jsprof` member (what
+ * `jsprof record` writes: the Unix epoch, ms, of the time origin its timestamps count from, and the
+ * pid). Without either, exports count from 0 (1970 in go tool pprof) with pid 1.
+ */
+function clock(trace, o) {
+  const sidecar =
+    trace !== null && typeof trace === 'object' && trace.jsprof !== null && typeof trace.jsprof === 'object'
+      ? trace.jsprof
+      : {}
+  const timeOrigin = o.timeOrigin ?? (Number.isFinite(sidecar.timeOrigin) ? sidecar.timeOrigin : undefined)
+  const pid =
+    o.pid ?? (Number.isInteger(sidecar.pid) && sidecar.pid > 0 && sidecar.pid < 2 ** 32 ? sidecar.pid : undefined)
+  return { timeOrigin, pid }
+}
+
+// The JSON formats as the text Rust writes, UTF-8 bytes (a Buffer): the public functions parse it into
+// objects; the CLI writes it as it is, never a JS string on its way (a large profile's Gecko JSON parsed
+// and stringified again multiplied its memory: docs/bench.md#large-inputs-through-the-cli).
+const JSON_TEXT = {
+  toCpuProfile(trace) {
+    const text = traceText('toCpuProfile', trace)
+    return callNative(() => binding.exportCpuProfile(text))
+  },
+  toGeckoProfile(trace, given) {
+    const text = traceText('toGeckoProfile', trace)
+    const o = exportOptions('toGeckoProfile', trace, given, { threadName: string(), startTime: number(), ...CLOCK })
+    const { timeOrigin, pid } = clock(trace, o)
+    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
+  },
+  toSpeedscope(trace, given) {
+    const text = traceText('toSpeedscope', trace)
+    const o = exportOptions('toSpeedscope', trace, given, { name: string(), ...CLOCK })
+    // With the recording's clock (options or the sidecar), the default name says when it started.
+    const { timeOrigin, pid } = clock(trace, o)
+    return callNative(() => binding.exportSpeedscope(text, o.name, timeOrigin, pid))
+  },
+}
+
+/** V8's `.cpuprofile` object; `fromCpuProfile(result, { timeOrigin: 0 })` gives the trace back. */
+const toCpuProfile = (trace) => JSON.parse(JSON_TEXT.toCpuProfile(trace).toString('utf8'))
+
+/** The Firefox Profiler's processed profile (version 58) object. */
+const toGeckoProfile = (trace, options) => JSON.parse(JSON_TEXT.toGeckoProfile(trace, options).toString('utf8'))
+
+/** A speedscope file object. */
+const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace, options).toString('utf8'))
+
+/** Gzipped pprof `profile.proto` bytes, as a Buffer. */
+function toPprof(trace, given) {
+  const text = traceText('toPprof', trace)
+  // pid is an ExportClockOptions member too; pprof has no field for it.
+  const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
+  return callNative(() => binding.exportPprof(text, timeOrigin))
+}
+
+/**
+ * The body of an OTLP/HTTP profiles export (`ExportProfilesServiceRequest`, protobuf), as a Buffer.
+ * Times need an epoch: `timeOrigin`, else the trace's sidecar, else this thread's
+ * `performance.timeOrigin` (right for traces recorded here); `pid` likewise (else this process's).
+ */
+function toOtlpProfiles(trace, given) {
+  const text = traceText('toOtlpProfiles', trace)
+  const o = exportOptions('toOtlpProfiles', trace, given, {
+    ...CLOCK,
+    resource: object('of attribute names to values'),
+    attributes: object('of attribute names to values'),
+  })
+  const { timeOrigin, pid } = clock(trace, o)
+  const json = (value, what) => {
+    if (value === undefined) return undefined
+    try {
+      return JSON.stringify(value)
+    } catch (cause) {
+      throw new TypeError(`toOtlpProfiles: options.${what} cannot be serialized: ${cause && cause.message}`, { cause })
+    }
+  }
+  return callNative(() =>
+    binding.exportOtlpProfiles(
+      text,
+      timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
+      pid ?? process.pid,
+      process.versions.node,
+      require('../../package.json').version,
+      json(o.resource, 'resource'),
+      json(o.attributes, 'attributes'),
+    ),
+  )
+}
+
+/** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
+function toCollapsed(trace) {
+  const text = traceText('toCollapsed', trace)
+  return callNative(() => binding.exportCollapsed(text))
+}
+
+/** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
+function toFlameGraph(trace, given) {
+  const text = traceText('toFlameGraph', trace)
+  const o = exportOptions('toFlameGraph', trace, given, {
+    title: string(),
+    subtitle: string(),
+    width: number({ min: 10, max: 100_000, integer: true, what: 'a number of px' }),
+    format: oneOf(['svg', 'html']),
+  })
+  return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
+}
+
+/**
+ * The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s call tree, each frame
+ * coloured by how its share changed since `base`. Drawn in Rust from both traces' own stack trees, as
+ * toFlameGraph is (not part of the package's API).
+ */
+function toDiffFlameGraph(base, next, given) {
+  const baseText = traceText('toDiffFlameGraph', base)
+  const nextText = traceText('toDiffFlameGraph', next)
+  const o = exportOptions('toDiffFlameGraph', next, given, { title: string() })
+  return callNative(() => binding.exportDiffFlameGraph(baseText, nextText, o.title))
+}
+
+module.exports = {
+  toCpuProfile,
+  toGeckoProfile,
+  toSpeedscope,
+  toPprof,
+  toOtlpProfiles,
+  toCollapsed,
+  toFlameGraph,
+  toDiffFlameGraph,
+  JSON_TEXT,
+  clock,
+}
