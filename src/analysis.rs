@@ -64,7 +64,7 @@ pub fn summarize_trace(
     // TraceHandle's trace as it is.
     let trace = match trace {
         Either::A(json) => std::sync::Arc::new(
-            jsprof_core::export::parse_trace(&json)
+            jsprof_core::ProfilerTrace::from_json(&json)
                 .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?,
         ),
         Either::B(handle) => handle.inner.clone(),

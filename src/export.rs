@@ -18,7 +18,7 @@ pub(crate) type TraceInput<'a> = Either<String, &'a TraceHandle>;
 
 pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
     match input {
-        Either::A(json) => Ok(Arc::new(export::parse_trace(&json).map_err(core_error)?)),
+        Either::A(json) => Ok(Arc::new(ProfilerTrace::from_json(&json).map_err(core_error)?)),
         Either::B(handle) => Ok(handle.inner.clone()),
     }
 }

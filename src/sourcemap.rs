@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use jsprof_core::sourcemap::{self, ExplicitMap, MapCache, MapOptions};
-use jsprof_core::{export, Frame, ProfilerTrace, Stack};
+use jsprof_core::{Frame, ProfilerTrace, Stack};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde::Deserialize;
@@ -149,7 +149,7 @@ impl Columns {
             stacks,
             samples: Vec::new(),
         };
-        export::validate(&trace).map_err(core_error)?;
+        trace.validate().map_err(core_error)?;
         Ok(trace)
     }
 

@@ -45,7 +45,7 @@ impl TraceHandle {
         let text = String::from_utf8_lossy(bytes);
         let trace = core::cpuprofile::trace_from_json(&text, None, None).map_err(core_error)?;
         drop(text);
-        core::export::validate(&trace).map_err(core_error)?;
+        trace.validate().map_err(core_error)?;
         Ok(TraceHandle {
             inner: Arc::new(trace),
         })
@@ -55,7 +55,7 @@ impl TraceHandle {
     #[napi(factory, catch_unwind)]
     pub fn from_trace_json(bytes: &[u8]) -> Result<TraceHandle> {
         let text = String::from_utf8_lossy(bytes);
-        let trace = core::export::parse_trace(&text).map_err(core_error)?;
+        let trace = ProfilerTrace::from_json(&text).map_err(core_error)?;
         Ok(TraceHandle {
             inner: Arc::new(trace),
         })
@@ -69,20 +69,11 @@ impl TraceHandle {
     /// How many samples, over how long, at which interval (what `jsprof report` prints first).
     #[napi(catch_unwind)]
     pub fn timing(&self) -> TraceTiming {
-        let samples = &self.inner.samples;
-        let (first, last) = samples
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
-                (a.min(s.timestamp), b.max(s.timestamp))
-            });
+        let timing = self.inner.timing();
         TraceTiming {
-            samples: samples.len() as u32,
-            duration_ms: if samples.len() > 1 { last - first } else { 0.0 },
-            interval_ms: if samples.len() > 1 {
-                core::export::median_interval(samples)
-            } else {
-                0.0
-            },
+            samples: timing.samples as u32,
+            duration_ms: timing.duration_ms,
+            interval_ms: timing.interval_ms,
         }
     }
 
@@ -125,7 +116,7 @@ impl TraceHandle {
             stacks: tables.stacks,
             samples: Vec::new(),
         };
-        core::export::validate(&trace).map_err(core_error)?;
+        trace.validate().map_err(core_error)?;
         // Every sample's new stack id is checked before any sample moves.
         let stacks = trace.stacks.len();
         for (i, s) in self.inner.samples.iter().enumerate() {

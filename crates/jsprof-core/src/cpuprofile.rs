@@ -91,7 +91,7 @@ impl Profile {
             Ok(raw) => raw,
             // A name that is not well-formed UTF-16 (JSON.stringify writes a lone surrogate as
             // `\ud800`, which serde_json rejects): read it as the visible text `\u{d800}`.
-            Err(e) => match crate::export::lone_surrogates_visible(text) {
+            Err(e) => match crate::json_text::lone_surrogates_visible(text) {
                 Cow::Owned(fixed) => return Profile::from_json(&fixed),
                 Cow::Borrowed(_) => return Err(json_error(text, e)),
             },
@@ -103,7 +103,7 @@ impl Profile {
 /// serde_json's error as ours: malformed JSON is a `SyntaxError`, a wrong shape a `TypeError`.
 fn json_error(text: &str, e: serde_json::Error) -> Error {
     // Which value, by its path (`timeDeltas[1]: string "x" where a number belongs`), not a column.
-    let described = crate::json_path::describe_error(text, &e);
+    let described = crate::json_text::describe_error(text, &e);
     if e.is_data() {
         Error::invalid(format!("invalid V8 CPU profile: {described}"))
     } else {

@@ -12,7 +12,7 @@ pub mod export;
 pub mod files;
 pub mod interner;
 pub mod intervals;
-pub mod json_path;
+pub mod json_text;
 pub mod record_file;
 pub mod recording;
 pub mod sourcemap;

@@ -146,12 +146,7 @@ pub fn trace_file_json(trace: &ProfilerTrace, sidecar: &Sidecar) -> Vec<u8> {
 
 /// From the earliest to the latest sample, ms (V8 records a few samples out of time order).
 pub fn span_ms(trace: &ProfilerTrace) -> f64 {
-    let (first, last) = trace
-        .samples
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
-            (a.min(s.timestamp), b.max(s.timestamp))
-        });
+    let (first, last) = crate::trace::time_span(&trace.samples);
     if trace.samples.is_empty() {
         0.0
     } else {

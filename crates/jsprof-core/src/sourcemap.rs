@@ -805,7 +805,7 @@ impl LoadedMap {
     }
 }
 
-/// Maps every frame of `tables` (a valid trace: see [`crate::export::validate`]; its samples are not
+/// Maps every frame of `tables` (a valid trace: see [`ProfilerTrace::validate`]; its samples are not
 /// looked at) whose map can be found, through `cache`.
 pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -> Resolved {
     let loader = Loader { options, cache };
@@ -1531,7 +1531,7 @@ mod tests {
                 let unmapped: u32 = out.stats.unmapped.values().sum();
                 prop_assert_eq!(out.stats.mapped + unmapped, out.stats.frames);
                 prop_assert_eq!(out.stack_map.len(), positions.len());
-                crate::export::validate(&out.trace).unwrap();
+                out.trace.validate().unwrap();
                 prop_assert!(find_comment(comment.as_bytes()).is_none_or(|c| !c.contains(char::is_whitespace)));
                 let _ = data_url_bytes(&comment);
             }

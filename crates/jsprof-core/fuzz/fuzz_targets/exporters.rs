@@ -4,7 +4,7 @@
 //! where its format allows (libFuzzer's timeout catches a quadratic walk).
 #![no_main]
 use jsprof_core::attribution::Attributor;
-use jsprof_core::export::{collapsed, cpuprofile, flamegraph, gecko, pprof, speedscope, validate};
+use jsprof_core::export::{collapsed, cpuprofile, flamegraph, gecko, pprof, speedscope};
 use jsprof_core::summary::{summarize, By};
 use jsprof_core::trace::{Frame, ProfilerTrace, Stack, TraceSample};
 use libfuzzer_sys::fuzz_target;
@@ -49,7 +49,7 @@ fn trace_of(data: &[u8]) -> ProfilerTrace {
 
 fuzz_target!(|data: &[u8]| {
     let trace = trace_of(data);
-    if validate(&trace).is_err() {
+    if trace.validate().is_err() {
         return;
     }
     let mut attributor = Attributor::with_reader(Box::new(|_| None));

@@ -94,7 +94,7 @@ pub(crate) fn sanitize(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn a_trace_without_time_counts_samples() {

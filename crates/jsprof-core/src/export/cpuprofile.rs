@@ -143,7 +143,7 @@ mod tests {
     use super::*;
     use crate::convert::trace_from_profile;
     use crate::cpuprofile::Profile;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn round_trips_through_the_v8_converter() {

@@ -666,7 +666,7 @@ fn script_safe_json(json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn draws_frames_with_kind_colours_and_tooltips() {

@@ -534,7 +534,7 @@ fn stack_depths(trace: &ProfilerTrace) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn tables_are_consistent_and_gc_runs_are_markers() {

@@ -307,7 +307,7 @@ pub fn to_pprof(trace: &ProfilerTrace, options: &PprofOptions) -> Result<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
     use std::io::Read;
 
     #[test]

@@ -164,7 +164,7 @@ fn round_ns(ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn samples_are_frame_paths_weighted_by_duration() {

@@ -409,7 +409,7 @@ pub fn partial_success(body: &[u8]) -> Result<Option<(i64, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     fn decode(bytes: &[u8]) -> ExportProfilesServiceRequest {
         ExportProfilesServiceRequest::decode(bytes).unwrap()

@@ -2,6 +2,14 @@
 //! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
 //! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
 
+mod validate;
+mod weights;
+
+pub use weights::Timing;
+pub(crate) use weights::{
+    median_interval, sample_durations, sample_durations_with_last, time_order, time_span,
+};
+
 use crate::interner::Interner;
 
 use serde::{Deserialize, Serialize};
@@ -149,8 +157,71 @@ pub fn us_to_ms(us: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// main (app) -> work (app) -> chunk (lodash) ; main -> now (native); + idle, gc, program samples.
+    pub(crate) fn sample_trace() -> ProfilerTrace {
+        let frame = |name: &str, resource_id, line| Frame {
+            name: name.into(),
+            resource_id,
+            line,
+            column: line.map(|_| 1),
+        };
+        ProfilerTrace {
+            resources: vec![
+                "file:///app/main.js".into(),
+                "file:///app/node_modules/lodash/chunk.js".into(),
+            ],
+            frames: vec![
+                frame("main", Some(0), Some(1)),
+                frame("work", Some(0), Some(10)),
+                frame("chunk", Some(1), Some(5)),
+                frame("now", None, None),
+                frame("", Some(0), Some(20)),
+            ],
+            stacks: vec![
+                Stack {
+                    frame_id: 0,
+                    parent_id: None,
+                },
+                Stack {
+                    frame_id: 1,
+                    parent_id: Some(0),
+                },
+                Stack {
+                    frame_id: 2,
+                    parent_id: Some(1),
+                },
+                Stack {
+                    frame_id: 3,
+                    parent_id: Some(0),
+                },
+                Stack {
+                    frame_id: 4,
+                    parent_id: Some(0),
+                },
+            ],
+            samples: [
+                (10.0, Some(2), Some(Marker::Script)),
+                (11.0, Some(2), Some(Marker::Script)),
+                (12.0, Some(1), Some(Marker::Script)),
+                (13.0, None, Some(Marker::Gc)),
+                (14.0, None, Some(Marker::Gc)),
+                (15.0, Some(3), Some(Marker::Script)),
+                (16.5, None, None),
+                (17.0, None, Some(Marker::Other)),
+                (18.0, Some(4), Some(Marker::Script)),
+            ]
+            .into_iter()
+            .map(|(timestamp, stack_id, marker)| TraceSample {
+                timestamp,
+                stack_id,
+                marker,
+            })
+            .collect(),
+        }
+    }
 
     #[test]
     fn dedups_every_table_and_keeps_first_use_order() {

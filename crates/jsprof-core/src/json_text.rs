@@ -1,6 +1,9 @@
-//! Where in a JSON document a parse failed, in the document's own terms: serde_json says "invalid
-//! type: null, expected f64 at line 1 column 93"; a user needs "samples[1].timestamp is null, not a
-//! number". One linear scan up to the error's position gives the path of the value there.
+//! What both JSON readers (V8 profiles and ProfilerTraces) do with text serde_json refused: say where
+//! the parse failed in the document's own terms ([`describe_error`]: serde_json says "invalid type:
+//! null, expected f64 at line 1 column 93", a user needs "samples[1].timestamp: null where a number
+//! belongs"; one linear scan up to the error's position gives the path), and read lone surrogate
+//! escapes, which `JSON.stringify` writes and serde_json refuses, as visible text
+//! ([`lone_surrogates_visible`]).
 
 /// The path (`samples[1].timestamp`) of the value at byte `offset` of `text`; "" at the top level.
 pub fn path_at(text: &str, offset: usize) -> String {
@@ -121,6 +124,53 @@ pub fn describe_error(text: &str, e: &serde_json::Error) -> String {
     }
 }
 
+/// JSON text with each lone surrogate escape (`\ud800` with no partner: `JSON.stringify` writes them for
+/// JS strings that are not well-formed UTF-16, and serde_json rejects them) replaced by the visible text
+/// `\u{d800}`, as [`crate::text::visible`] writes other characters no output may hold. Borrowed as is
+/// when there is none. The readers call it only after serde_json failed, so good text pays nothing.
+pub(crate) fn lone_surrogates_visible(json: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = json.as_bytes();
+    let hex = |at: usize| -> Option<u32> {
+        let digits = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(at) = bytes.get(i..).and_then(|rest| memchr::memchr(b'\\', rest)) {
+        let at = i + at;
+        if bytes.get(at + 1) != Some(&b'u') {
+            i = at + 2; // \\, \", \n…: never the start of a \u escape
+            continue;
+        }
+        let Some(code) = hex(at + 2) else {
+            i = at + 2;
+            continue;
+        };
+        let paired = (0xD800..=0xDBFF).contains(&code)
+            && bytes.get(at + 6..at + 8) == Some(&b"\\u"[..])
+            && hex(at + 8).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low));
+        if paired {
+            i = at + 12;
+        } else if (0xD800..=0xDFFF).contains(&code) {
+            let out = out.get_or_insert_with(|| String::with_capacity(json.len() + 16));
+            out.push_str(&json[copied..at]);
+            out.push_str(&format!("\\\\u{{{code:x}}}"));
+            copied = at + 6;
+            i = at + 6;
+        } else {
+            i = at + 6;
+        }
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(json),
+        Some(mut out) => {
+            out.push_str(&json[copied..]);
+            std::borrow::Cow::Owned(out)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +202,16 @@ mod tests {
             describe_error(text, &e),
             r#"samples[1].timestamp: string "x" where a number belongs"#
         );
+    }
+
+    #[test]
+    fn lone_surrogates_become_visible_text_and_pairs_stay() {
+        let plain = r#"{"a":"\n\u0041"}"#;
+        assert!(matches!(
+            lone_surrogates_visible(plain),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(lone_surrogates_visible(r#""\udbff\u""#), r#""\\u{dbff}\u""#);
+        assert_eq!(lone_surrogates_visible(r#""\ud800"#), r#""\\u{d800}"#);
     }
 }
