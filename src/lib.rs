@@ -11,6 +11,7 @@ mod analysis;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use jsprof_core::convert::SampleSink;
 use jsprof_core::{self as core, ErrorKind, Marker, ProfilerTrace};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -81,7 +82,7 @@ struct SampleColumns {
     markers: Vec<u8>,
 }
 
-impl core::cpuprofile::SampleSink for SampleColumns {
+impl SampleSink for SampleColumns {
     fn reserve(&mut self, additional: usize) {
         self.timestamps.reserve_exact(additional);
         self.stack_ids.reserve_exact(additional);
@@ -105,19 +106,6 @@ impl core::cpuprofile::SampleSink for SampleColumns {
 
     fn complete(&self) -> bool {
         self.timestamps.len() == self.stack_ids.len()
-    }
-}
-
-impl SampleColumns {
-    fn collect(samples: &[core::TraceSample]) -> SampleColumns {
-        use core::cpuprofile::SampleSink;
-        let mut columns = SampleColumns::default();
-        columns.reserve(samples.len());
-        for s in samples {
-            columns.push_leaf(s.stack_id, s.marker);
-            columns.push_timestamp(s.timestamp);
-        }
-        columns
     }
 }
 
@@ -147,7 +135,7 @@ impl PlainParts {
     }
 
     pub(crate) fn from_trace(trace: ProfilerTrace) -> Result<PlainParts> {
-        let samples = SampleColumns::collect(&trace.samples);
+        let samples = SampleColumns::of_samples(&trace.samples);
         Self::of_tables(&trace, samples)
     }
 
@@ -181,15 +169,10 @@ pub fn convert_cpu_profile(
         Err(_) => String::from_utf8_lossy(json),
     };
     let own = hide_own_code.unwrap_or(false).then(own_code).flatten();
-    // One pass from the text to the columns; anything unusual (and every error) takes the road that
-    // words errors, with the same result.
-    let parts = match core::cpuprofile::read_straight::<SampleColumns>(&text, time_origin_us, own.as_deref())
-    {
-        Some(read) => PlainParts::of_tables(&read.tables, read.samples)?,
-        None => PlainParts::from_trace(
-            core::cpuprofile::trace_by_profile(&text, time_origin_us, own.as_deref()).map_err(core_error)?,
-        )?,
-    };
+    let (tables, samples) =
+        core::convert::trace_from_json_into::<SampleColumns>(&text, time_origin_us, own.as_deref())
+            .map_err(core_error)?;
+    let parts = PlainParts::of_tables(&tables, samples)?;
     Ok(parts.into_js())
 }
 

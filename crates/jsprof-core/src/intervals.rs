@@ -2,7 +2,7 @@
 //! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the
 //! request's [`crate::Recording`] and the request profiler's per-chunk count use.
 
-use crate::cpuprofile::Sample;
+use crate::v8::Sample;
 
 /// Sorted, disjoint, closed `[begin, end]` intervals.
 #[derive(Debug, Clone, Default, PartialEq)]

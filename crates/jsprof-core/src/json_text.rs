@@ -1,7 +1,7 @@
 //! What both JSON readers (V8 profiles and ProfilerTraces) do with text serde_json refused: say where
-//! the parse failed in the document's own terms ([`describe_error`]: serde_json says "invalid type:
-//! null, expected f64 at line 1 column 93", a user needs "samples[1].timestamp: null where a number
-//! belongs"; one linear scan up to the error's position gives the path), and read lone surrogate
+//! the parse failed in the document's own terms ([`describe_error`]: serde_json says `invalid type:
+//! null, expected f64 at line 1 column 93`, a user needs `samples[1].timestamp: null where a number
+//! belongs`; one linear scan up to the error's position gives the path), and read lone surrogate
 //! escapes, which `JSON.stringify` writes and serde_json refuses, as visible text
 //! ([`lone_surrogates_visible`]).
 

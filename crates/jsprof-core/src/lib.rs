@@ -6,7 +6,6 @@
 
 pub mod attribution;
 pub mod convert;
-pub mod cpuprofile;
 pub mod error;
 pub mod export;
 pub mod files;
@@ -19,10 +18,11 @@ pub mod sourcemap;
 pub mod summary;
 pub mod text;
 pub mod trace;
+pub mod v8;
 
-pub use convert::{trace_from_profile, OwnCode};
-pub use cpuprofile::{Profile, ProfileBuilder};
+pub use convert::{read_in_one_pass, trace_from_profile, OwnCode, Straight, TraceSamples};
 pub use error::{Error, ErrorKind, Result};
 pub use intervals::IntervalSet;
 pub use recording::{Chunk, Recording};
 pub use trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
+pub use v8::{Profile, ProfileBuilder};

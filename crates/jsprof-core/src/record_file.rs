@@ -12,55 +12,15 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::convert::OwnCode;
-use crate::cpuprofile::Profile;
 use crate::error::{Error, Result};
-use crate::export::cpuprofile::{CallFrame, CpuProfile, CpuProfileNode};
 use crate::recording::{Chunk, Recording};
 use crate::trace::{Frame, ProfilerTrace, Stack, TraceSample};
+use crate::v8::{CpuProfile, Profile};
 
 impl Chunk {
     /// The chunk as one side-file line (without the newline).
     pub fn to_line(&self) -> String {
-        let p = &self.profile;
-        let mut nodes: Vec<CpuProfileNode> = p
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| CpuProfileNode {
-                id: i as u32 + 1,
-                call_frame: CallFrame {
-                    function_name: p.string(n.name).to_owned(),
-                    script_id: "0".into(),
-                    url: p.string(n.url).to_owned(),
-                    line_number: n.line.into(),
-                    column_number: n.column.into(),
-                },
-                hit_count: 0,
-                children: Vec::new(),
-            })
-            .collect();
-        for (i, n) in p.nodes.iter().enumerate() {
-            if let Some(parent) = n.parent {
-                nodes[parent as usize].children.push(i as u32 + 1);
-            }
-        }
-        let mut last = p.start_time;
-        let time_deltas = p
-            .samples
-            .iter()
-            .map(|s| {
-                let delta = s.time - last;
-                last = s.time;
-                delta
-            })
-            .collect();
-        let profile = CpuProfile {
-            nodes,
-            start_time: p.start_time,
-            end_time: p.end_time,
-            samples: p.samples.iter().map(|s| s.node + 1).collect(),
-            time_deltas,
-        };
+        let profile = CpuProfile::of_profile(&self.profile);
         // Plain numbers and strings: serializing cannot fail.
         let json = serde_json::to_string(&profile).unwrap_or_default();
         format!("{} {json}", self.interval_us)
@@ -157,7 +117,7 @@ pub fn span_ms(trace: &ProfilerTrace) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuprofile::ProfileBuilder;
+    use crate::v8::ProfileBuilder;
 
     fn chunk() -> Chunk {
         let mut b = ProfileBuilder::with_capacity(4);

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 
 use crate::convert::{OwnCode, ProfileConverter};
-use crate::cpuprofile::Profile;
 use crate::intervals::IntervalSet;
 use crate::trace::{ProfilerTrace, TraceBuilder};
+use crate::v8::Profile;
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
 #[derive(Debug)]
@@ -267,7 +267,7 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuprofile::ProfileBuilder;
+    use crate::v8::ProfileBuilder;
 
     /// A chunk with one code node and samples at the given times (µs).
     fn chunk(times: &[f64], interval_us: f64) -> Arc<Chunk> {

@@ -1,4 +1,9 @@
-//! The rules that turn V8 samples into the spec's trace (the README's "The trace" states them for users):
+//! V8 -> trace: the rules that turn V8 samples into the spec's trace, for every road a profile comes by
+//! (a [`Profile`] here, JSON text in one pass in [`one_pass`], a recording's chunks in
+//! `crate::recording`). It reads the V8 format (`crate::v8`) and fills a [`TraceBuilder`]; nothing here
+//! knows about recordings or exports.
+//!
+//! The rules (the README's "The trace" states them for users):
 //! - `(root)`, `(program)`, `(idle)`, `(garbage collector)` are never frames; a sample whose leaf is one
 //!   of them has no `stackId`. Everything else (script, builtins, `RegExp: …`) is a frame.
 //! - The inspector's positions are 0-based, the spec's 1-based; unknown positions are omitted.
@@ -9,10 +14,17 @@
 //!   profiler's): with an [`OwnCode`], its frames, and the builtins and internals it calls, are left
 //!   out of every stack, so their time goes to the code that called the profiler.
 
+mod one_pass;
+
+pub use one_pass::{
+    read_in_one_pass, trace_by_profile, trace_from_json, trace_from_json_into, SampleSink, Straight,
+    TraceSamples,
+};
+
 use foldhash::HashMap;
 
-use crate::cpuprofile::{NodeKind, Profile, Sample};
 use crate::trace::{us_to_ms, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
+use crate::v8::{NodeKind, Profile, Sample};
 
 /// The profiler's own code: the script URLs (or paths) it runs from, as prefixes. A node is the
 /// profiler's when its URL starts with one of them.
