@@ -284,59 +284,24 @@ impl Chunk {
         own_windows: Option<Vec<f64>>,
     ) -> Result<Chunk> {
         let c = &columns;
-        let n = c.ids.len();
-        let same_length = [
-            c.child_counts.len(),
-            c.names.len(),
-            c.urls.len(),
-            c.lines.len(),
-            c.columns.len(),
-        ];
-        if same_length.iter().any(|&len| len != n) {
-            return Err(core_error(core::Error::invalid(
-                "inspector columns have different lengths",
-            )));
-        }
-        let string = |i: u32| {
-            c.strings
-                .get(i as usize)
-                .map(String::as_str)
-                .ok_or_else(|| core_error(core::Error::invalid("string index out of range")))
+        let columns = core::InspectorColumns {
+            ids: &c.ids,
+            child_counts: &c.child_counts,
+            children: &c.children,
+            names: &c.names,
+            urls: &c.urls,
+            lines: &c.lines,
+            columns: &c.columns,
+            strings: &c.strings,
+            samples: &c.samples,
+            time_deltas: &c.time_deltas,
+            start_time: c.start_time,
+            end_time: c.end_time,
         };
-        let mut builder = core::ProfileBuilder::with_capacity(n);
-        for i in 0..n {
-            builder
-                .add_node(
-                    c.ids[i] as i64,
-                    string(c.names[i])?,
-                    string(c.urls[i])?,
-                    c.lines[i] as i64,
-                    c.columns[i] as i64,
-                )
-                .map_err(core_error)?;
-        }
-        let mut offset = 0usize;
-        let mut ids: Vec<i64> = Vec::new();
-        for i in 0..n {
-            let count = c.child_counts[i] as usize;
-            let end = offset.checked_add(count).filter(|&e| e <= c.children.len());
-            let end = end.ok_or_else(|| core_error(core::Error::invalid("child counts exceed children")))?;
-            ids.clear();
-            ids.extend(c.children[offset..end].iter().map(|&id| id as i64));
-            builder.set_children(i, &ids).map_err(core_error)?;
-            offset = end;
-        }
-        let samples: Vec<i64> = c.samples.iter().map(|&id| id as i64).collect();
-        let profile = builder
-            .finish(&samples, &c.time_deltas, c.start_time, c.end_time)
-            .map_err(core_error)?;
-        let mut chunk = core::Chunk { profile, interval_us };
-        let windows: Vec<(f64, f64)> = own_windows
-            .unwrap_or_default()
-            .chunks_exact(2)
-            .map(|w| (w[0], w[1]))
-            .collect();
-        let dropped_own = chunk.drop_samples_within(&windows) as u32;
+        let own_windows = own_windows.unwrap_or_default();
+        let (chunk, dropped) =
+            core::Chunk::from_inspector(&columns, interval_us, &own_windows).map_err(core_error)?;
+        let dropped_own = dropped as u32;
         Ok(Chunk {
             inner: Arc::new(chunk),
             dropped_own,
@@ -415,7 +380,7 @@ impl Recording {
     /// afterwards, so what it held is released as soon as the trace is built.
     #[napi(ts_return_type = "Promise<TraceParts>")]
     pub fn build(&mut self, time_origin_us: f64) -> AsyncTask<BuildTrace> {
-        let recording = std::mem::replace(&mut self.inner, core::Recording::new(0.0, 1.0, 0));
+        let recording = self.inner.take();
         AsyncTask::new(BuildTrace {
             recording,
             time_origin_us,
@@ -434,7 +399,7 @@ impl Task for BuildTrace {
 
     fn compute(&mut self) -> Result<PlainParts> {
         guarded("building a trace", || {
-            let recording = std::mem::replace(&mut self.recording, core::Recording::new(0.0, 1.0, 0));
+            let recording = self.recording.take();
             PlainParts::from_trace(recording.into_trace(self.time_origin_us))
         })
     }

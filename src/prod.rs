@@ -4,8 +4,6 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use jsprof_core::IntervalSet;
-
 use crate::{core_error, Chunk, Recording};
 
 #[napi]
@@ -32,7 +30,7 @@ impl Recording {
     /// empty afterwards.
     #[napi(catch_unwind)]
     pub fn build_json(&mut self, time_origin_us: f64) -> Result<String> {
-        let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
+        let recording = self.inner.take();
         serde_json::to_string(&recording.into_trace(time_origin_us))
             .map_err(|e| Error::from_reason(e.to_string()))
     }
@@ -46,19 +44,7 @@ impl Chunk {
     /// request that has no sample in a chunk, without a native object per request.
     #[napi(catch_unwind)]
     pub fn count_in_many(&self, flat: Float64Array, ends: Uint32Array) -> Result<Uint32Array> {
-        let mut counts = Vec::with_capacity(ends.len());
-        let mut from = 0usize;
-        for &end in ends.iter() {
-            let end = end as usize;
-            if end < from || end > flat.len() {
-                return Err(core_error(jsprof_core::Error::invalid(
-                    "ends must cut flat into (begin, end) pairs",
-                )));
-            }
-            let set = IntervalSet::from_flat(&flat[from..end]).map_err(core_error)?;
-            counts.push(set.count(&self.inner.profile.samples) as u32);
-            from = end;
-        }
+        let counts = self.inner.count_in_many(&flat, &ends).map_err(core_error)?;
         Ok(Uint32Array::new(counts))
     }
 }

@@ -25,11 +25,7 @@ pub struct RecordedTrace {
 }
 
 fn recorded(trace: &jsprof_core::ProfilerTrace, sidecar: &TraceSidecar) -> RecordedTrace {
-    let sidecar = Sidecar {
-        pid: sidecar.pid,
-        thread_id: sidecar.thread_id,
-        time_origin: sidecar.time_origin.filter(|t| t.is_finite()),
-    };
+    let sidecar = Sidecar::new(sidecar.pid, sidecar.thread_id, sidecar.time_origin);
     RecordedTrace {
         json: record_file::trace_file_json(trace, &sidecar).into(),
         samples: trace.samples.len() as u32,
@@ -54,16 +50,7 @@ impl Chunk {
     /// empty afterwards.
     #[napi]
     pub fn release(&mut self) {
-        self.inner = std::sync::Arc::new(jsprof_core::Chunk {
-            profile: jsprof_core::Profile {
-                nodes: Vec::new(),
-                samples: Vec::new(),
-                strings: Vec::new(),
-                start_time: 0.0,
-                end_time: 0.0,
-            },
-            interval_us: self.inner.interval_us,
-        });
+        self.inner = std::sync::Arc::new(jsprof_core::Chunk::empty(self.inner.interval_us));
     }
 }
 
@@ -74,7 +61,7 @@ impl Recording {
     /// recording is empty afterwards.
     #[napi(catch_unwind)]
     pub fn build_file(&mut self, time_origin_us: f64, sidecar: TraceSidecar) -> RecordedTrace {
-        let recording = std::mem::replace(&mut self.inner, jsprof_core::Recording::new(0.0, 1.0, 0));
+        let recording = self.inner.take();
         recorded(&recording.into_trace(time_origin_us), &sidecar)
     }
 
@@ -111,12 +98,7 @@ pub fn trace_file_from_cpu_profile(
     sidecar: TraceSidecar,
 ) -> Result<RecordedTrace> {
     let text = String::from_utf8_lossy(json);
-    let profile = jsprof_core::Profile::from_json(&text).map_err(crate::core_error)?;
-    let origin = time_origin_us
-        .filter(|t| t.is_finite())
-        .unwrap_or(profile.start_time);
-    Ok(recorded(
-        &jsprof_core::trace_from_profile(&profile, origin),
-        &sidecar,
-    ))
+    let origin = time_origin_us.filter(|t| t.is_finite());
+    let trace = jsprof_core::convert::trace_from_json(&text, origin, None).map_err(crate::core_error)?;
+    Ok(recorded(&trace, &sidecar))
 }

@@ -97,57 +97,14 @@ impl TraceHandle {
     pub fn with_tables(&mut self, tables_json: String, stack_map: Uint32Array) -> Result<TraceHandle> {
         let tables: Tables = serde_json::from_str(&tables_json)
             .map_err(|e| core_error(core::Error::invalid(format!("malformed tables: {e}"))))?;
-        let unchanged = stack_map
-            .iter()
-            .enumerate()
-            .all(|(old, &new)| old == new as usize)
-            && stack_map.len() == self.inner.stacks.len()
-            && tables.resources == self.inner.resources
-            && tables.frames == self.inner.frames
-            && tables.stacks == self.inner.stacks;
-        if unchanged {
-            return Ok(TraceHandle {
-                inner: self.inner.clone(),
-            });
-        }
-        let mut trace = ProfilerTrace {
+        let tables = ProfilerTrace {
             resources: tables.resources,
             frames: tables.frames,
             stacks: tables.stacks,
             samples: Vec::new(),
         };
-        trace.validate().map_err(core_error)?;
-        // Every sample's new stack id is checked before any sample moves.
-        let stacks = trace.stacks.len();
-        for (i, s) in self.inner.samples.iter().enumerate() {
-            if let Some(id) = s.stack_id {
-                match stack_map.get(id as usize) {
-                    Some(&mapped) if (mapped as usize) < stacks => {}
-                    Some(&mapped) => {
-                        return Err(core_error(core::Error::invalid(format!(
-                            "stackMap sends samples[{i}].stackId {id} to {mapped}, past the {stacks} stacks"
-                        ))))
-                    }
-                    None => {
-                        return Err(core_error(core::Error::invalid(format!(
-                            "stackMap has no entry for samples[{i}].stackId {id}"
-                        ))))
-                    }
-                }
-            }
-        }
-        trace.samples = match Arc::get_mut(&mut self.inner) {
-            Some(own) => std::mem::take(&mut own.samples),
-            None => self.inner.samples.clone(),
-        };
-        for s in &mut trace.samples {
-            if let Some(id) = s.stack_id {
-                s.stack_id = Some(stack_map[id as usize]);
-            }
-        }
-        Ok(TraceHandle {
-            inner: Arc::new(trace),
-        })
+        let inner = ProfilerTrace::with_tables(&mut self.inner, tables, &stack_map).map_err(core_error)?;
+        Ok(TraceHandle { inner })
     }
 
     /// Frees the memory of `bytes` (an input this handle was read from) now, instead of whenever V8

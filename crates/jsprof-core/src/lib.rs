@@ -25,4 +25,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use intervals::IntervalSet;
 pub use recording::{Chunk, Recording};
 pub use trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
-pub use v8::{Profile, ProfileBuilder};
+pub use v8::{InspectorColumns, Profile, ProfileBuilder};

@@ -84,6 +84,17 @@ pub struct Sidecar {
     pub time_origin: Option<f64>,
 }
 
+impl Sidecar {
+    /// The sidecar of a recorded thread; a time origin that is not a finite number is left out.
+    pub fn new(pid: Option<u32>, thread_id: Option<u32>, time_origin: Option<f64>) -> Sidecar {
+        Sidecar {
+            pid,
+            thread_id,
+            time_origin: time_origin.filter(|t| t.is_finite()),
+        }
+    }
+}
+
 /// A trace file's JSON: the spec's members and `jsprof`, all in lexicographic (WebIDL's) order.
 pub fn trace_file_json(trace: &ProfilerTrace, sidecar: &Sidecar) -> Vec<u8> {
     #[derive(Serialize)]
@@ -197,11 +208,8 @@ mod tests {
     #[test]
     fn the_trace_file_has_the_sidecar_in_webidl_order() {
         let (trace, _) = trace_from_lines(&chunk().to_line(), 1000.0, 5_000.0, None);
-        let sidecar = Sidecar {
-            pid: Some(42),
-            thread_id: Some(0),
-            time_origin: Some(1.5e12),
-        };
+        let sidecar = Sidecar::new(Some(42), Some(0), Some(1.5e12));
+        assert_eq!(Sidecar::new(None, None, Some(f64::NAN)).time_origin, None);
         let text = String::from_utf8(trace_file_json(&trace, &sidecar)).unwrap();
         let keys: Vec<usize> = [
             "\"frames\"",

@@ -17,7 +17,10 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    match (trace_from_json(&text, None, None), trace_by_profile(&text, None, None)) {
+    match (
+        trace_from_json(&text, None, None),
+        trace_by_profile(&text, None, None),
+    ) {
         (Ok(a), Ok(b)) => assert_eq!(a, b),
         (Err(a), Err(b)) => assert_eq!((a.kind, a.message), (b.kind, b.message)),
         (a, b) => panic!("the roads disagree: {a:?} vs {b:?}"),

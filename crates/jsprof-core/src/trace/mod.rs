@@ -10,6 +10,9 @@ pub(crate) use weights::{
     median_interval, sample_durations, sample_durations_with_last, time_order, time_span,
 };
 
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
 use crate::interner::Interner;
 
 use serde::{Deserialize, Serialize};
@@ -97,6 +100,65 @@ pub struct ProfilerTrace {
     pub resources: Vec<String>,
     pub samples: Vec<TraceSample>,
     pub stacks: Vec<Stack>,
+}
+
+impl ProfilerTrace {
+    /// The samples of `source` over new `tables` (a trace without samples: source maps' rewritten
+    /// resources, frames and stacks), each sample's stack renumbered through `stack_map` (old id -> new).
+    /// The tables are validated and every sample's new stack id is checked before any sample moves. The
+    /// samples move out of `source` when nothing else holds it (ten million samples are 240 MB, not to
+    /// be held twice), else they are copied. When nothing changed (the same tables, each stack mapped to
+    /// itself), `source` itself is returned.
+    pub fn with_tables(
+        source: &mut Arc<ProfilerTrace>,
+        tables: ProfilerTrace,
+        stack_map: &[u32],
+    ) -> Result<Arc<ProfilerTrace>> {
+        let unchanged = stack_map
+            .iter()
+            .enumerate()
+            .all(|(old, &new)| old == new as usize)
+            && stack_map.len() == source.stacks.len()
+            && tables.resources == source.resources
+            && tables.frames == source.frames
+            && tables.stacks == source.stacks;
+        if unchanged {
+            return Ok(Arc::clone(source));
+        }
+        let mut trace = ProfilerTrace {
+            samples: Vec::new(),
+            ..tables
+        };
+        trace.validate()?;
+        let stacks = trace.stacks.len();
+        for (i, s) in source.samples.iter().enumerate() {
+            if let Some(id) = s.stack_id {
+                match stack_map.get(id as usize) {
+                    Some(&mapped) if (mapped as usize) < stacks => {}
+                    Some(&mapped) => {
+                        return Err(Error::invalid(format!(
+                            "stackMap sends samples[{i}].stackId {id} to {mapped}, past the {stacks} stacks"
+                        )))
+                    }
+                    None => {
+                        return Err(Error::invalid(format!(
+                            "stackMap has no entry for samples[{i}].stackId {id}"
+                        )))
+                    }
+                }
+            }
+        }
+        trace.samples = match Arc::get_mut(source) {
+            Some(own) => std::mem::take(&mut own.samples),
+            None => source.samples.clone(),
+        };
+        for s in &mut trace.samples {
+            if let Some(id) = s.stack_id {
+                s.stack_id = Some(stack_map[id as usize]);
+            }
+        }
+        Ok(Arc::new(trace))
+    }
 }
 
 /// The three dedup tables plus the samples; hand it frames and stacks, take the trace at the end.
@@ -327,6 +389,50 @@ pub(crate) mod tests {
                 "{us}: {short} vs {long}"
             );
         }
+    }
+
+    #[test]
+    fn new_tables_take_the_samples_renumbered_or_refuse_before_any_moves() {
+        let mut source = Arc::new(sample_trace());
+        // Unchanged: the same trace back.
+        let identity: Vec<u32> = (0..source.stacks.len() as u32).collect();
+        let tables = ProfilerTrace {
+            samples: Vec::new(),
+            ..sample_trace()
+        };
+        let same = ProfilerTrace::with_tables(&mut source, tables.clone(), &identity).unwrap();
+        assert!(Arc::ptr_eq(&same, &source));
+        drop(same);
+        // Stacks 1 and 2 merged into 1: the samples move, renumbered.
+        let merged = ProfilerTrace {
+            stacks: tables.stacks[..2].to_vec(),
+            ..tables.clone()
+        };
+        let map = [0, 1, 1, 0, 0];
+        let bad = ProfilerTrace::with_tables(&mut source, merged.clone(), &[0, 1, 9, 0, 0]).unwrap_err();
+        assert_eq!(
+            bad.message,
+            "stackMap sends samples[0].stackId 2 to 9, past the 2 stacks"
+        );
+        let short = ProfilerTrace::with_tables(&mut source, merged.clone(), &[0, 1]).unwrap_err();
+        assert_eq!(short.message, "stackMap has no entry for samples[0].stackId 2");
+        assert_eq!(source.samples.len(), 9, "nothing moved before the checks passed");
+        let moved = ProfilerTrace::with_tables(&mut source, merged, &map).unwrap();
+        assert!(source.samples.is_empty(), "the samples moved");
+        let ids: Vec<_> = moved.samples.iter().map(|s| s.stack_id).collect();
+        assert_eq!(ids[..3], [Some(1), Some(1), Some(1)]);
+        assert_eq!(moved.samples.len(), 9);
+        // Invalid tables are refused as any trace is.
+        let mut source = Arc::new(sample_trace());
+        let cyclic = ProfilerTrace {
+            stacks: vec![Stack {
+                frame_id: 0,
+                parent_id: Some(0),
+            }],
+            ..tables
+        };
+        let e = ProfilerTrace::with_tables(&mut source, cyclic, &[0; 5]).unwrap_err();
+        assert!(e.message.contains("parentId cycle"), "{}", e.message);
     }
 
     #[test]

@@ -5,14 +5,18 @@
 //!   name real nodes, times rebuilt from the signed running sum of `timeDeltas`) and the one validator
 //!   every road into it shares ([`ProfileBuilder`], [`NodeIds`], [`SampleClock`]).
 //! - [`read`]: JSON text read whole ([`Profile::from_json`]), the road that words every error.
+//! - [`inspector`]: the columns the sampler packs from an inspector reply it already holds
+//!   ([`Profile::from_inspector`]).
 //! - [`write`]: the JSON written back ([`CpuProfile`]), for `toCpuProfile` and `jsprof record`'s side file.
 //!
 //! The one pass from JSON text straight to a trace (`crate::convert::one_pass`) also validates through
 //! [`ProfileBuilder`].
 
+mod inspector;
 mod read;
 mod write;
 
+pub use inspector::InspectorColumns;
 pub(crate) use read::RawCallFrame;
 pub use write::{CallFrame, CpuProfile, CpuProfileNode};
 
@@ -71,7 +75,7 @@ pub struct Sample {
 
 /// A validated V8 CPU profile: a tree whose parents are known and acyclic, samples naming real nodes,
 /// sample times rebuilt from the signed running sum of `timeDeltas`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Profile {
     pub nodes: Vec<Node>,
     pub samples: Vec<Sample>,
