@@ -5,9 +5,8 @@
 
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-use jsprof_core::attribution::Attributor;
-use jsprof_core::summary::{self, By};
 use jsprof_core::Error as CoreError;
+use jsprof_core::{summarize, Attributor, By};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -69,7 +68,7 @@ pub fn summarize_trace(
         ),
         Either::B(handle) => handle.inner.clone(),
     };
-    let rows = summary::summarize(&trace, by, sample_interval, &mut attributor())
+    let rows = summarize(&trace, by, sample_interval, &mut attributor())
         .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))
 }

@@ -11,8 +11,7 @@ mod analysis;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use jsprof_core::convert::SampleSink;
-use jsprof_core::{self as core, ErrorKind, Marker, ProfilerTrace};
+use jsprof_core::{self as core, ErrorKind, Marker, ProfilerTrace, SampleSink};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -170,7 +169,7 @@ pub fn convert_cpu_profile(
     };
     let own = hide_own_code.unwrap_or(false).then(own_code).flatten();
     let (tables, samples) =
-        core::convert::trace_from_json_into::<SampleColumns>(&text, time_origin_us, own.as_deref())
+        core::trace_from_json_into::<SampleColumns>(&text, time_origin_us, own.as_deref())
             .map_err(core_error)?;
     let parts = PlainParts::of_tables(&tables, samples)?;
     Ok(parts.into_js())

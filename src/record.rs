@@ -4,7 +4,7 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use jsprof_core::record_file::{self, Sidecar};
+use jsprof_core::{span_ms, trace_file_json, trace_from_lines, Sidecar};
 
 use crate::{own_code, Chunk, Recording};
 
@@ -27,9 +27,9 @@ pub struct RecordedTrace {
 fn recorded(trace: &jsprof_core::ProfilerTrace, sidecar: &TraceSidecar) -> RecordedTrace {
     let sidecar = Sidecar::new(sidecar.pid, sidecar.thread_id, sidecar.time_origin);
     RecordedTrace {
-        json: record_file::trace_file_json(trace, &sidecar).into(),
+        json: trace_file_json(trace, &sidecar).into(),
         samples: trace.samples.len() as u32,
-        duration_ms: record_file::span_ms(trace),
+        duration_ms: span_ms(trace),
     }
 }
 
@@ -85,7 +85,7 @@ pub fn trace_from_chunk_lines(
     sidecar: TraceSidecar,
 ) -> RecordedTrace {
     let text = String::from_utf8_lossy(lines);
-    let (trace, _) = record_file::trace_from_lines(&text, interval_us, time_origin_us, own_code());
+    let (trace, _) = trace_from_lines(&text, interval_us, time_origin_us, own_code());
     recorded(&trace, &sidecar)
 }
 
@@ -99,6 +99,6 @@ pub fn trace_file_from_cpu_profile(
 ) -> Result<RecordedTrace> {
     let text = String::from_utf8_lossy(json);
     let origin = time_origin_us.filter(|t| t.is_finite());
-    let trace = jsprof_core::convert::trace_from_json(&text, origin, None).map_err(crate::core_error)?;
+    let trace = jsprof_core::trace_from_json(&text, origin, None).map_err(crate::core_error)?;
     Ok(recorded(&trace, &sidecar))
 }

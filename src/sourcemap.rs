@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use jsprof_core::sourcemap::{self, ExplicitMap, MapCache, MapOptions};
+use jsprof_core::{ExplicitMap, MapCache, MapOptions};
 use jsprof_core::{Frame, ProfilerTrace, Stack};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -216,7 +216,7 @@ impl Task for ResolveSourceMaps {
                 own = MapCache::new();
                 &own
             };
-            let resolved = sourcemap::resolve(&tables, &map_options, cache);
+            let resolved = jsprof_core::resolve_source_maps(&tables, &map_options, cache);
             Ok(Output {
                 tables: Columns::from_trace(&resolved.trace)?,
                 stack_map: resolved.stack_map,

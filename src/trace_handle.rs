@@ -43,7 +43,7 @@ impl TraceHandle {
     #[napi(factory, catch_unwind)]
     pub fn from_cpu_profile(bytes: &[u8]) -> Result<TraceHandle> {
         let text = String::from_utf8_lossy(bytes);
-        let trace = core::convert::trace_from_json(&text, None, None).map_err(core_error)?;
+        let trace = core::trace_from_json(&text, None, None).map_err(core_error)?;
         drop(text);
         trace.validate().map_err(core_error)?;
         Ok(TraceHandle {

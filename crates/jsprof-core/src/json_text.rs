@@ -6,7 +6,7 @@
 //! ([`lone_surrogates_visible`]).
 
 /// The path (`samples[1].timestamp`) of the value at byte `offset` of `text`; "" at the top level.
-pub fn path_at(text: &str, offset: usize) -> String {
+pub(crate) fn path_at(text: &str, offset: usize) -> String {
     enum Level {
         Object {
             key: Option<String>,
@@ -78,7 +78,7 @@ pub fn path_at(text: &str, offset: usize) -> String {
 }
 
 /// The byte offset of serde_json's (1-based) line and column in `text`.
-pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
+pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
     let line_start: usize = text
         .split_inclusive('\n')
         .take(line.saturating_sub(1))
@@ -89,7 +89,7 @@ pub fn offset_of(text: &str, line: usize, column: usize) -> usize {
 
 /// serde_json's error about a value of `text`, in the user's terms: the path of the value and what
 /// was wrong with it (`samples[1].timestamp: null where a number belongs`).
-pub fn describe_error(text: &str, e: &serde_json::Error) -> String {
+pub(crate) fn describe_error(text: &str, e: &serde_json::Error) -> String {
     let path = path_at(text, offset_of(text, e.line(), e.column()));
     let raw = e.to_string();
     let what = raw

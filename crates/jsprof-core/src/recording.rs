@@ -48,7 +48,7 @@ impl Chunk {
     /// For many requests at once, how many of the chunk's samples lie inside each one's intervals:
     /// `flat` holds every request's `[begin, end]` µs intervals back to back (begin0, end0, …), `ends[i]`
     /// is where request i's values end in `flat`. An `ends` that does not cut `flat` into pairs is an
-    /// error (see [`IntervalSet::from_flat`]).
+    /// error (as `IntervalSet::from_flat` says).
     pub fn count_in_many(&self, flat: &[f64], ends: &[u32]) -> Result<Vec<u32>> {
         let mut counts = Vec::with_capacity(ends.len());
         let mut from = 0usize;

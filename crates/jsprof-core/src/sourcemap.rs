@@ -42,9 +42,9 @@ use crate::files::{self, ReadProblem};
 use crate::trace::{Frame, ProfilerTrace, Stack, TraceBuilder};
 
 /// Default cap on the bytes read of one file (generated script or map).
-pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// What a [`MapCache`] keeps at most, counted in bytes of the files it read.
-pub const CACHE_BUDGET: u64 = 512 * 1024 * 1024;
+pub(crate) const CACHE_BUDGET: u64 = 512 * 1024 * 1024;
 
 /// A map the caller names for one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub struct ResourceStats {
 pub struct Stats {
     pub frames: u32,
     pub mapped: u32,
-    /// Every [`Reason`] (camelCase) with its count of frames, zeros included.
+    /// Every `Reason` (camelCase) with its count of frames, zeros included.
     pub unmapped: BTreeMap<Reason, u32>,
     /// One entry per resource of the input trace, in its order.
     pub resources: Vec<ResourceStats>,

@@ -100,9 +100,8 @@ impl Rows {
 
 /// A summary of `trace` by `by`. Each sample weighs the gap to the next sample in time order (V8
 /// reorders some samples, and a trace keeps V8's order); the last one weighs `sample_interval` ms
-/// (default: the median gap, see [`crate::trace::median_interval`]). Fails with a `Type` error when the trace is
-/// malformed (see [`ProfilerTrace::validate`]) or `sample_interval` is not
-/// a finite number >= 0.
+/// (default: the median gap between samples in time order). Fails with a `Type` error when the trace
+/// is malformed (see [`ProfilerTrace::validate`]) or `sample_interval` is not a finite number >= 0.
 pub fn summarize(
     trace: &ProfilerTrace,
     by: By,

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use jsprof_core::attribution::{Attributor, Kind};
 use jsprof_core::{
-    trace_from_profile, Chunk, ErrorKind, InspectorColumns, Profile, ProfileBuilder, ProfilerTrace, Recording,
+    trace_from_profile, Attributor, Chunk, ErrorKind, InspectorColumns, Kind, Profile, ProfileBuilder,
+    ProfilerTrace, Recording,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};

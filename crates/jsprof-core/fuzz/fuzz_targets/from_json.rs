@@ -2,8 +2,7 @@
 //! (`trace_from_json`, what `fromCpuProfile` and the CLI use) must answer exactly as the road by way of
 //! a whole `Profile` (`Profile::from_json`, then the V8 -> trace rules), errors included.
 #![no_main]
-use jsprof_core::convert::{trace_by_profile, trace_from_json};
-use jsprof_core::{trace_from_profile, Profile};
+use jsprof_core::{trace_by_profile, trace_from_json, trace_from_profile, Profile};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

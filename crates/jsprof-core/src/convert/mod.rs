@@ -58,7 +58,7 @@ fn is_user_code(url: &str) -> bool {
 /// Converts samples of one profile into a [`TraceBuilder`], caching each node's frame and stack so a
 /// node is resolved once however many samples hit it. One converter per profile; many converters may
 /// feed one builder (a Profiler's trace spans several harvested chunks).
-pub struct ProfileConverter<'p> {
+pub(crate) struct ProfileConverter<'p> {
     profile: &'p Profile,
     /// `None` = not resolved yet; `Some(None)` = no JS stack (pseudo-nodes above any code).
     stacks: Vec<Option<Option<u32>>>,
@@ -75,7 +75,7 @@ pub struct ProfileConverter<'p> {
 }
 
 impl<'p> ProfileConverter<'p> {
-    pub fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
+    pub(crate) fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
         ProfileConverter {
             profile,
             stacks: vec![None; profile.nodes.len()],
@@ -88,7 +88,7 @@ impl<'p> ProfileConverter<'p> {
     }
 
     /// Leaves `own` code out of the stacks (see [`OwnCode`]); its time goes to its caller.
-    pub fn hiding(mut self, own: &'p OwnCode) -> Self {
+    pub(crate) fn hiding(mut self, own: &'p OwnCode) -> Self {
         if !own.is_empty() {
             self.hidden = vec![false; self.profile.nodes.len()];
             self.own = Some(own);
@@ -111,7 +111,7 @@ impl<'p> ProfileConverter<'p> {
     /// The stack id of `node`'s path from the outermost code frame down to `node`. Pseudo-nodes on the
     /// path are transparent (V8 puts them directly under `(root)`, but a hand-made profile may not).
     #[inline]
-    pub fn stack_of(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
+    pub(crate) fn stack_of(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
         match self.stacks[node as usize] {
             Some(stack) => stack,
             None => self.resolve(builder, node),
@@ -166,7 +166,7 @@ impl<'p> ProfileConverter<'p> {
     }
 
     /// The trace sample for one of this profile's samples.
-    pub fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
+    pub(crate) fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
         let (stack_id, marker) = self.stack_and_marker(builder, sample.node);
         TraceSample {
             timestamp: self.timestamp(sample.time),
@@ -177,7 +177,7 @@ impl<'p> ProfileConverter<'p> {
 
     /// The stack id and marker of a sample whose leaf is `node`.
     #[inline]
-    pub fn stack_and_marker(
+    pub(crate) fn stack_and_marker(
         &mut self,
         builder: &mut TraceBuilder,
         node: u32,
@@ -207,7 +207,7 @@ impl<'p> ProfileConverter<'p> {
 
     /// The timestamp of a sample taken at `time_us` on V8's clock.
     #[inline]
-    pub fn timestamp(&self, time_us: f64) -> f64 {
+    pub(crate) fn timestamp(&self, time_us: f64) -> f64 {
         sample_timestamp(time_us, self.time_origin_us)
     }
 }
@@ -234,7 +234,7 @@ impl Leaf {
 
 /// A sample's timestamp: ms from the time origin (both µs on V8's clock), at µs precision.
 #[inline]
-pub fn sample_timestamp(time_us: f64, time_origin_us: f64) -> f64 {
+pub(crate) fn sample_timestamp(time_us: f64, time_origin_us: f64) -> f64 {
     us_to_ms(time_us - time_origin_us)
 }
 
@@ -244,7 +244,7 @@ pub fn trace_from_profile(profile: &Profile, time_origin_us: f64) -> ProfilerTra
 }
 
 /// [`trace_from_profile`], with `own` code left out of the stacks (see [`OwnCode`]).
-pub fn trace_from_profile_hiding(
+pub(crate) fn trace_from_profile_hiding(
     profile: &Profile,
     time_origin_us: f64,
     own: Option<&OwnCode>,

@@ -78,7 +78,7 @@ impl SampleSink for TraceSamples {
 
 /// A V8 CPU profile's JSON text (or the inspector's `{ "profile": … }` reply) as a trace, timestamps
 /// in ms from `time_origin_us` (default: the profile's `startTime`), `own` code left out of the stacks:
-/// what [`Profile::from_json`] and [`trace_from_profile_hiding`] give, errors included.
+/// what [`Profile::from_json`] and `trace_from_profile_hiding` give, errors included.
 pub fn trace_from_json(
     text: &str,
     time_origin_us: Option<f64>,

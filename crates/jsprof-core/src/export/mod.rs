@@ -14,32 +14,31 @@
 //! Stackless samples are shown as one pseudo-frame each, named as V8 names them: `(idle)` (no marker),
 //! `(garbage collector)` (`gc`) and `(program)` (any other marker).
 
-pub mod collapsed;
-pub mod cpuprofile;
-pub mod flamegraph;
-pub mod gecko;
-pub mod otlp;
-pub mod pprof;
-pub mod speedscope;
+pub(crate) mod collapsed;
+pub(crate) mod cpuprofile;
+pub(crate) mod flamegraph;
+pub(crate) mod gecko;
+pub(crate) mod otlp;
+pub(crate) mod pprof;
+pub(crate) mod speedscope;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
 use crate::error::{Error, Result};
-pub(crate) use crate::trace::{median_interval, sample_durations, time_order, time_span};
 use crate::trace::{Marker, ProfilerTrace, TraceSample};
 
 /// What a stackless sample stands for, named as V8 names its pseudo-nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Pseudo {
+pub(crate) enum Pseudo {
     Idle,
     GarbageCollector,
     Program,
 }
 
 impl Pseudo {
-    pub fn of(sample: &TraceSample) -> Option<Pseudo> {
+    pub(crate) fn of(sample: &TraceSample) -> Option<Pseudo> {
         match (sample.stack_id, sample.marker) {
             (Some(_), _) => None,
             (None, None) => Some(Pseudo::Idle),
@@ -48,7 +47,7 @@ impl Pseudo {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Pseudo::Idle => "(idle)",
             Pseudo::GarbageCollector => "(garbage collector)",
@@ -56,18 +55,18 @@ impl Pseudo {
         }
     }
 
-    pub const ALL: [Pseudo; 3] = [Pseudo::Idle, Pseudo::GarbageCollector, Pseudo::Program];
+    pub(crate) const ALL: [Pseudo; 3] = [Pseudo::Idle, Pseudo::GarbageCollector, Pseudo::Program];
 }
 
 /// The most frame references a format that repeats whole stacks writes (speedscope's sampled profiles
 /// per sample; pprof and collapsed stacks per distinct stack): their size grows with stacks × depth, so a deep trace (a 20,000-deep recursion sampled at each level: 200 million references)
 /// would take minutes and gigabytes, then fail in V8. Beyond it they refuse with a RangeError that
 /// names the limit; the tree formats (cpuprofile, Gecko, the flame graphs) have no such limit.
-pub const MAX_FRAME_REFERENCES: u64 = 50_000_000;
+pub(crate) const MAX_FRAME_REFERENCES: u64 = 50_000_000;
 
 /// The number of frames of every stack (its depth), in one pass over the stacks. Only for validated
 /// traces (parent chains end).
-pub fn stack_depths(trace: &ProfilerTrace) -> Vec<u64> {
+pub(crate) fn stack_depths(trace: &ProfilerTrace) -> Vec<u64> {
     let mut depth = vec![0u64; trace.stacks.len()];
     let mut path = Vec::new();
     for start in 0..trace.stacks.len() {
@@ -91,7 +90,7 @@ pub fn stack_depths(trace: &ProfilerTrace) -> Vec<u64> {
 
 /// Refuses (RangeError) a trace whose `references` (frames `format` would write in all) exceed
 /// [`MAX_FRAME_REFERENCES`].
-pub fn check_frame_references(references: u64, format: &str) -> Result<()> {
+pub(crate) fn check_frame_references(references: u64, format: &str) -> Result<()> {
     if references > MAX_FRAME_REFERENCES {
         return Err(Error::range(format!(
             "{format} repeats whole stacks, and this trace's stacks hold {references} frames in all, more \
@@ -103,7 +102,7 @@ pub fn check_frame_references(references: u64, format: &str) -> Result<()> {
 }
 
 /// Frames written once per distinct sampled stack (pprof, collapsed): the sum of their depths.
-pub fn distinct_frame_references(trace: &ProfilerTrace) -> u64 {
+pub(crate) fn distinct_frame_references(trace: &ProfilerTrace) -> u64 {
     let depths = stack_depths(trace);
     let mut sampled = vec![false; trace.stacks.len()];
     for s in &trace.samples {
@@ -120,7 +119,7 @@ pub fn distinct_frame_references(trace: &ProfilerTrace) -> u64 {
 }
 
 /// Frames written per sample (speedscope's sampled profiles): the sum of the sampled stacks' depths.
-pub fn sample_frame_references(trace: &ProfilerTrace) -> u64 {
+pub(crate) fn sample_frame_references(trace: &ProfilerTrace) -> u64 {
     let depths = stack_depths(trace);
     trace
         .samples
@@ -130,7 +129,7 @@ pub fn sample_frame_references(trace: &ProfilerTrace) -> u64 {
 }
 
 /// Frame ids of a stack from the outermost frame to the leaf. Only for validated traces.
-pub fn stack_frames(trace: &ProfilerTrace, stack_id: u32) -> Vec<u32> {
+pub(crate) fn stack_frames(trace: &ProfilerTrace, stack_id: u32) -> Vec<u32> {
     let mut frames = Vec::new();
     let mut cursor = Some(stack_id);
     while let Some(s) = cursor {
@@ -143,7 +142,7 @@ pub fn stack_frames(trace: &ProfilerTrace, stack_id: u32) -> Vec<u32> {
 }
 
 /// A frame's display name: `(anonymous)` for the spec's empty name, as DevTools shows it.
-pub fn display_name(name: &str) -> &str {
+pub(crate) fn display_name(name: &str) -> &str {
     if name.is_empty() {
         "(anonymous)"
     } else {
@@ -152,13 +151,13 @@ pub fn display_name(name: &str) -> &str {
 }
 
 /// A resource as a short location: `file://` dropped (the path stays whole so two files never merge).
-pub fn short_resource(resource: &str) -> &str {
+pub(crate) fn short_resource(resource: &str) -> &str {
     resource.strip_prefix("file://").unwrap_or(resource)
 }
 
 /// `name (path:line:column)`, `name (path)`, `name (generated:line:column)` for generated code (a frame
 /// with a position but no resource: `new Function`, `eval`), or `name` for builtins.
-pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
+pub(crate) fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
     let f = &trace.frames[frame_id as usize];
     let name = display_name(&f.name);
     match f.resource_id {
@@ -178,7 +177,7 @@ pub fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
     }
 }
 
-/// A [`frame_label`] without its `:line:column` (`name (path:3:9)` -> `name (path)`): the same
+/// A `frame_label` without its `:line:column` (`name (path:3:9)` -> `name (path)`): the same
 /// function at another position, as after an edit moved it. A label without both stays as it is.
 pub fn unplaced(label: &str) -> Cow<'_, str> {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -199,7 +198,7 @@ pub fn unplaced(label: &str) -> Cow<'_, str> {
 /// of the innermost Node frame, else of the leaf; `None` for an empty stack. `summarize`'s rule: the
 /// pprof `package`/`kind` labels use it, so `go tool pprof -tagfocus package=express` and
 /// `jsprof report` give the same share.
-pub fn charged_position(frames: &[u32], attributions: &[Attribution]) -> Option<usize> {
+pub(crate) fn charged_position(frames: &[u32], attributions: &[Attribution]) -> Option<usize> {
     let kind = |f: &u32| attributions[*f as usize].kind;
     frames
         .iter()
@@ -210,7 +209,7 @@ pub fn charged_position(frames: &[u32], attributions: &[Attribution]) -> Option<
 
 /// One stack (or one pseudo-frame) as pprof and OTLP merge samples: what its samples are charged to,
 /// by [`charged_position`]'s rule.
-pub struct ChargedStack {
+pub(crate) struct ChargedStack {
     /// The stack id, or the pseudo-frame of stackless samples.
     pub key: std::result::Result<u32, Pseudo>,
     /// The stack's frames, root first (empty for a pseudo-frame).
@@ -225,7 +224,10 @@ pub struct ChargedStack {
 /// The distinct stacks of the trace's samples (stackless ones by pseudo-frame), in first-seen order,
 /// and for each sample the index of its stack there (4 bytes a sample, not a list per stack): each
 /// distinct stack's frames are walked once, however many samples it has.
-pub fn charged_stacks(trace: &ProfilerTrace, attributions: &[Attribution]) -> (Vec<ChargedStack>, Vec<u32>) {
+pub(crate) fn charged_stacks(
+    trace: &ProfilerTrace,
+    attributions: &[Attribution],
+) -> (Vec<ChargedStack>, Vec<u32>) {
     let mut index: HashMap<std::result::Result<u32, Pseudo>, u32> = HashMap::new();
     let mut stacks: Vec<ChargedStack> = Vec::new();
     let mut group_of = Vec::with_capacity(trace.samples.len());
@@ -260,13 +262,13 @@ pub fn charged_stacks(trace: &ProfilerTrace, attributions: &[Attribution]) -> (V
 }
 
 /// ms as whole ns (`as` saturates, so absurd inputs cannot overflow).
-pub fn ns(ms: f64) -> i64 {
+pub(crate) fn ns(ms: f64) -> i64 {
     (ms * 1e6).round() as i64
 }
 
 /// A resource as profilers' tools look files up: a `file:` URL as its local path (so `go tool pprof
 /// -list fn` finds the file), anything else as it is.
-pub fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
     if resource.starts_with("file:") {
         if let Some(path) = url::Url::parse(resource).ok().and_then(|u| u.to_file_path().ok()) {
             return std::borrow::Cow::Owned(path.to_string_lossy().into_owned());
@@ -277,7 +279,7 @@ pub fn file_name(resource: &str) -> std::borrow::Cow<'_, str> {
 
 /// The attribution of every frame (by its resource; frames without one are generated code when they
 /// have a position, native code otherwise: [`frame_without_resource`]).
-pub fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
+pub(crate) fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
     let mut attributor = Attributor::new();
     let by_resource: Vec<Attribution> = trace.resources.iter().map(|r| attributor.attribute(r)).collect();
     trace
@@ -293,7 +295,7 @@ pub fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
 /// The package label of the frame a stack is charged to (`frames` root first, `charged` its index in
 /// `frames`): [`package_label`], and for generated code the label of the app or dependency code that
 /// called it, as `summarize` names its row (`(generated, called from express)`).
-pub fn charged_package_label(frames: &[u32], charged: usize, attributions: &[Attribution]) -> String {
+pub(crate) fn charged_package_label(frames: &[u32], charged: usize, attributions: &[Attribution]) -> String {
     let attribution = &attributions[frames[charged] as usize];
     if attribution.kind != Kind::Generated {
         return package_label(attribution);
@@ -307,7 +309,7 @@ pub fn charged_package_label(frames: &[u32], charged: usize, attributions: &[Att
 }
 
 /// The lower-case name of a kind, as the exports label it.
-pub fn kind_name(kind: Kind) -> &'static str {
+pub(crate) fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::App => "app",
         Kind::Dependency => "dependency",
@@ -319,7 +321,7 @@ pub fn kind_name(kind: Kind) -> &'static str {
 
 /// The package a frame belongs to for labels: the npm package for dependency code, else the kind in
 /// parentheses (`(app)`, `(node)`, `(native)`; a dependency whose name is unknown is `(dependency)`).
-pub fn package_label(attribution: &Attribution) -> String {
+pub(crate) fn package_label(attribution: &Attribution) -> String {
     match (&attribution.kind, &attribution.package) {
         (Kind::Dependency, Some(p)) => p.clone(),
         (kind, _) => format!("({})", kind_name(*kind)),

@@ -163,7 +163,7 @@ impl ProfilerTrace {
 
 /// The three dedup tables plus the samples; hand it frames and stacks, take the trace at the end.
 #[derive(Default)]
-pub struct TraceBuilder {
+pub(crate) struct TraceBuilder {
     resources: Interner<String>,
     frames: Interner<Frame>,
     stacks: Interner<Stack>,
@@ -171,27 +171,27 @@ pub struct TraceBuilder {
 }
 
 impl TraceBuilder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn resource_id(&mut self, url: &str) -> u32 {
+    pub(crate) fn resource_id(&mut self, url: &str) -> u32 {
         self.resources.id(url)
     }
 
-    pub fn frame_id(&mut self, frame: Frame) -> u32 {
+    pub(crate) fn frame_id(&mut self, frame: Frame) -> u32 {
         self.frames.id_of_owned(frame)
     }
 
-    pub fn stack_id(&mut self, frame_id: u32, parent_id: Option<u32>) -> u32 {
+    pub(crate) fn stack_id(&mut self, frame_id: u32, parent_id: Option<u32>) -> u32 {
         self.stacks.id_of_owned(Stack { frame_id, parent_id })
     }
 
-    pub fn push_sample(&mut self, sample: TraceSample) {
+    pub(crate) fn push_sample(&mut self, sample: TraceSample) {
         self.samples.push(sample);
     }
 
-    pub fn finish(self) -> ProfilerTrace {
+    pub(crate) fn finish(self) -> ProfilerTrace {
         ProfilerTrace {
             resources: self.resources.into_values(),
             frames: self.frames.into_values(),
@@ -202,7 +202,7 @@ impl TraceBuilder {
 }
 
 /// Rounds a time in ms to the microsecond precision the spec's timestamps carry.
-pub fn round_to_microseconds(ms: f64) -> f64 {
+pub(crate) fn round_to_microseconds(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
 }
 
@@ -211,7 +211,7 @@ pub fn round_to_microseconds(ms: f64) -> f64 {
 /// 0.25 of `us`, so the rounding gives `us` back. (It saves a libm call and a multiplication per
 /// sample, a third of a conversion's time.)
 #[inline]
-pub fn us_to_ms(us: f64) -> f64 {
+pub(crate) fn us_to_ms(us: f64) -> f64 {
     if us.abs() < (1u64 << 50) as f64 && (us as i64) as f64 == us {
         return us / 1000.0;
     }

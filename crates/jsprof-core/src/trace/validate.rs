@@ -1,7 +1,8 @@
-//! The trace checks its own validity, as google/pprof's `Profile.CheckValid` does: [`ProfilerTrace::from_json`]
-//! (text from JS or a file) ends in [`ProfilerTrace::validate`], and so does every other road a trace
-//! comes in by (a `.cpuprofile`'s conversion, source-mapped tables). The exporters, summaries and source
-//! maps never check: they take a valid trace (every id in range, parents acyclic, times finite).
+//! The trace checks its own validity, as google/pprof's `Profile.CheckValid` does:
+//! [`ProfilerTrace::from_json`] (text from JS or a file) ends in [`ProfilerTrace::validate`], and so does
+//! every other road a trace comes in by (a `.cpuprofile` the CLI reads, source-mapped tables). The
+//! exporters and source maps take a valid trace (every id in range, parents acyclic, times finite) and
+//! index its tables without further checks.
 
 use crate::error::{Error, Result};
 use crate::json_text::lone_surrogates_visible;
@@ -15,7 +16,8 @@ pub(crate) const MAX_TIMESTAMP_MS: f64 = 1e12;
 impl ProfilerTrace {
     /// Parses and validates a trace given as JSON text (the JS facade passes `JSON.stringify(trace)`; the
     /// CLI a file's text).
-    /// Every problem is a `Type` error: the value came from JS as an object, so a bad one has the wrong shape.
+    /// Every problem is a `Type` error: the value came from JS as an object, so a bad one has the wrong
+    /// shape.
     pub fn from_json(json: &str) -> Result<ProfilerTrace> {
         let parse = |json: &str| serde_json::from_str::<ProfilerTrace>(json);
         let trace = match parse(json) {
@@ -37,8 +39,8 @@ impl ProfilerTrace {
     }
 
     /// Checks what serde cannot: every id in range, stack parents acyclic, timestamps finite (within
-    /// [`MAX_TIMESTAMP_MS`]). The one check of every trace that comes from outside, so the exporters,
-    /// summaries and source maps can index the tables without further checks.
+    /// ±1e12 ms, see `MAX_TIMESTAMP_MS`). The one check of every trace that comes from outside, so the
+    /// exporters, summaries and source maps can index the tables without further checks.
     pub fn validate(&self) -> Result<()> {
         let trace = self;
         let (resources, frames, stacks) = (trace.resources.len(), trace.frames.len(), trace.stacks.len());

@@ -104,7 +104,8 @@ mod tests {
         };
         let text = r#"{"nodes":[
             {"id":1,"callFrame":{"functionName":"(root)","url":""},"children":[2]},
-            {"id":2,"callFrame":{"functionName":"main","url":"file:///app/a.js","lineNumber":4,"columnNumber":13}}],
+            {"id":2,"callFrame":{"functionName":"main","url":"file:///app/a.js",
+                "lineNumber":4,"columnNumber":13}}],
             "startTime":1000,"endTime":2000,"samples":[2,2,1],"timeDeltas":[10,20,-5]}"#;
         assert_eq!(
             Profile::from_inspector(&columns).unwrap(),

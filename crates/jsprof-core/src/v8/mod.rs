@@ -7,7 +7,8 @@
 //! - [`read`]: JSON text read whole ([`Profile::from_json`]), the road that words every error.
 //! - [`inspector`]: the columns the sampler packs from an inspector reply it already holds
 //!   ([`Profile::from_inspector`]).
-//! - [`write`]: the JSON written back ([`CpuProfile`]), for `toCpuProfile` and `jsprof record`'s side file.
+//! - [`write`](mod@write): the JSON written back ([`CpuProfile`]), for `toCpuProfile` and `jsprof record`'s
+//!   side file.
 //!
 //! The one pass from JSON text straight to a trace (`crate::convert::one_pass`) also validates through
 //! [`ProfileBuilder`].
