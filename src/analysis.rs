@@ -44,7 +44,7 @@ pub fn attribute_resource(resource: String) -> ResourceAttribution {
 /// A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows.
 #[napi(catch_unwind)]
 pub fn summarize_trace(
-    trace: crate::export::TraceInput<'_>,
+    trace: crate::trace_handle::TraceInput<'_>,
     by: String,
     sample_interval: Option<f64>,
 ) -> Result<String> {

@@ -5,26 +5,13 @@
 use jsprof_core::{
     otlp_partial_success, speedscope_clock_name, to_collapsed, to_cpu_profile, to_diff_flame_graph,
     to_flame_graph, to_flame_graph_html, to_gecko_json, to_otlp_profiles, to_pprof, to_speedscope, unplaced,
-    FlameGraphOptions, GeckoOptions, OtlpOptions, PprofOptions, ProfilerTrace,
+    FlameGraphOptions, GeckoOptions, OtlpOptions, PprofOptions,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use std::sync::Arc;
-
 use crate::core_error;
-use crate::trace_handle::TraceHandle;
-
-/// A trace given as JSON text (parsed and validated here) or as a [`TraceHandle`] (validated when
-/// it was made): the exporters and `summarize` take either.
-pub(crate) type TraceInput<'a> = Either<String, &'a TraceHandle>;
-
-pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
-    match input {
-        Either::A(json) => Ok(Arc::new(ProfilerTrace::from_json(&json).map_err(core_error)?)),
-        Either::B(handle) => Ok(handle.inner.clone()),
-    }
-}
+use crate::trace_handle::{trace_of, TraceInput};
 
 /// JSON text as UTF-8 bytes (a Buffer): a large profile's JSON goes to a file without being made a JS
 /// string (hundreds of MB for ten million samples), and the public functions parse it from there.

@@ -1,5 +1,5 @@
 //! napi export of source-map resolution: `resolveSourceMaps` hands the trace's tables (as columns, no
-//! samples) and its options (JSON text) to [`jsprof_core::sourcemap::resolve`] on the libuv pool, where
+//! samples) and its options (JSON text) to [`jsprof_core::resolve_source_maps`] on the libuv pool, where
 //! maps are read and parsed, and gives back the mapped tables (columns), where each old stack went, and
 //! the stats.
 //!

@@ -116,3 +116,14 @@ impl TraceHandle {
         let _ = bytes.detach();
     }
 }
+
+/// A trace given as JSON text (parsed and validated here) or as a [`TraceHandle`] (validated when
+/// it was made): the exporters and `summarize` take either.
+pub(crate) type TraceInput<'a> = Either<String, &'a TraceHandle>;
+
+pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
+    match input {
+        Either::A(json) => Ok(Arc::new(ProfilerTrace::from_json(&json).map_err(core_error)?)),
+        Either::B(handle) => Ok(handle.inner.clone()),
+    }
+}
