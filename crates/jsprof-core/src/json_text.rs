@@ -6,7 +6,9 @@
 //! ([`lone_surrogates_visible`]).
 
 /// The path (`samples[1].timestamp`) of the value at byte `offset` of `text`; "" at the top level.
-pub(crate) fn path_at(text: &str, offset: usize) -> String {
+/// Without the innermost object's member when `member` is false: the path of the object itself (where
+/// serde says a member is missing, its offset is the object's end, after the last member).
+fn path_at(text: &str, offset: usize, member: bool) -> String {
     enum Level {
         Object {
             key: Option<String>,
@@ -61,9 +63,11 @@ pub(crate) fn path_at(text: &str, offset: usize) -> String {
         }
         i += 1;
     }
+    let innermost = stack.len().checked_sub(1);
     let mut path = String::new();
-    for level in &stack {
+    for (depth, level) in stack.iter().enumerate() {
         match level {
+            Level::Object { key: Some(_), .. } if !member && Some(depth) == innermost => {}
             Level::Object { key: Some(key), .. } => {
                 if !path.is_empty() {
                     path.push('.');
@@ -90,8 +94,9 @@ pub(crate) fn offset_of(text: &str, line: usize, column: usize) -> usize {
 /// serde_json's error about a value of `text`, in the user's terms: the path of the value and what
 /// was wrong with it (`samples[1].timestamp: null where a number belongs`).
 pub(crate) fn describe_error(text: &str, e: &serde_json::Error) -> String {
-    let path = path_at(text, offset_of(text, e.line(), e.column()));
     let raw = e.to_string();
+    let member = !raw.starts_with("missing field ");
+    let path = path_at(text, offset_of(text, e.line(), e.column()), member);
     let what = raw
         .rsplit_once(" at line ")
         .map_or(raw.as_str(), |(what, _)| what);
@@ -179,9 +184,9 @@ mod tests {
     fn finds_the_path_of_the_failing_value() {
         let text = r#"{"resources":[],"samples":[{"timestamp":1,"stackId":0},{"timestamp":null}]}"#;
         let at = text.find("null").unwrap();
-        assert_eq!(path_at(text, at), "samples[1].timestamp");
-        assert_eq!(path_at(r#"{"a":"x,[{","b":[1,2,"#, 19), "b[1]");
-        assert_eq!(path_at("[", 1), "[0]");
+        assert_eq!(path_at(text, at, true), "samples[1].timestamp");
+        assert_eq!(path_at(r#"{"a":"x,[{","b":[1,2,"#, 19, true), "b[1]");
+        assert_eq!(path_at("[", 1, true), "[0]");
     }
 
     #[test]
@@ -202,6 +207,12 @@ mod tests {
             describe_error(text, &e),
             r#"samples[1].timestamp: string "x" where a number belongs"#
         );
+        // A missing member is the object's problem, not its last member's.
+        let text = r#"{"samples":[{"timestamp":1},{"stackId":2}]}"#;
+        let e = serde_json::from_str::<T>(text).unwrap_err();
+        assert_eq!(describe_error(text, &e), "samples[1]: missing field `timestamp`");
+        let e = serde_json::from_str::<T>(r#"{"x":[1]}"#).unwrap_err();
+        assert_eq!(describe_error(r#"{"x":[1]}"#, &e), "missing field `samples`");
     }
 
     #[test]
