@@ -92,11 +92,6 @@ export declare class Recording {
 }
 
 export declare class TraceHandle {
-  /**
-   * A V8 CPU profile (`.cpuprofile` JSON as UTF-8 bytes) as a trace, by the rules of
-   * `fromCpuProfile` (times relative to the profile's start).
-   */
-  static fromCpuProfile(bytes: Uint8Array): TraceHandle
   /** A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do. */
   static fromTraceJson(bytes: Uint8Array): TraceHandle
   get sampleCount(): number
@@ -229,6 +224,16 @@ export declare function exportSpeedscope(
 ): Buffer
 
 /**
+ * The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
+ * checks them as it checks the same options given.
+ */
+export interface FileSidecar {
+  timeOrigin?: number
+  pid?: number
+  threadId?: number
+}
+
+/**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
  * object (Node parsed it; going back to JSON text would cost the main thread as much again).
  */
@@ -267,6 +272,23 @@ export interface OtlpPartialSuccess {
   rejectedProfiles: number
   errorMessage: string
 }
+
+/** What `readProfileFile` read: the trace, its format, and a trace file's sidecar. */
+export interface ProfileFile {
+  trace: TraceHandle
+  format: 'trace' | 'cpuprofile'
+  /** A trace file's `jsprof` member (`jsprof record`'s), when it is an object. */
+  sidecar?: FileSidecar
+}
+
+/**
+ * A profile file's bytes (UTF-8, read as `Buffer#toString` reads them) as the CLI reads them, in one
+ * call: a ProfilerTrace (with `jsprof record`'s sidecar) or a V8 CPU profile (by `fromCpuProfile`'s
+ * rules, times from its start), told apart by content and validated by the core. An error's message
+ * is what follows the file's name in the CLI's one line (`is not valid JSON (…)`, `is not a valid
+ * ProfilerTrace: …`): a `SyntaxError` for text that is not JSON, a `TypeError` otherwise.
+ */
+export declare function readProfileFile(bytes: Uint8Array): ProfileFile
 
 /**
  * Puts the native handler back for `signal` if nothing handles it now (`SIG_DFL`: libuv restores

@@ -7,7 +7,7 @@
 //!
 //! - `chunk.rs`: `Chunk` (one harvest of the sampler) and the `InspectorColumns` it is made from.
 //! - `recording.rs`: `Recording` (what one Profiler keeps of the chunks).
-//! - `trace_handle.rs`: `TraceHandle` (a trace that stays in Rust).
+//! - `trace_handle.rs`: `TraceHandle` (a trace that stays in Rust) and `readProfileFile`.
 //! - `trace_parts.rs`: `TraceParts`, the shape a trace crosses in when JS needs its objects.
 //! - `cpu_profile.rs`: `convertCpuProfile`, `convertCpuProfileText` (`fromCpuProfile`).
 //! - `own_code.rs`: `setOwnCode` (jsprof-node's own frames, left out of what it records).

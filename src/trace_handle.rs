@@ -1,9 +1,9 @@
-//! A trace that stays in Rust: `TraceHandle.fromCpuProfile(bytes)` converts a V8 CPU profile without
-//! making a JS object per sample, and every exporter and `summarize` accept the handle where they take
-//! a trace. This is how `jsprof report`/`convert` read a `.cpuprofile` of ten million samples in a
-//! fraction of the memory the JS way (JSON.parse, a sample object each, JSON.stringify back for Rust)
-//! took (docs/bench.md#large-inputs-through-the-cli); past V8's longest string that way cannot work at
-//! all.
+//! A trace that stays in Rust: `readProfileFile(bytes)` reads a file the CLI was given (a trace or a
+//! V8 CPU profile) without making a JS object per sample, and every exporter and `summarize` accept the
+//! handle where they take a trace ([`TraceInput`]). This is how `jsprof report`/`convert` read a
+//! `.cpuprofile` of ten million samples in a fraction of the memory the JS way (JSON.parse, a sample
+//! object each, JSON.stringify back for Rust) took (docs/bench.md#large-inputs-through-the-cli); past
+//! V8's longest string that way cannot work at all.
 
 use std::sync::Arc;
 
@@ -36,21 +36,57 @@ pub struct TraceTiming {
     pub interval_ms: f64,
 }
 
+/// What `readProfileFile` read: the trace, its format, and a trace file's sidecar.
+#[napi(object, object_from_js = false)]
+pub struct ProfileFile<'env> {
+    pub trace: ClassInstance<'env, TraceHandle>,
+    #[napi(ts_type = "'trace' | 'cpuprofile'")]
+    pub format: String,
+    /// A trace file's `jsprof` member (`jsprof record`'s), when it is an object.
+    pub sidecar: Option<FileSidecar>,
+}
+
+/// The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
+/// checks them as it checks the same options given.
+#[napi(object)]
+pub struct FileSidecar {
+    pub time_origin: Option<f64>,
+    pub pid: Option<f64>,
+    pub thread_id: Option<f64>,
+}
+
+/// A profile file's bytes (UTF-8, read as `Buffer#toString` reads them) as the CLI reads them, in one
+/// call: a ProfilerTrace (with `jsprof record`'s sidecar) or a V8 CPU profile (by `fromCpuProfile`'s
+/// rules, times from its start), told apart by content and validated by the core. An error's message
+/// is what follows the file's name in the CLI's one line (`is not valid JSON (…)`, `is not a valid
+/// ProfilerTrace: …`): a `SyntaxError` for text that is not JSON, a `TypeError` otherwise.
+#[napi(catch_unwind)]
+pub fn read_profile_file<'env>(env: &'env Env, bytes: &[u8]) -> Result<ProfileFile<'env>> {
+    let text = String::from_utf8_lossy(bytes);
+    let file = core::read_profile_file(&text).map_err(core_error)?;
+    drop(text);
+    let format = match file.format {
+        core::FileFormat::Trace => "trace",
+        core::FileFormat::CpuProfile => "cpuprofile",
+    };
+    let sidecar = file.sidecar.map(|s| FileSidecar {
+        time_origin: s.time_origin,
+        pid: s.pid,
+        thread_id: s.thread_id,
+    });
+    let trace = TraceHandle {
+        inner: Arc::new(file.trace),
+    }
+    .into_instance(env)?;
+    Ok(ProfileFile {
+        trace,
+        format: format.to_owned(),
+        sidecar,
+    })
+}
+
 #[napi]
 impl TraceHandle {
-    /// A V8 CPU profile (`.cpuprofile` JSON as UTF-8 bytes) as a trace, by the rules of
-    /// `fromCpuProfile` (times relative to the profile's start).
-    #[napi(factory, catch_unwind)]
-    pub fn from_cpu_profile(bytes: &[u8]) -> Result<TraceHandle> {
-        let text = String::from_utf8_lossy(bytes);
-        let trace = core::trace_from_json(&text, None, None).map_err(core_error)?;
-        drop(text);
-        trace.validate().map_err(core_error)?;
-        Ok(TraceHandle {
-            inner: Arc::new(trace),
-        })
-    }
-
     /// A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do.
     #[napi(factory, catch_unwind)]
     pub fn from_trace_json(bytes: &[u8]) -> Result<TraceHandle> {

@@ -9,8 +9,8 @@
 //! - `v8`: the V8 CPU profile format in both directions (read, inspector columns, write), with the one
 //!   validator of a profile. It knows nothing of traces.
 //! - `convert`: V8 -> trace (the spec's rules, the own-code rule, the one pass from JSON text).
-//! - `intervals`, `recording`, `record_file`: what a Profiler keeps of the sampler's chunks, and
-//!   `jsprof record`'s files.
+//! - `intervals`, `recording`, `record_file`, `profile_file`: what a Profiler keeps of the sampler's
+//!   chunks, `jsprof record`'s files, and the files the CLI reads (a trace or a V8 profile).
 //! - `attribution`, `summary`, `sourcemap`, `export`: reading a valid trace: packages, summaries,
 //!   source maps, and one exporter per format.
 //!
@@ -28,6 +28,7 @@ mod files;
 mod interner;
 mod intervals;
 mod json_text;
+mod profile_file;
 mod record_file;
 mod recording;
 mod sourcemap;
@@ -54,7 +55,8 @@ pub use convert::{
     SampleSink, Straight, TraceSamples,
 };
 
-// Recordings and jsprof record's files.
+// Recordings, jsprof record's files, and the files the CLI reads.
+pub use profile_file::{read_profile_file, FileFormat, FileSidecar, ProfileFile};
 pub use record_file::{span_ms, trace_file_json, trace_from_lines, Sidecar};
 pub use recording::{Added, Chunk, Recording};
 

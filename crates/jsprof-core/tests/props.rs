@@ -1,8 +1,8 @@
 //! Property tests of every input the core takes from outside: `Profile::from_json` text, the columns
 //! the binding packs from inspector replies (`Chunk::from_inspector`) and the `ProfileBuilder` API
-//! under them, `Recording` windows, attribution strings and `ProfilerTrace` JSON (the exporters'
-//! input). No input may panic; what is accepted must be internally consistent (every id points into
-//! its table).
+//! under them, `Recording` windows, attribution strings, `ProfilerTrace` JSON (the exporters' input)
+//! and the files the CLI reads (`read_profile_file`). No input may panic; what is accepted must be
+//! internally consistent (every id points into its table).
 //!
 //! Bounded: 256 cases per property by default (`PROPTEST_CASES=N cargo test -p jsprof-core --test props`
 //! for more). The long, coverage-guided run is `scripts/fuzz.sh` (cargo-fuzz targets in `fuzz/`).
@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use jsprof_core::{
-    trace_from_profile, Attributor, Chunk, ErrorKind, InspectorColumns, Kind, Profile, ProfileBuilder,
-    ProfilerTrace, Recording,
+    read_profile_file, trace_from_profile, Attributor, Chunk, ErrorKind, FileFormat, InspectorColumns, Kind,
+    Profile, ProfileBuilder, ProfilerTrace, Recording,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -67,6 +67,24 @@ fn check_trace(t: &ProfilerTrace) {
             assert!((id as usize) < t.stacks.len());
         }
     }
+}
+
+/// A file the CLI reads, given as JSON text: a valid trace (one the converter made, for a V8 profile),
+/// or a one-line `TypeError`.
+fn check_profile_file(text: &str) -> Result<(), TestCaseError> {
+    match read_profile_file(text) {
+        Ok(file) => {
+            if file.format == FileFormat::CpuProfile {
+                check_trace(&file.trace);
+            }
+            prop_assert!(file.trace.validate().is_ok());
+        }
+        Err(e) => {
+            prop_assert_eq!(e.kind, ErrorKind::Type, "{}", e.message);
+            prop_assert!(!e.message.contains('\n'), "{}", e.message);
+        }
+    }
+    Ok(())
 }
 
 /// Profiles that parse are converted without panicking, into a consistent trace with one sample each.
@@ -508,6 +526,19 @@ proptest! {
         if resource.starts_with("node:") { prop_assert_eq!(first.kind, Kind::Node) }
         // Cached or not, the answer is the same.
         prop_assert_eq!(a.attribute(&resource), first);
+    }
+
+    /// A file the CLI reads (`read_profile_file`), V8-profile-shaped: a valid trace or a one-line
+    /// TypeError (it is JSON), never a panic.
+    #[test]
+    fn profile_file_v8_shaped(value in profile_json()) {
+        check_profile_file(&value.to_string())?;
+    }
+
+    /// A file the CLI reads, trace-shaped (with the same promise).
+    #[test]
+    fn profile_file_trace_shaped(value in trace_json()) {
+        check_profile_file(&value.to_string())?;
     }
 
     /// Trace JSON, the exporters' input: hostile values never panic, accepted ones round-trip.
