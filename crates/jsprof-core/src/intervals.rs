@@ -1,6 +1,6 @@
 //! Sets of time intervals: the times a request's own code ran, which decide which samples are its.
-//! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the
-//! request's [`crate::Recording`] and the request profiler's per-chunk count use.
+//! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the request's
+//! [`crate::Recording`] and the request profiler's per-chunk count ([`crate::Chunk::count_in_many`]) use.
 
 use crate::v8::Sample;
 

@@ -1,6 +1,10 @@
 //! The spec's `ProfilerTrace` and the builder that fills its three dedup tables, in the shape of Blink's
 //! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
 //! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
+//!
+//! The trace owns its validity ([`validate`]: `ProfilerTrace::from_json`, `ProfilerTrace::validate`)
+//! and the weight of a sample ([`weights`]); every layer above reads traces through them. It depends on
+//! nothing but the error type and the interner.
 
 mod validate;
 mod weights;
