@@ -12,23 +12,6 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
 /** One harvest of the per-thread sampler, shared by every Recording that keeps samples from it. */
 export declare class Chunk {
   /**
-   * For many requests in one call, how many of the chunk's samples lie inside each one's
-   * `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
-   * …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
-   * request that has no sample in a chunk, without a native object per request.
-   */
-  countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
-  /** The chunk as a side-file line, newline included. */
-  toLine(): Buffer
-  /**
-   * Lets go of the chunk's samples and call tree once every subscription had it (the Recordings
-   * that keep some hold their own reference): V8 knows nothing of this native memory, so without
-   * it the chunk would live until the small JS object around it happens to be collected — in a
-   * long `jsprof record` of an app that allocates little, hundreds of MB an hour. The chunk is
-   * empty afterwards.
-   */
-  release(): void
-  /**
    * A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
    * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
    * dropped (see `Chunk::drop_samples_within`).
@@ -47,10 +30,38 @@ export declare class Chunk {
    * binary search, whether the chunk holds any of its samples.
    */
   sortedSampleTimes(): Float64Array
+  /**
+   * For many requests in one call, how many of the chunk's samples lie inside each one's
+   * `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
+   * …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
+   * request that has no sample in a chunk, without a native object per request.
+   */
+  countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
+  /** The chunk as a side-file line, newline included. */
+  toLine(): Buffer
+  /**
+   * Lets go of the chunk's samples and call tree once every subscription had it (the Recordings
+   * that keep some hold their own reference): V8 knows nothing of this native memory, so without
+   * it the chunk would live until the small JS object around it happens to be collected — in a
+   * long `jsprof record` of an app that allocates little, hundreds of MB an hour. The chunk is
+   * empty afterwards.
+   */
+  release(): void
 }
 
 /** What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks. */
 export declare class Recording {
+  /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
+  constructor(startUs: number, intervalUs: number, maxSamples: number)
+  addChunk(chunk: Chunk): Added
+  stopAt(stopUs: number): void
+  get sampleCount(): number
+  get isFull(): boolean
+  /**
+   * Builds the trace off the main thread. The recording hands its samples to the task and is empty
+   * afterwards, so what it held is released as soon as the trace is built.
+   */
+  build(timeOriginUs: number): Promise<TraceParts>
   /**
    * Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
    * times a request's own code ran. Drops samples already kept outside them.
@@ -78,25 +89,9 @@ export declare class Recording {
    * the first chunk; the trace's timestamps count from `timeOriginUs`.
    */
   streamIntoTrace(timeOriginUs: number): void
-  /** `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`. */
-  constructor(startUs: number, intervalUs: number, maxSamples: number)
-  addChunk(chunk: Chunk): Added
-  stopAt(stopUs: number): void
-  get sampleCount(): number
-  get isFull(): boolean
-  /**
-   * Builds the trace off the main thread. The recording hands its samples to the task and is empty
-   * afterwards, so what it held is released as soon as the trace is built.
-   */
-  build(timeOriginUs: number): Promise<TraceParts>
 }
 
 export declare class TraceHandle {
-  /**
-   * A V8 CPU profile (`.cpuprofile` JSON as UTF-8 bytes) as a trace, by the rules of
-   * `fromCpuProfile` (times relative to the profile's start).
-   */
-  static fromCpuProfile(bytes: Uint8Array): TraceHandle
   /** A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do. */
   static fromTraceJson(bytes: Uint8Array): TraceHandle
   get sampleCount(): number
@@ -141,7 +136,7 @@ export declare function clearSourceMapCache(): void
  * with timestamps relative to `timeOriginUs` (default: the profile's `startTime`). Invalid UTF-8 is
  * read as `Buffer#toString` would read it (U+FFFD for each bad sequence).
  *
- * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see [`set_own_code`]), for the
+ * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see `setOwnCode`), for the
  * profiles jsprof-node records itself (`jsprof record`).
  */
 export declare function convertCpuProfile(
@@ -229,6 +224,16 @@ export declare function exportSpeedscope(
 ): Buffer
 
 /**
+ * The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
+ * checks them as it checks the same options given.
+ */
+export interface FileSidecar {
+  timeOrigin?: number
+  pid?: number
+  threadId?: number
+}
+
+/**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
  * object (Node parsed it; going back to JSON text would cost the main thread as much again).
  */
@@ -267,6 +272,23 @@ export interface OtlpPartialSuccess {
   rejectedProfiles: number
   errorMessage: string
 }
+
+/** What `readProfileFile` read: the trace, its format, and a trace file's sidecar. */
+export interface ProfileFile {
+  trace: TraceHandle
+  format: 'trace' | 'cpuprofile'
+  /** A trace file's `jsprof` member (`jsprof record`'s), when it is an object. */
+  sidecar?: FileSidecar
+}
+
+/**
+ * A profile file's bytes (UTF-8, read as `Buffer#toString` reads them) as the CLI reads them, in one
+ * call: a ProfilerTrace (with `jsprof record`'s sidecar) or a V8 CPU profile (by `fromCpuProfile`'s
+ * rules, times from its start), told apart by content and validated by the core. An error's message
+ * is what follows the file's name in the CLI's one line (`is not valid JSON (…)`, `is not a valid
+ * ProfilerTrace: …`): a `SyntaxError` for text that is not JSON, a `TypeError` otherwise.
+ */
+export declare function readProfileFile(bytes: Uint8Array): ProfileFile
 
 /**
  * Puts the native handler back for `signal` if nothing handles it now (`SIG_DFL`: libuv restores
@@ -365,7 +387,7 @@ export interface TraceParts {
   markers: Uint8Array
 }
 
-/** The `jsprof` member of a recorded trace (see `jsprof_core::record_file::Sidecar`). */
+/** The `jsprof` member of a recorded trace (see `jsprof_core::Sidecar`). */
 export interface TraceSidecar {
   pid?: number
   threadId?: number

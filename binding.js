@@ -999,6 +999,7 @@ module.exports.exportOtlpProfiles = nativeBinding.exportOtlpProfiles
 module.exports.exportPprof = nativeBinding.exportPprof
 module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
 module.exports.markupText = nativeBinding.markupText
+module.exports.readProfileFile = nativeBinding.readProfileFile
 module.exports.rearmSignal = nativeBinding.rearmSignal
 module.exports.resolveSourceMaps = nativeBinding.resolveSourceMaps
 module.exports.setOwnCode = nativeBinding.setOwnCode

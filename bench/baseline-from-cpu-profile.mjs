@@ -1,6 +1,6 @@
 // The baseline for `fromCpuProfile`: a straightforward JavaScript conversion of a V8 CPU profile's
 // JSON text into a ProfilerTrace, with the same validation and the same rules as jsprof-core
-// (crates/jsprof-core/src/cpuprofile.rs and convert.rs): JSON.parse, then Maps for node ids,
+// (crates/jsprof-core/src/v8/ and convert/): JSON.parse, then Maps for node ids,
 // resources, frames and stacks. The benchmark asserts once that both produce deep-equal traces.
 
 const ROOT = 0

@@ -5,9 +5,8 @@
 
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-use jsprof_core::attribution::Attributor;
-use jsprof_core::summary::{self, By};
 use jsprof_core::Error as CoreError;
+use jsprof_core::{summarize, Attributor, By};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -45,7 +44,7 @@ pub fn attribute_resource(resource: String) -> ResourceAttribution {
 /// A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows.
 #[napi(catch_unwind)]
 pub fn summarize_trace(
-    trace: crate::export::TraceInput<'_>,
+    trace: crate::trace_handle::TraceInput<'_>,
     by: String,
     sample_interval: Option<f64>,
 ) -> Result<String> {
@@ -64,12 +63,12 @@ pub fn summarize_trace(
     // TraceHandle's trace as it is.
     let trace = match trace {
         Either::A(json) => std::sync::Arc::new(
-            jsprof_core::export::parse_trace(&json)
+            jsprof_core::ProfilerTrace::from_json(&json)
                 .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?,
         ),
         Either::B(handle) => handle.inner.clone(),
     };
-    let rows = summary::summarize(&trace, by, sample_interval, &mut attributor())
+    let rows = summarize(&trace, by, sample_interval, &mut attributor())
         .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))
 }

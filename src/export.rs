@@ -2,26 +2,16 @@
 //! `JSON.stringify(trace)`), validates it once in the core and returns the format as text, or as bytes
 //! for pprof. Errors are `TypeError: …` for the facade to rethrow.
 
-use jsprof_core::export::{self, flamegraph::FlameGraphOptions, gecko::GeckoOptions};
-use jsprof_core::ProfilerTrace;
+use jsprof_core::{
+    otlp_partial_success, speedscope_clock_name, to_collapsed, to_cpu_profile, to_diff_flame_graph,
+    to_flame_graph, to_flame_graph_html, to_gecko_json, to_otlp_profiles, to_pprof, to_speedscope, unplaced,
+    FlameGraphOptions, GeckoOptions, OtlpOptions, PprofOptions,
+};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
-use std::sync::Arc;
-
 use crate::core_error;
-use crate::trace_handle::TraceHandle;
-
-/// A trace given as JSON text (parsed and validated here) or as a [`TraceHandle`] (validated when
-/// it was made): the exporters and `summarize` take either.
-pub(crate) type TraceInput<'a> = Either<String, &'a TraceHandle>;
-
-pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
-    match input {
-        Either::A(json) => Ok(Arc::new(export::parse_trace(&json).map_err(core_error)?)),
-        Either::B(handle) => Ok(handle.inner.clone()),
-    }
-}
+use crate::trace_handle::{trace_of, TraceInput};
 
 /// JSON text as UTF-8 bytes (a Buffer): a large profile's JSON goes to a file without being made a JS
 /// string (hundreds of MB for ten million samples), and the public functions parse it from there.
@@ -34,7 +24,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Result<Buffer> {
 /// `.cpuprofile` JSON, as UTF-8 bytes.
 #[napi(catch_unwind)]
 pub fn export_cpu_profile(trace: TraceInput<'_>) -> Result<Buffer> {
-    to_json(&export::cpuprofile::to_cpu_profile(&*trace_of(trace)?))
+    to_json(&to_cpu_profile(&*trace_of(trace)?))
 }
 
 /// Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]).
@@ -50,7 +40,7 @@ pub fn export_gecko_profile(
         start_time,
         pid,
     };
-    export::gecko::to_gecko_json(&*trace_of(trace)?, &options)
+    to_gecko_json(&*trace_of(trace)?, &options)
         .map(Buffer::from)
         .map_err(|e| Error::from_reason(format!("jsprof-node: could not write JSON: {e}")))
 }
@@ -64,17 +54,15 @@ pub fn export_speedscope(
     pid: Option<u32>,
 ) -> Result<Buffer> {
     let trace = trace_of(trace)?;
-    let name = name.or_else(|| time_origin_ms.map(|o| export::speedscope::clock_name(&trace, o, pid)));
-    to_json(&export::speedscope::to_speedscope(&trace, name.as_deref()).map_err(core_error)?)
+    let name = name.or_else(|| time_origin_ms.map(|o| speedscope_clock_name(&trace, o, pid)));
+    to_json(&to_speedscope(&trace, name.as_deref()).map_err(core_error)?)
 }
 
 /// Gzipped `profile.proto` bytes.
 #[napi(catch_unwind)]
 pub fn export_pprof(trace: TraceInput<'_>, time_origin_ms: Option<f64>) -> Result<Buffer> {
-    let options = export::pprof::PprofOptions { time_origin_ms };
-    Ok(export::pprof::to_pprof(&*trace_of(trace)?, &options)
-        .map_err(core_error)?
-        .into())
+    let options = PprofOptions { time_origin_ms };
+    Ok(to_pprof(&*trace_of(trace)?, &options).map_err(core_error)?.into())
 }
 
 /// OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
@@ -89,7 +77,6 @@ pub fn export_otlp_profiles(
     resource: Option<String>,
     attributes: Option<String>,
 ) -> Result<Buffer> {
-    use export::otlp::OtlpOptions;
     let options = OtlpOptions {
         time_origin_ms,
         pid,
@@ -99,7 +86,7 @@ pub fn export_otlp_profiles(
         attributes: OtlpOptions::attributes_from_json(attributes.as_deref(), "attributes")
             .map_err(core_error)?,
     };
-    Ok(export::otlp::to_otlp_profiles(&*trace_of(trace)?, &options)
+    Ok(to_otlp_profiles(&*trace_of(trace)?, &options)
         .map_err(core_error)?
         .into())
 }
@@ -114,7 +101,7 @@ pub struct OtlpPartialSuccess {
 /// Reads an `ExportProfilesServiceResponse` body's `partial_success`.
 #[napi(catch_unwind)]
 pub fn decode_otlp_partial_success(body: Buffer) -> Result<Option<OtlpPartialSuccess>> {
-    Ok(export::otlp::partial_success(&body)
+    Ok(otlp_partial_success(&body)
         .map_err(core_error)?
         .map(|(rejected, message)| OtlpPartialSuccess {
             rejected_profiles: rejected as f64,
@@ -125,7 +112,7 @@ pub fn decode_otlp_partial_success(body: Buffer) -> Result<Option<OtlpPartialSuc
 /// Folded stacks text.
 #[napi(catch_unwind)]
 pub fn export_collapsed(trace: TraceInput<'_>) -> Result<String> {
-    export::collapsed::to_collapsed(&*trace_of(trace)?).map_err(core_error)
+    to_collapsed(&*trace_of(trace)?).map_err(core_error)
 }
 
 /// SVG text, or with `html` the self-contained HTML page.
@@ -144,9 +131,9 @@ pub fn export_flame_graph(
     };
     let trace = trace_of(trace)?;
     if html == Some(true) {
-        export::flamegraph::to_flame_graph_html(&trace, &options).map_err(core_error)
+        to_flame_graph_html(&trace, &options).map_err(core_error)
     } else {
-        export::flamegraph::to_flame_graph(&trace, &options).map_err(core_error)
+        to_flame_graph(&trace, &options).map_err(core_error)
     }
 }
 
@@ -163,12 +150,12 @@ pub fn export_diff_flame_graph(
         ..Default::default()
     };
     let (base, next) = (trace_of(base)?, trace_of(next)?);
-    export::flamegraph::to_diff_flame_graph(&base, &next, &options).map_err(core_error)
+    to_diff_flame_graph(&base, &next, &options).map_err(core_error)
 }
 
 /// A frame label (or a `summarize` row name) without its `:line:column`: how `jsprof diff` knows a
 /// function moved by an edit.
 #[napi(catch_unwind)]
 pub fn unplaced_label(label: String) -> String {
-    export::unplaced(&label).into_owned()
+    unplaced(&label).into_owned()
 }

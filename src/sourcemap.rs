@@ -1,5 +1,5 @@
 //! napi export of source-map resolution: `resolveSourceMaps` hands the trace's tables (as columns, no
-//! samples) and its options (JSON text) to [`jsprof_core::sourcemap::resolve`] on the libuv pool, where
+//! samples) and its options (JSON text) to [`jsprof_core::resolve_source_maps`] on the libuv pool, where
 //! maps are read and parsed, and gives back the mapped tables (columns), where each old stack went, and
 //! the stats.
 //!
@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use jsprof_core::sourcemap::{self, ExplicitMap, MapCache, MapOptions};
-use jsprof_core::{export, Frame, ProfilerTrace, Stack};
+use jsprof_core::{ExplicitMap, MapCache, MapOptions};
+use jsprof_core::{Frame, ProfilerTrace, Stack};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use serde::Deserialize;
@@ -149,7 +149,7 @@ impl Columns {
             stacks,
             samples: Vec::new(),
         };
-        export::validate(&trace).map_err(core_error)?;
+        trace.validate().map_err(core_error)?;
         Ok(trace)
     }
 
@@ -216,7 +216,7 @@ impl Task for ResolveSourceMaps {
                 own = MapCache::new();
                 &own
             };
-            let resolved = sourcemap::resolve(&tables, &map_options, cache);
+            let resolved = jsprof_core::resolve_source_maps(&tables, &map_options, cache);
             Ok(Output {
                 tables: Columns::from_trace(&resolved.trace)?,
                 stack_map: resolved.stack_map,

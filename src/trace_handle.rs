@@ -1,9 +1,9 @@
-//! A trace that stays in Rust: `TraceHandle.fromCpuProfile(bytes)` converts a V8 CPU profile without
-//! making a JS object per sample, and every exporter and `summarize` accept the handle where they take
-//! a trace. This is how `jsprof report`/`convert` read a `.cpuprofile` of ten million samples in a
-//! fraction of the memory the JS way (JSON.parse, a sample object each, JSON.stringify back for Rust)
-//! took (docs/bench.md#large-inputs-through-the-cli); past V8's longest string that way cannot work at
-//! all.
+//! A trace that stays in Rust: `readProfileFile(bytes)` reads a file the CLI was given (a trace or a
+//! V8 CPU profile) without making a JS object per sample, and every exporter and `summarize` accept the
+//! handle where they take a trace ([`TraceInput`]). This is how `jsprof report`/`convert` read a
+//! `.cpuprofile` of ten million samples in a fraction of the memory the JS way (JSON.parse, a sample
+//! object each, JSON.stringify back for Rust) took (docs/bench.md#large-inputs-through-the-cli); past
+//! V8's longest string that way cannot work at all.
 
 use std::sync::Arc;
 
@@ -36,26 +36,62 @@ pub struct TraceTiming {
     pub interval_ms: f64,
 }
 
+/// What `readProfileFile` read: the trace, its format, and a trace file's sidecar.
+#[napi(object, object_from_js = false)]
+pub struct ProfileFile<'env> {
+    pub trace: ClassInstance<'env, TraceHandle>,
+    #[napi(ts_type = "'trace' | 'cpuprofile'")]
+    pub format: String,
+    /// A trace file's `jsprof` member (`jsprof record`'s), when it is an object.
+    pub sidecar: Option<FileSidecar>,
+}
+
+/// The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
+/// checks them as it checks the same options given.
+#[napi(object)]
+pub struct FileSidecar {
+    pub time_origin: Option<f64>,
+    pub pid: Option<f64>,
+    pub thread_id: Option<f64>,
+}
+
+/// A profile file's bytes (UTF-8, read as `Buffer#toString` reads them) as the CLI reads them, in one
+/// call: a ProfilerTrace (with `jsprof record`'s sidecar) or a V8 CPU profile (by `fromCpuProfile`'s
+/// rules, times from its start), told apart by content and validated by the core. An error's message
+/// is what follows the file's name in the CLI's one line (`is not valid JSON (…)`, `is not a valid
+/// ProfilerTrace: …`): a `SyntaxError` for text that is not JSON, a `TypeError` otherwise.
+#[napi(catch_unwind)]
+pub fn read_profile_file<'env>(env: &'env Env, bytes: &[u8]) -> Result<ProfileFile<'env>> {
+    let text = String::from_utf8_lossy(bytes);
+    let file = core::read_profile_file(&text).map_err(core_error)?;
+    drop(text);
+    let format = match file.format {
+        core::FileFormat::Trace => "trace",
+        core::FileFormat::CpuProfile => "cpuprofile",
+    };
+    let sidecar = file.sidecar.map(|s| FileSidecar {
+        time_origin: s.time_origin,
+        pid: s.pid,
+        thread_id: s.thread_id,
+    });
+    let trace = TraceHandle {
+        inner: Arc::new(file.trace),
+    }
+    .into_instance(env)?;
+    Ok(ProfileFile {
+        trace,
+        format: format.to_owned(),
+        sidecar,
+    })
+}
+
 #[napi]
 impl TraceHandle {
-    /// A V8 CPU profile (`.cpuprofile` JSON as UTF-8 bytes) as a trace, by the rules of
-    /// `fromCpuProfile` (times relative to the profile's start).
-    #[napi(factory, catch_unwind)]
-    pub fn from_cpu_profile(bytes: &[u8]) -> Result<TraceHandle> {
-        let text = String::from_utf8_lossy(bytes);
-        let trace = core::cpuprofile::trace_from_json(&text, None, None).map_err(core_error)?;
-        drop(text);
-        core::export::validate(&trace).map_err(core_error)?;
-        Ok(TraceHandle {
-            inner: Arc::new(trace),
-        })
-    }
-
     /// A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do.
     #[napi(factory, catch_unwind)]
     pub fn from_trace_json(bytes: &[u8]) -> Result<TraceHandle> {
         let text = String::from_utf8_lossy(bytes);
-        let trace = core::export::parse_trace(&text).map_err(core_error)?;
+        let trace = ProfilerTrace::from_json(&text).map_err(core_error)?;
         Ok(TraceHandle {
             inner: Arc::new(trace),
         })
@@ -69,20 +105,11 @@ impl TraceHandle {
     /// How many samples, over how long, at which interval (what `jsprof report` prints first).
     #[napi(catch_unwind)]
     pub fn timing(&self) -> TraceTiming {
-        let samples = &self.inner.samples;
-        let (first, last) = samples
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
-                (a.min(s.timestamp), b.max(s.timestamp))
-            });
+        let timing = self.inner.timing();
         TraceTiming {
-            samples: samples.len() as u32,
-            duration_ms: if samples.len() > 1 { last - first } else { 0.0 },
-            interval_ms: if samples.len() > 1 {
-                core::export::median_interval(samples)
-            } else {
-                0.0
-            },
+            samples: timing.samples as u32,
+            duration_ms: timing.duration_ms,
+            interval_ms: timing.interval_ms,
         }
     }
 
@@ -106,57 +133,14 @@ impl TraceHandle {
     pub fn with_tables(&mut self, tables_json: String, stack_map: Uint32Array) -> Result<TraceHandle> {
         let tables: Tables = serde_json::from_str(&tables_json)
             .map_err(|e| core_error(core::Error::invalid(format!("malformed tables: {e}"))))?;
-        let unchanged = stack_map
-            .iter()
-            .enumerate()
-            .all(|(old, &new)| old == new as usize)
-            && stack_map.len() == self.inner.stacks.len()
-            && tables.resources == self.inner.resources
-            && tables.frames == self.inner.frames
-            && tables.stacks == self.inner.stacks;
-        if unchanged {
-            return Ok(TraceHandle {
-                inner: self.inner.clone(),
-            });
-        }
-        let mut trace = ProfilerTrace {
+        let tables = ProfilerTrace {
             resources: tables.resources,
             frames: tables.frames,
             stacks: tables.stacks,
             samples: Vec::new(),
         };
-        core::export::validate(&trace).map_err(core_error)?;
-        // Every sample's new stack id is checked before any sample moves.
-        let stacks = trace.stacks.len();
-        for (i, s) in self.inner.samples.iter().enumerate() {
-            if let Some(id) = s.stack_id {
-                match stack_map.get(id as usize) {
-                    Some(&mapped) if (mapped as usize) < stacks => {}
-                    Some(&mapped) => {
-                        return Err(core_error(core::Error::invalid(format!(
-                            "stackMap sends samples[{i}].stackId {id} to {mapped}, past the {stacks} stacks"
-                        ))))
-                    }
-                    None => {
-                        return Err(core_error(core::Error::invalid(format!(
-                            "stackMap has no entry for samples[{i}].stackId {id}"
-                        ))))
-                    }
-                }
-            }
-        }
-        trace.samples = match Arc::get_mut(&mut self.inner) {
-            Some(own) => std::mem::take(&mut own.samples),
-            None => self.inner.samples.clone(),
-        };
-        for s in &mut trace.samples {
-            if let Some(id) = s.stack_id {
-                s.stack_id = Some(stack_map[id as usize]);
-            }
-        }
-        Ok(TraceHandle {
-            inner: Arc::new(trace),
-        })
+        let inner = ProfilerTrace::with_tables(&mut self.inner, tables, &stack_map).map_err(core_error)?;
+        Ok(TraceHandle { inner })
     }
 
     /// Frees the memory of `bytes` (an input this handle was read from) now, instead of whenever V8
@@ -166,5 +150,16 @@ impl TraceHandle {
     pub fn release_input(bytes: ArrayBuffer) {
         // A buffer V8 cannot detach (shared, or Wasm memory) is left to the GC.
         let _ = bytes.detach();
+    }
+}
+
+/// A trace given as JSON text (parsed and validated here) or as a [`TraceHandle`] (validated when
+/// it was made): the exporters and `summarize` take either.
+pub(crate) type TraceInput<'a> = Either<String, &'a TraceHandle>;
+
+pub(crate) fn trace_of(input: TraceInput<'_>) -> Result<Arc<ProfilerTrace>> {
+    match input {
+        Either::A(json) => Ok(Arc::new(ProfilerTrace::from_json(&json).map_err(core_error)?)),
+        Either::B(handle) => Ok(handle.inner.clone()),
     }
 }

@@ -1,7 +1,8 @@
 'use strict'
-// Reads the input of `report`, `convert` and `flamegraph`: a ProfilerTrace (as `jsprof record` writes
-// it) or a V8 CPU profile (`.cpuprofile`, told apart by content: it has a `nodes` array), and checks
-// a trace fully, so that every consumer gets a well-formed one and a bad file is one clear line.
+// Reads the input of `report`, `convert`, `flamegraph` and `diff`: the file's bytes, within bounds
+// (readInput), then one call into Rust (binding.readProfileFile) that tells a ProfilerTrace (as `jsprof
+// record` writes it) from a V8 CPU profile (`.cpuprofile`: it has a `nodes` array), checks it with the
+// trace's own validation, and says what is wrong in one line. Nothing here parses or checks a trace.
 
 const fs = require('node:fs')
 const { CliError, describeIoError } = require('./common')
@@ -84,131 +85,56 @@ function readInput(file) {
   }
 }
 
-const MARKERS = new Set(['script', 'gc', 'style', 'layout', 'paint', 'other'])
-
-function isIndex(value, length) {
-  return Number.isInteger(value) && value >= 0 && value < length
-}
-
-/** The first problem of a would-be ProfilerTrace, or null when it is well-formed. */
+/**
+ * The problem of a would-be ProfilerTrace (a JS value), or null when it is well-formed: the check the
+ * exporters and `readTrace` make, in Rust (for tests and scripts that hold a trace as an object).
+ */
 function traceProblem(trace) {
-  for (const key of ['resources', 'frames', 'stacks', 'samples']) {
-    if (!Array.isArray(trace[key])) return `'${key}' is not an array`
+  const { binding } = require('../native')
+  let text
+  try {
+    text = JSON.stringify(trace)
+  } catch (err) {
+    return `it is not JSON (${err.message})`
   }
-  const { resources, frames, stacks, samples } = trace
-  for (let i = 0; i < resources.length; i++) {
-    if (typeof resources[i] !== 'string') return `resources[${i}] is not a string`
+  if (text === undefined) return 'it is not JSON'
+  try {
+    binding.TraceHandle.fromTraceJson(Buffer.from(text))
+    return null
+  } catch (err) {
+    return String(err.message)
+      .replace(/^\w*Error: /, '')
+      .replace(/^not a valid ProfilerTrace: /, '')
   }
-  for (let i = 0; i < frames.length; i++) {
-    const f = frames[i]
-    if (f === null || typeof f !== 'object') return `frames[${i}] is not an object`
-    if (typeof f.name !== 'string') return `frames[${i}].name is not a string`
-    if (f.resourceId !== undefined && !isIndex(f.resourceId, resources.length)) {
-      return `frames[${i}].resourceId is not an index into resources`
-    }
-    for (const key of ['line', 'column']) {
-      if (f[key] !== undefined && !(Number.isInteger(f[key]) && f[key] >= 0)) {
-        return `frames[${i}].${key} is not a non-negative integer`
-      }
-    }
-  }
-  for (let i = 0; i < stacks.length; i++) {
-    const s = stacks[i]
-    if (s === null || typeof s !== 'object') return `stacks[${i}] is not an object`
-    if (!isIndex(s.frameId, frames.length)) return `stacks[${i}].frameId is not an index into frames`
-    if (s.parentId !== undefined && !isIndex(s.parentId, stacks.length)) {
-      return `stacks[${i}].parentId is not an index into stacks`
-    }
-  }
-  // Parent chains must end: 0 = unvisited, 1 = on the current path, 2 = known to end.
-  const state = new Uint8Array(stacks.length)
-  for (let i = 0; i < stacks.length; i++) {
-    let j = i
-    const path = []
-    while (j !== undefined && state[j] === 0) {
-      state[j] = 1
-      path.push(j)
-      j = stacks[j].parentId
-    }
-    if (j !== undefined && state[j] === 1) return `stacks[${j}] is its own ancestor`
-    for (const k of path) state[k] = 2
-  }
-  // Timestamps may go back in time: V8 records some samples out of order, and a trace keeps V8's
-  // order as Chrome's does (what `jsprof record` writes, too); every consumer weighs them in time order.
-  for (let i = 0; i < samples.length; i++) {
-    const s = samples[i]
-    if (s === null || typeof s !== 'object') return `samples[${i}] is not an object`
-    if (typeof s.timestamp !== 'number' || !Number.isFinite(s.timestamp))
-      return `samples[${i}].timestamp is not a number`
-    if (s.stackId !== undefined && !isIndex(s.stackId, stacks.length)) {
-      return `samples[${i}].stackId is not an index into stacks`
-    }
-    if (s.marker !== undefined && !MARKERS.has(s.marker)) return `samples[${i}].marker is not a ProfilerMarker`
-  }
-  return null
 }
 
 /**
- * Reads `file` -> { trace, format: 'trace'|'cpuprofile' }. Every failure is a CliError (exit 2) whose
- * message names the file and the problem.
+ * Reads `file` -> { trace, format: 'trace'|'cpuprofile', clock?, thread? } (`clock` and `thread` from a
+ * trace file's `jsprof` sidecar). Every failure is a CliError (exit 2) whose message names the file and
+ * the problem.
  */
 function readTrace(file) {
   const bytes = readInput(file)
-  const { binding } = require('../native')
-  // A V8 CPU profile goes straight to Rust: no JSON.parse of the whole file, no JS object per sample
-  // (that way a large .cpuprofile took gigabytes: docs/bench.md#large-inputs-through-the-cli). The JS
-  // reading below only runs when Rust refused it, for the same messages as before.
-  if (bytes.includes('"nodes"')) {
-    let trace
-    try {
-      trace = binding.TraceHandle.fromCpuProfile(bytes)
-    } catch {}
-    if (trace) {
-      // The file's bytes (up to 512 MiB) are freed now, not whenever V8 collects them: only when they
-      // are the whole of their ArrayBuffer (a small file's Buffer is a slice of Node's shared pool).
-      if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
-        binding.TraceHandle.releaseInput(bytes.buffer)
-      }
-      return { trace, format: 'cpuprofile' }
-    }
-  }
-  const text = bytes.toString('utf8')
-  let data
+  const { binding, callNative } = require('../native')
+  let read
   try {
-    data = JSON.parse(text)
+    read = callNative(() => binding.readProfileFile(bytes))
   } catch (err) {
-    throw new CliError(`${file} is not valid JSON (${err.message})`)
+    // The reason, which follows the file's name: `is not valid JSON (…)` (a SyntaxError),
+    // `is not a valid ProfilerTrace: …`, `is neither a ProfilerTrace nor a V8 CPU profile …`.
+    if (err instanceof SyntaxError || err instanceof TypeError) throw new CliError(`${file} ${err.message}`)
+    throw err
   }
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    throw new CliError(`${file} is neither a ProfilerTrace nor a V8 CPU profile (not a JSON object)`)
+  // The file's bytes (up to 512 MiB) are freed now, not whenever V8 collects them: only when they are
+  // the whole of their ArrayBuffer (a small file's Buffer is a slice of Node's shared pool).
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) {
+    binding.TraceHandle.releaseInput(bytes.buffer)
   }
-  if (Array.isArray(data.nodes)) {
-    try {
-      return { trace: binding.TraceHandle.fromCpuProfile(Buffer.from(JSON.stringify(data))), format: 'cpuprofile' }
-    } catch (err) {
-      throw new CliError(
-        `${file} is not a valid V8 CPU profile: ${String(err.message)
-          .replace(/^\w*Error: /, '')
-          .replace(/^invalid V8 CPU profile: /, '')}`,
-      )
-    }
-  }
-  if (!['resources', 'frames', 'stacks', 'samples'].some((key) => key in data)) {
-    throw new CliError(
-      `${file} is neither a ProfilerTrace (resources, frames, stacks, samples) nor a V8 CPU profile (nodes, samples)`,
-    )
-  }
-  const problem = traceProblem(data)
-  if (problem) throw new CliError(`${file} is not a valid ProfilerTrace: ${problem}`)
-  let trace
-  try {
-    trace = binding.TraceHandle.fromTraceJson(bytes)
-  } catch (err) {
-    throw new CliError(`${file} is not a valid ProfilerTrace: ${String(err.message).replace(/^\w*Error: /, '')}`)
-  }
-  // The sidecar `jsprof` member (jsprof record's time origin and pid) is not in the native trace: the
-  // commands pass it to the exporters as options.
-  return { trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
+  if (read.format === 'cpuprofile') return { trace: read.trace, format: 'cpuprofile' }
+  // The sidecar (jsprof record's time origin, pid and thread) is not in the native trace: the commands
+  // pass it to the exporters as options, by the rule the same options given follow.
+  const data = { jsprof: read.sidecar ?? undefined }
+  return { trace: read.trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
 }
 
 /**

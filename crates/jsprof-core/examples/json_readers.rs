@@ -1,6 +1,8 @@
 //! Times the ways to read `.cpuprofile` text into a trace: serde_json into a `Profile` then converted
-//! (the road of every error), and the one pass (`cpuprofile/direct.rs`) with serde_json (what
-//! `fromCpuProfile` does) or with sonic-rs.
+//! (the road of every error), and the one pass (`src/convert/one_pass.rs`) with serde_json (what
+//! `fromCpuProfile` does) or with sonic-rs. sonic-rs is an optional dependency of jsprof-core behind
+//! the `bench-json` feature only for this example (sonic-rs 0.5 is not used for real: skipping a deeply
+//! nested value overflows the stack, see cloudwego/sonic-rs#232).
 //!
 //!   node bench/synth-profile.mjs …   (or any .cpuprofile files)
 //!   cargo run --release -p jsprof-core --features bench-json --example json_readers -- a.cpuprofile …
@@ -10,8 +12,6 @@
 //! makes one call of that road (after the agreement check), `LOOPS=n` times, for `perf record` or
 //! `valgrind --tool=callgrind`; `--only none` makes none, the baseline to subtract.
 use std::time::Instant;
-
-use jsprof_core::cpuprofile::readers;
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -98,5 +98,55 @@ fn main() {
                 t[t.len() / 2]
             );
         }
+    }
+}
+
+/// The ways to read `.cpuprofile` text into a trace, and two floors.
+mod readers {
+    use jsprof_core::{read_in_one_pass, trace_from_profile, Profile, ProfilerTrace, Straight, TraceSamples};
+
+    /// serde_json into borrowed structs, validated into a `Profile`, then converted (what
+    /// `Profile::from_json` and `trace_from_profile` do: the road of every error).
+    pub fn serde_json_profile(text: &str) -> Option<ProfilerTrace> {
+        let profile = Profile::from_json(text).ok()?;
+        Some(trace_from_profile(&profile, profile.start_time))
+    }
+
+    fn straight(read: Straight<TraceSamples>) -> ProfilerTrace {
+        let mut trace = read.tables;
+        trace.samples = read.samples.samples;
+        trace
+    }
+
+    /// The one pass (what `fromCpuProfile` does).
+    pub fn serde_json_direct(text: &str) -> Option<ProfilerTrace> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let read = read_in_one_pass(&mut de, None, None)?;
+        de.end().ok()?;
+        Some(straight(read))
+    }
+
+    /// The one pass with sonic-rs.
+    pub fn sonic_rs_direct(text: &str) -> Option<ProfilerTrace> {
+        let mut de = sonic_rs::Deserializer::from_str(text);
+        let read = read_in_one_pass(&mut de, None, None)?;
+        de.end().ok()?;
+        Some(straight(read))
+    }
+
+    /// Floors, not roads: serde_json reading the text and keeping nothing, and keeping only the two
+    /// number arrays. Each gives the number of values it kept.
+    pub fn serde_json_validate_only(text: &str) -> usize {
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_or(0, |_| 1)
+    }
+
+    pub fn serde_json_arrays_only(text: &str) -> usize {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Arrays {
+            samples: Vec<i64>,
+            time_deltas: Vec<f64>,
+        }
+        serde_json::from_str::<Arrays>(text).map_or(0, |a| a.samples.len() + a.time_deltas.len())
     }
 }

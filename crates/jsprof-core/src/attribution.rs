@@ -52,11 +52,11 @@ pub enum Kind {
 }
 
 /// V8's script name for `vm` code compiled without a filename.
-pub const VM_ANONYMOUS: &str = "evalmachine.<anonymous>";
+pub(crate) const VM_ANONYMOUS: &str = "evalmachine.<anonymous>";
 
 /// How generated code is named where a package would be: by the package of the code that called it,
 /// `(generated, called from express)`, or `(generated)` when no app or dependency code called it.
-pub fn generated_name(caller: Option<&str>) -> String {
+pub(crate) fn generated_name(caller: Option<&str>) -> String {
     match caller {
         Some(caller) => format!("(generated, called from {caller})"),
         None => "(generated)".to_owned(),
@@ -65,7 +65,7 @@ pub fn generated_name(caller: Option<&str>) -> String {
 
 /// The attribution of a frame that has no resource: generated code when it has a position (`line`),
 /// native code (a builtin) otherwise.
-pub fn frame_without_resource(line: Option<u32>) -> Attribution {
+pub(crate) fn frame_without_resource(line: Option<u32>) -> Attribution {
     Attribution::bare(if line.is_some() {
         Kind::Generated
     } else {
@@ -113,7 +113,7 @@ impl Attribution {
 }
 
 /// Reads a file's text, `None` when it cannot.
-pub type FileReader = Box<dyn FnMut(&str) -> Option<String> + Send>;
+pub(crate) type FileReader = Box<dyn FnMut(&str) -> Option<String> + Send>;
 
 /// What a `package.json` says about its package.
 #[derive(Debug, Clone, PartialEq, Eq)]

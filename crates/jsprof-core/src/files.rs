@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Why a file was not read.
 #[derive(Debug)]
-pub enum ReadProblem {
+pub(crate) enum ReadProblem {
     NotFound(std::io::Error),
     Unreadable(std::io::Error),
     /// A directory, FIFO, socket or device.
@@ -31,7 +31,7 @@ impl ReadProblem {
 }
 
 /// Checks that `meta` is a regular file of at most `max_bytes`.
-pub fn check_regular(meta: &std::fs::Metadata, max_bytes: u64) -> Result<(), ReadProblem> {
+pub(crate) fn check_regular(meta: &std::fs::Metadata, max_bytes: u64) -> Result<(), ReadProblem> {
     if !meta.is_file() {
         return Err(ReadProblem::NotRegular);
     }
@@ -45,7 +45,7 @@ pub fn check_regular(meta: &std::fs::Metadata, max_bytes: u64) -> Result<(), Rea
 }
 
 /// The metadata of `path` when it is a regular file of at most `max_bytes` (follows symlinks).
-pub fn regular_metadata(path: &Path, max_bytes: u64) -> Result<std::fs::Metadata, ReadProblem> {
+pub(crate) fn regular_metadata(path: &Path, max_bytes: u64) -> Result<std::fs::Metadata, ReadProblem> {
     let meta = std::fs::metadata(path).map_err(ReadProblem::io)?;
     check_regular(&meta, max_bytes)?;
     Ok(meta)
@@ -53,7 +53,7 @@ pub fn regular_metadata(path: &Path, max_bytes: u64) -> Result<std::fs::Metadata
 
 /// Reads a regular file of at most `max_bytes`. Opened without blocking (a FIFO swapped in after a
 /// `stat` cannot stall the thread), checked again on the open file, and read with a hard cap.
-pub fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadProblem> {
+pub(crate) fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadProblem> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]

@@ -9,7 +9,7 @@ use std::hash::Hash;
 
 /// Each distinct value once, in first-seen order; ids index [`Interner::values`].
 #[derive(Debug, Clone)]
-pub struct Interner<T> {
+pub(crate) struct Interner<T> {
     values: Vec<T>,
     ids: HashMap<T, u32>,
 }
@@ -24,12 +24,12 @@ impl<T> Default for Interner<T> {
 }
 
 impl<T: Hash + Eq + Clone> Interner<T> {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The id of `value`, added at the end if it is new (borrowed: cloned only then).
-    pub fn id<Q>(&mut self, value: &Q) -> u32
+    pub(crate) fn id<Q>(&mut self, value: &Q) -> u32
     where
         T: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = T> + ?Sized,
@@ -41,7 +41,7 @@ impl<T: Hash + Eq + Clone> Interner<T> {
     }
 
     /// [`Interner::id`] for a value the caller already owns.
-    pub fn id_of_owned(&mut self, value: T) -> u32 {
+    pub(crate) fn id_of_owned(&mut self, value: T) -> u32 {
         match self.ids.get(&value) {
             Some(&id) => id,
             None => self.insert(value),
@@ -55,11 +55,11 @@ impl<T: Hash + Eq + Clone> Interner<T> {
         id
     }
 
-    pub fn values(&self) -> &[T] {
+    pub(crate) fn values(&self) -> &[T] {
         &self.values
     }
 
-    pub fn into_values(self) -> Vec<T> {
+    pub(crate) fn into_values(self) -> Vec<T> {
         self.values
     }
 }

@@ -1,19 +1,19 @@
 //! Sets of time intervals: the times a request's own code ran, which decide which samples are its.
-//! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the
-//! request's [`crate::Recording`] and the request profiler's per-chunk count use.
+//! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the request's
+//! [`crate::Recording`] and the request profiler's per-chunk count ([`crate::Chunk::count_in_many`]) use.
 
-use crate::cpuprofile::Sample;
+use crate::v8::Sample;
 
 /// Sorted, disjoint, closed `[begin, end]` intervals.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct IntervalSet {
+pub(crate) struct IntervalSet {
     intervals: Vec<(f64, f64)>,
 }
 
 impl IntervalSet {
     /// From `[begin0, end0, begin1, end1, …]` in any order; pairs may touch or overlap (merged), an
     /// empty pair (`end < begin`) is dropped. An odd length or a NaN is an error.
-    pub fn from_flat(flat: &[f64]) -> crate::Result<IntervalSet> {
+    pub(crate) fn from_flat(flat: &[f64]) -> crate::Result<IntervalSet> {
         if !flat.len().is_multiple_of(2) {
             return Err(crate::Error::invalid(
                 "intervals need an even number of values (begin, end pairs)",
@@ -40,16 +40,12 @@ impl IntervalSet {
         Ok(IntervalSet { intervals })
     }
 
-    pub fn len(&self) -> usize {
-        self.intervals.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.intervals.is_empty()
     }
 
     /// Whether `t` lies in one of the intervals.
-    pub fn contains(&self, t: f64) -> bool {
+    pub(crate) fn contains(&self, t: f64) -> bool {
         // The first interval that ends at or after t is the only candidate.
         let i = self.intervals.partition_point(|&(_, end)| end < t);
         self.intervals.get(i).is_some_and(|&(begin, _)| begin <= t)
@@ -57,8 +53,8 @@ impl IntervalSet {
 
     /// How many of `samples` lie inside the set. Exact for samples in any order (V8 records a few
     /// out of time order).
-    pub fn count(&self, samples: &[Sample]) -> usize {
-        if self.intervals.is_empty() {
+    pub(crate) fn count(&self, samples: &[Sample]) -> usize {
+        if self.is_empty() {
             return 0;
         }
         samples.iter().filter(|s| self.contains(s.time)).count()

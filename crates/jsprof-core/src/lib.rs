@@ -1,28 +1,76 @@
 //! The pure-Rust core of jsprof-node. Nothing here knows about Node or napi: the binding crate converts
 //! types, and everything that decides what a trace contains lives here, covered by `cargo test`.
 //!
-//! A sample walks: V8 profile (`cpuprofile`) -> optional per-Profiler selection (`recording`) ->
-//! the spec's rules (`convert`) -> the `ProfilerTrace` tables (`trace`).
+//! The modules are private and depend on each other one way, lowest first:
+//!
+//! - `error`, `interner`, `text`, `json_text`, `files`: what every layer uses.
+//! - `trace`: the spec's `ProfilerTrace`, its builder, its validation (`trace/validate.rs`) and the
+//!   weight of a sample (`trace/weights.rs`).
+//! - `v8`: the V8 CPU profile format in both directions (read, inspector columns, write), with the one
+//!   validator of a profile. It knows nothing of traces.
+//! - `convert`: V8 -> trace (the spec's rules, the own-code rule, the one pass from JSON text).
+//! - `intervals`, `recording`, `record_file`, `profile_file`: what a Profiler keeps of the sampler's
+//!   chunks, `jsprof record`'s files, and the files the CLI reads (a trace or a V8 profile).
+//! - `attribution`, `summary`, `sourcemap`, `export`: reading a valid trace: packages, summaries,
+//!   source maps, and one exporter per format.
+//!
+//! What other crates (the napi binding, the fuzz targets, the tests and examples) may use is the list
+//! below and nothing else, so the compiler says what they need: an item is `pub` only when this list
+//! makes it reachable (`unreachable_pub`), `pub(crate)` or private otherwise.
 
-pub mod attribution;
-pub mod convert;
-pub mod cpuprofile;
-pub mod error;
-pub mod export;
-pub mod files;
-pub mod interner;
-pub mod intervals;
-pub mod json_path;
-pub mod record_file;
-pub mod recording;
-pub mod sourcemap;
-pub mod summary;
-pub mod text;
-pub mod trace;
+#![warn(unreachable_pub)]
 
-pub use convert::{trace_from_profile, OwnCode};
-pub use cpuprofile::{Profile, ProfileBuilder};
+mod attribution;
+mod convert;
+mod error;
+mod export;
+mod files;
+mod interner;
+mod intervals;
+mod json_text;
+mod profile_file;
+mod record_file;
+mod recording;
+mod sourcemap;
+mod summary;
+mod text;
+mod trace;
+mod v8;
+
+// What every layer uses.
 pub use error::{Error, ErrorKind, Result};
-pub use intervals::IntervalSet;
-pub use recording::{Chunk, Recording};
-pub use trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
+pub use text::{markup as markup_text, visible as visible_text};
+
+// The trace: its tables, its validation (ProfilerTrace::from_json, ::validate) and its timing.
+pub use trace::{Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
+
+// The V8 CPU profile format.
+pub use v8::{
+    CallFrame, CpuProfile, CpuProfileNode, InspectorColumns, Node, NodeKind, Profile, ProfileBuilder, Sample,
+};
+
+// V8 -> trace.
+pub use convert::{
+    read_in_one_pass, trace_by_profile, trace_from_json, trace_from_json_into, trace_from_profile, OwnCode,
+    SampleSink, Straight, TraceSamples,
+};
+
+// Recordings, jsprof record's files, and the files the CLI reads.
+pub use profile_file::{read_profile_file, FileFormat, FileSidecar, ProfileFile};
+pub use record_file::{span_ms, trace_file_json, trace_from_lines, Sidecar};
+pub use recording::{Added, Chunk, Recording};
+
+// Reading a valid trace: attribution, summaries, source maps.
+pub use attribution::{Attribution, Attributor, Kind};
+pub use sourcemap::{resolve as resolve_source_maps, ExplicitMap, MapCache, MapOptions, Resolved, Stats};
+pub use summary::{summarize, By, Row};
+
+// The exporters, one format each.
+pub use export::collapsed::to_collapsed;
+pub use export::cpuprofile::to_cpu_profile;
+pub use export::flamegraph::{to_diff_flame_graph, to_flame_graph, to_flame_graph_html, FlameGraphOptions};
+pub use export::gecko::{to_gecko_json, to_gecko_profile, GeckoOptions};
+pub use export::otlp::{partial_success as otlp_partial_success, to_otlp_profiles, OtlpOptions};
+pub use export::pprof::{to_pprof, PprofOptions};
+pub use export::speedscope::{clock_name as speedscope_clock_name, to_speedscope};
+pub use export::unplaced;

@@ -12,55 +12,15 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::convert::OwnCode;
-use crate::cpuprofile::Profile;
 use crate::error::{Error, Result};
-use crate::export::cpuprofile::{CallFrame, CpuProfile, CpuProfileNode};
 use crate::recording::{Chunk, Recording};
 use crate::trace::{Frame, ProfilerTrace, Stack, TraceSample};
+use crate::v8::{CpuProfile, Profile};
 
 impl Chunk {
     /// The chunk as one side-file line (without the newline).
     pub fn to_line(&self) -> String {
-        let p = &self.profile;
-        let mut nodes: Vec<CpuProfileNode> = p
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| CpuProfileNode {
-                id: i as u32 + 1,
-                call_frame: CallFrame {
-                    function_name: p.string(n.name).to_owned(),
-                    script_id: "0".into(),
-                    url: p.string(n.url).to_owned(),
-                    line_number: n.line.into(),
-                    column_number: n.column.into(),
-                },
-                hit_count: 0,
-                children: Vec::new(),
-            })
-            .collect();
-        for (i, n) in p.nodes.iter().enumerate() {
-            if let Some(parent) = n.parent {
-                nodes[parent as usize].children.push(i as u32 + 1);
-            }
-        }
-        let mut last = p.start_time;
-        let time_deltas = p
-            .samples
-            .iter()
-            .map(|s| {
-                let delta = s.time - last;
-                last = s.time;
-                delta
-            })
-            .collect();
-        let profile = CpuProfile {
-            nodes,
-            start_time: p.start_time,
-            end_time: p.end_time,
-            samples: p.samples.iter().map(|s| s.node + 1).collect(),
-            time_deltas,
-        };
+        let profile = CpuProfile::of_profile(&self.profile);
         // Plain numbers and strings: serializing cannot fail.
         let json = serde_json::to_string(&profile).unwrap_or_default();
         format!("{} {json}", self.interval_us)
@@ -124,6 +84,17 @@ pub struct Sidecar {
     pub time_origin: Option<f64>,
 }
 
+impl Sidecar {
+    /// The sidecar of a recorded thread; a time origin that is not a finite number is left out.
+    pub fn new(pid: Option<u32>, thread_id: Option<u32>, time_origin: Option<f64>) -> Sidecar {
+        Sidecar {
+            pid,
+            thread_id,
+            time_origin: time_origin.filter(|t| t.is_finite()),
+        }
+    }
+}
+
 /// A trace file's JSON: the spec's members and `jsprof`, all in lexicographic (WebIDL's) order.
 pub fn trace_file_json(trace: &ProfilerTrace, sidecar: &Sidecar) -> Vec<u8> {
     #[derive(Serialize)]
@@ -146,12 +117,7 @@ pub fn trace_file_json(trace: &ProfilerTrace, sidecar: &Sidecar) -> Vec<u8> {
 
 /// From the earliest to the latest sample, ms (V8 records a few samples out of time order).
 pub fn span_ms(trace: &ProfilerTrace) -> f64 {
-    let (first, last) = trace
-        .samples
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| {
-            (a.min(s.timestamp), b.max(s.timestamp))
-        });
+    let (first, last) = crate::trace::time_span(&trace.samples);
     if trace.samples.is_empty() {
         0.0
     } else {
@@ -162,7 +128,7 @@ pub fn span_ms(trace: &ProfilerTrace) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuprofile::ProfileBuilder;
+    use crate::v8::ProfileBuilder;
 
     fn chunk() -> Chunk {
         let mut b = ProfileBuilder::with_capacity(4);
@@ -242,11 +208,8 @@ mod tests {
     #[test]
     fn the_trace_file_has_the_sidecar_in_webidl_order() {
         let (trace, _) = trace_from_lines(&chunk().to_line(), 1000.0, 5_000.0, None);
-        let sidecar = Sidecar {
-            pid: Some(42),
-            thread_id: Some(0),
-            time_origin: Some(1.5e12),
-        };
+        let sidecar = Sidecar::new(Some(42), Some(0), Some(1.5e12));
+        assert_eq!(Sidecar::new(None, None, Some(f64::NAN)).time_origin, None);
         let text = String::from_utf8(trace_file_json(&trace, &sidecar)).unwrap();
         let keys: Vec<usize> = [
             "\"frames\"",

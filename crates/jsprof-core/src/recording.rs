@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use crate::convert::{OwnCode, ProfileConverter};
-use crate::cpuprofile::Profile;
+use crate::error::{Error, Result};
 use crate::intervals::IntervalSet;
 use crate::trace::{ProfilerTrace, TraceBuilder};
+use crate::v8::{InspectorColumns, Profile};
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
 #[derive(Debug)]
@@ -20,6 +21,49 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// The chunk of a harvest's inspector reply (see [`InspectorColumns`]), sampled every `interval_us`,
+    /// without the samples stamped within the sampler's own harvests (`own_windows`: `[from, to, from,
+    /// to, …]` µs, see [`Chunk::drop_samples_within`]). Returns it and how many samples were dropped.
+    pub fn from_inspector(
+        columns: &InspectorColumns,
+        interval_us: f64,
+        own_windows: &[f64],
+    ) -> Result<(Chunk, usize)> {
+        let profile = Profile::from_inspector(columns)?;
+        let mut chunk = Chunk { profile, interval_us };
+        let windows: Vec<(f64, f64)> = own_windows.chunks_exact(2).map(|w| (w[0], w[1])).collect();
+        let dropped = chunk.drop_samples_within(&windows);
+        Ok((chunk, dropped))
+    }
+
+    /// A chunk of no samples and no call tree, at `interval_us`: what a chunk becomes once every
+    /// subscription had it (the recordings that keep some of its samples hold their own reference).
+    pub fn empty(interval_us: f64) -> Chunk {
+        Chunk {
+            profile: Profile::default(),
+            interval_us,
+        }
+    }
+
+    /// For many requests at once, how many of the chunk's samples lie inside each one's intervals:
+    /// `flat` holds every request's `[begin, end]` µs intervals back to back (begin0, end0, …), `ends[i]`
+    /// is where request i's values end in `flat`. An `ends` that does not cut `flat` into pairs is an
+    /// error (as `IntervalSet::from_flat` says).
+    pub fn count_in_many(&self, flat: &[f64], ends: &[u32]) -> Result<Vec<u32>> {
+        let mut counts = Vec::with_capacity(ends.len());
+        let mut from = 0usize;
+        for &end in ends {
+            let end = end as usize;
+            if end < from || end > flat.len() {
+                return Err(Error::invalid("ends must cut flat into (begin, end) pairs"));
+            }
+            let set = IntervalSet::from_flat(&flat[from..end])?;
+            counts.push(set.count(&self.profile.samples) as u32);
+            from = end;
+        }
+        Ok(counts)
+    }
+
     /// Drops the samples stamped within any of `windows` (`[from_us, to_us]` pairs, µs on V8's clock):
     /// the sampler's own harvests. V8 adds a sample of the current stack whenever a profile starts
     /// (`CpuProfiler::StartProfiling` calls `AddCurrentStack`), and a harvest starts two (the bridge
@@ -117,6 +161,12 @@ impl Recording {
         }
     }
 
+    /// This recording, leaving an empty one of no samples in its place: for building its trace
+    /// elsewhere (another thread) while the owner keeps a valid value.
+    pub fn take(&mut self) -> Recording {
+        std::mem::replace(self, Recording::new(0.0, 1.0, 0))
+    }
+
     /// Converts the samples into the trace (timestamps relative to `time_origin_us`) as each chunk
     /// comes, and lets the chunk go: what it holds is the trace's tables and one small sample each,
     /// however long it runs. For a recording with no end in sight (`jsprof record`, hours long):
@@ -148,7 +198,7 @@ impl Recording {
     /// the times a request's own code ran. `flat` is `[begin0, end0, begin1, end1, …]`; the intervals
     /// may come in any order and may touch or overlap. Applies to samples already taken (they are
     /// dropped from the recording) and to later chunks. An odd length or a NaN is an error.
-    pub fn keep_intervals(&mut self, flat: &[f64]) -> crate::Result<()> {
+    pub fn keep_intervals(&mut self, flat: &[f64]) -> Result<()> {
         let set = IntervalSet::from_flat(flat)?;
         let chunks = &self.chunks;
         self.selected
@@ -267,7 +317,7 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpuprofile::ProfileBuilder;
+    use crate::v8::ProfileBuilder;
 
     /// A chunk with one code node and samples at the given times (µs).
     fn chunk(times: &[f64], interval_us: f64) -> Arc<Chunk> {
@@ -292,6 +342,32 @@ mod tests {
         assert_eq!(c.drop_samples_within(&[]), 0);
         assert_eq!(c.drop_samples_within(&[(19.5, 30.0), (49.0, 49.9)]), 2);
         assert_eq!(c.sorted_sample_times(), vec![10.0, 40.0, 50.0]);
+    }
+
+    #[test]
+    fn counts_each_requests_samples_and_refuses_ends_that_do_not_cut_pairs() {
+        let c = chunk(&[10.0, 20.0, 30.0, 40.0, 50.0], 10.0);
+        // Three requests: [15, 35], none, [0, 10] and [40, 100].
+        let flat = [15.0, 35.0, 0.0, 10.0, 40.0, 100.0];
+        assert_eq!(c.count_in_many(&flat, &[2, 2, 6]).unwrap(), vec![2, 0, 3]);
+        assert_eq!(c.count_in_many(&flat, &[]).unwrap(), Vec::<u32>::new());
+        for ends in [&[3][..], &[4, 2], &[8]] {
+            let e = c.count_in_many(&flat, ends).unwrap_err();
+            assert_eq!(e.kind, crate::ErrorKind::Type, "{ends:?}");
+        }
+    }
+
+    #[test]
+    fn an_empty_chunk_and_a_taken_recording_hold_nothing() {
+        let empty = Chunk::empty(250.0);
+        assert_eq!((empty.profile.samples.len(), empty.profile.nodes.len()), (0, 0));
+        assert_eq!(empty.interval_us, 250.0);
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+        let taken = r.take();
+        assert_eq!(taken.sample_count(), 2);
+        assert_eq!((r.sample_count(), r.chunk_count()), (0, 0));
+        assert!(r.add_chunk(&chunk(&[3_000.0], 1_000.0)).became_full);
     }
 
     fn every(from: f64, to: f64, step: f64) -> Vec<f64> {

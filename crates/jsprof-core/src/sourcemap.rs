@@ -42,9 +42,9 @@ use crate::files::{self, ReadProblem};
 use crate::trace::{Frame, ProfilerTrace, Stack, TraceBuilder};
 
 /// Default cap on the bytes read of one file (generated script or map).
-pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// What a [`MapCache`] keeps at most, counted in bytes of the files it read.
-pub const CACHE_BUDGET: u64 = 512 * 1024 * 1024;
+pub(crate) const CACHE_BUDGET: u64 = 512 * 1024 * 1024;
 
 /// A map the caller names for one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub struct ResourceStats {
 pub struct Stats {
     pub frames: u32,
     pub mapped: u32,
-    /// Every [`Reason`] (camelCase) with its count of frames, zeros included.
+    /// Every `Reason` (camelCase) with its count of frames, zeros included.
     pub unmapped: BTreeMap<Reason, u32>,
     /// One entry per resource of the input trace, in its order.
     pub resources: Vec<ResourceStats>,
@@ -805,7 +805,7 @@ impl LoadedMap {
     }
 }
 
-/// Maps every frame of `tables` (a valid trace: see [`crate::export::validate`]; its samples are not
+/// Maps every frame of `tables` (a valid trace: see [`ProfilerTrace::validate`]; its samples are not
 /// looked at) whose map can be found, through `cache`.
 pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -> Resolved {
     let loader = Loader { options, cache };
@@ -1531,7 +1531,7 @@ mod tests {
                 let unmapped: u32 = out.stats.unmapped.values().sum();
                 prop_assert_eq!(out.stats.mapped + unmapped, out.stats.frames);
                 prop_assert_eq!(out.stack_map.len(), positions.len());
-                crate::export::validate(&out.trace).unwrap();
+                out.trace.validate().unwrap();
                 prop_assert!(find_comment(comment.as_bytes()).is_none_or(|c| !c.contains(char::is_whitespace)));
                 let _ = data_url_bytes(&comment);
             }

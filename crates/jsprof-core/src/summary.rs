@@ -100,22 +100,21 @@ impl Rows {
 
 /// A summary of `trace` by `by`. Each sample weighs the gap to the next sample in time order (V8
 /// reorders some samples, and a trace keeps V8's order); the last one weighs `sample_interval` ms
-/// (default: [`crate::export::median_interval`]). Fails with a `Type` error when the trace is
-/// malformed (see [`crate::export::validate`]) or `sample_interval` is not
-/// a finite number >= 0.
+/// (default: the median gap between samples in time order). Fails with a `Type` error when the trace
+/// is malformed (see [`ProfilerTrace::validate`]) or `sample_interval` is not a finite number >= 0.
 pub fn summarize(
     trace: &ProfilerTrace,
     by: By,
     sample_interval: Option<f64>,
     attributor: &mut Attributor,
 ) -> Result<Vec<Row>> {
-    crate::export::validate(trace)?;
+    trace.validate()?;
     if let Some(interval) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
         return Err(Error::invalid(format!(
             "sampleInterval must be a finite number >= 0, got {interval}"
         )));
     }
-    let weights = crate::export::sample_durations_with_last(&trace.samples, sample_interval);
+    let weights = crate::trace::sample_durations_with_last(&trace.samples, sample_interval);
 
     // Samples and time per stack, and per marker for samples without a stack.
     let mut per_stack = vec![(0u64, 0f64); trace.stacks.len()];
@@ -729,7 +728,7 @@ mod tests {
         one.samples.truncate(1);
         let rows = summarize(&one, By::Package, None, &mut attributor()).unwrap();
         assert_eq!((rows[0].self_samples, rows[0].self_time), (1, 0.0));
-        assert_eq!(crate::export::median_interval(&fixture().samples), 1.0);
+        assert_eq!(crate::trace::median_interval(&fixture().samples), 1.0);
     }
 
     #[test]

@@ -16,7 +16,7 @@ fn needs_escape(c: char) -> bool {
         | '\u{2066}'..='\u{2069}')
 }
 
-/// `s` with every character of [`needs_escape`] written as a visible escape (`\x01`, `\u{202e}`); a
+/// `s` with every character of `needs_escape` written as a visible escape (`\x01`, `\u{202e}`); a
 /// backslash itself stays as it is. The result is valid in XML 1.0 and HTML, is one line, and is
 /// terminal-safe. Borrowed when nothing needed escaping (the usual case).
 pub fn visible(s: &str) -> Cow<'_, str> {
@@ -55,7 +55,7 @@ pub fn markup(s: &str) -> String {
 
 /// At most `max_chars` characters of [`visible`] `s`, with `…` where it was cut: how an error message
 /// quotes a piece of bad input.
-pub fn excerpt(s: &str, max_chars: usize) -> String {
+pub(crate) fn excerpt(s: &str, max_chars: usize) -> String {
     let v = visible(s);
     match v.char_indices().nth(max_chars) {
         None => v.into_owned(),

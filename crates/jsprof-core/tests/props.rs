@@ -1,6 +1,7 @@
-//! Property tests of every input the core takes from outside: `Profile::from_json` text, the
-//! `ProfileBuilder` columns the binding packs from inspector replies, `Recording` windows, attribution
-//! strings and `ProfilerTrace` JSON (the exporters' input). No input may panic; what is accepted must be
+//! Property tests of every input the core takes from outside: `Profile::from_json` text, the columns
+//! the binding packs from inspector replies (`Chunk::from_inspector`) and the `ProfileBuilder` API
+//! under them, `Recording` windows, attribution strings, `ProfilerTrace` JSON (the exporters' input)
+//! and the files the CLI reads (`read_profile_file`). No input may panic; what is accepted must be
 //! internally consistent (every id points into its table).
 //!
 //! Bounded: 256 cases per property by default (`PROPTEST_CASES=N cargo test -p jsprof-core --test props`
@@ -11,8 +12,10 @@
 
 use std::sync::Arc;
 
-use jsprof_core::attribution::{Attributor, Kind};
-use jsprof_core::{trace_from_profile, Chunk, ErrorKind, Profile, ProfileBuilder, ProfilerTrace, Recording};
+use jsprof_core::{
+    read_profile_file, trace_from_profile, Attributor, Chunk, ErrorKind, FileFormat, InspectorColumns, Kind,
+    Profile, ProfileBuilder, ProfilerTrace, Recording,
+};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -64,6 +67,24 @@ fn check_trace(t: &ProfilerTrace) {
             assert!((id as usize) < t.stacks.len());
         }
     }
+}
+
+/// A file the CLI reads, given as JSON text: a valid trace (one the converter made, for a V8 profile),
+/// or a one-line `TypeError`.
+fn check_profile_file(text: &str) -> Result<(), TestCaseError> {
+    match read_profile_file(text) {
+        Ok(file) => {
+            if file.format == FileFormat::CpuProfile {
+                check_trace(&file.trace);
+            }
+            prop_assert!(file.trace.validate().is_ok());
+        }
+        Err(e) => {
+            prop_assert_eq!(e.kind, ErrorKind::Type, "{}", e.message);
+            prop_assert!(!e.message.contains('\n'), "{}", e.message);
+        }
+    }
+    Ok(())
 }
 
 /// Profiles that parse are converted without panicking, into a consistent trace with one sample each.
@@ -282,7 +303,7 @@ fn columns() -> impl Strategy<Value = Columns> {
         )
 }
 
-/// Feeds columns to the builder the way the binding does: links only for nodes that exist.
+/// Feeds columns to the builder's API: links (children and parents) only for nodes that exist.
 fn build_from_columns(c: &Columns) -> jsprof_core::Result<Profile> {
     let mut b = ProfileBuilder::with_capacity(c.nodes.len());
     for (id, name, url, line, col) in &c.nodes {
@@ -297,6 +318,43 @@ fn build_from_columns(c: &Columns) -> jsprof_core::Result<Profile> {
         }
     }
     b.finish(&c.samples, &c.deltas, c.start, c.end)
+}
+
+/// The columns as `Chunk.fromInspector` packs them (what `Chunk::from_inspector` reads), from
+/// [`Columns`]: one entry per node, children back to back (the parents are not a column), every name
+/// and URL once in the string table, plus an index past it now and then.
+fn inspector_columns(c: &Columns, bad_string: Option<usize>) -> (Vec<Vec<i32>>, Vec<u32>, Vec<String>) {
+    let mut strings = Vec::new();
+    let mut index = |s: &String| {
+        strings.push(s.clone());
+        strings.len() as u32 - 1
+    };
+    let mut names: Vec<u32> = c.nodes.iter().map(|n| index(&n.1)).collect();
+    let urls: Vec<u32> = c.nodes.iter().map(|n| index(&n.2)).collect();
+    if let Some(at) = bad_string.filter(|_| !names.is_empty()) {
+        let at = at % names.len();
+        names[at] = 1000;
+    }
+    let ids = c.nodes.iter().map(|n| n.0 as i32).collect();
+    let lines = c.nodes.iter().map(|n| n.3 as i32).collect();
+    let columns = c.nodes.iter().map(|n| n.4 as i32).collect();
+    let counts = (0..c.nodes.len())
+        .map(|i| c.children.get(i).map_or(0, |k| k.len() as i32))
+        .collect();
+    let children = c
+        .children
+        .iter()
+        .take(c.nodes.len())
+        .flatten()
+        .map(|&id| id as i32)
+        .collect();
+    let samples = c.samples.iter().map(|&id| id as i32).collect();
+    let u32s = names.into_iter().chain(urls).collect();
+    (
+        vec![ids, lines, columns, counts, children, samples],
+        u32s,
+        strings,
+    )
 }
 
 /// A `ProfilerTrace`-shaped JSON value with hostile members (what an exporter may be handed).
@@ -389,7 +447,7 @@ proptest! {
         if let Ok(p) = Profile::from_json(&String::from_utf8_lossy(&bytes)) { check_accepted(&p) }
     }
 
-    /// The binding's column road: any ids, positions, links, samples and floats (NaN, ±inf).
+    /// The builder's API: any ids, positions, links, samples and floats (NaN, ±inf).
     #[test]
     fn builder_columns(c in columns()) {
         match build_from_columns(&c) {
@@ -397,6 +455,37 @@ proptest! {
                 check_accepted(&p);
                 prop_assert!(c.start.is_finite() && c.end.is_finite());
                 prop_assert_eq!(p.samples.len(), c.samples.len());
+            }
+            Err(e) => prop_assert_eq!(e.kind, ErrorKind::Type),
+        }
+    }
+
+    /// The binding's column road, `Chunk::from_inspector`: any ids, positions, children, samples and
+    /// floats, a string index past the table now and then, the sampler's own windows dropped.
+    #[test]
+    fn inspector_columns_any(c in columns(), bad_string in prop::option::weighted(0.1, any::<usize>()), windows in prop::collection::vec(any_f64(), 0..4)) {
+        let (ints, u32s, strings) = inspector_columns(&c, bad_string);
+        let n = c.nodes.len();
+        let counts: Vec<u32> = ints[3].iter().map(|&k| k as u32).collect();
+        let columns = InspectorColumns {
+            ids: &ints[0],
+            child_counts: &counts,
+            children: &ints[4],
+            names: &u32s[..n],
+            urls: &u32s[n..],
+            lines: &ints[1],
+            columns: &ints[2],
+            strings: &strings,
+            samples: &ints[5],
+            time_deltas: &c.deltas,
+            start_time: c.start,
+            end_time: c.end,
+        };
+        match Chunk::from_inspector(&columns, 1000.0, &windows) {
+            Ok((chunk, dropped)) => {
+                check_accepted(&chunk.profile);
+                prop_assert!(c.start.is_finite() && c.end.is_finite());
+                prop_assert_eq!(chunk.profile.samples.len() + dropped, c.samples.len());
             }
             Err(e) => prop_assert_eq!(e.kind, ErrorKind::Type),
         }
@@ -437,6 +526,19 @@ proptest! {
         if resource.starts_with("node:") { prop_assert_eq!(first.kind, Kind::Node) }
         // Cached or not, the answer is the same.
         prop_assert_eq!(a.attribute(&resource), first);
+    }
+
+    /// A file the CLI reads (`read_profile_file`), V8-profile-shaped: a valid trace or a one-line
+    /// TypeError (it is JSON), never a panic.
+    #[test]
+    fn profile_file_v8_shaped(value in profile_json()) {
+        check_profile_file(&value.to_string())?;
+    }
+
+    /// A file the CLI reads, trace-shaped (with the same promise).
+    #[test]
+    fn profile_file_trace_shaped(value in trace_json()) {
+        check_profile_file(&value.to_string())?;
     }
 
     /// Trace JSON, the exporters' input: hostile values never panic, accepted ones round-trip.

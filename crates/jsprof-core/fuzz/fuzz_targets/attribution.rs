@@ -1,6 +1,6 @@
 //! `Attributor::attribute` on any resource string (URLs, paths, `node:` ids, garbage).
 #![no_main]
-use jsprof_core::attribution::Attributor;
+use jsprof_core::Attributor;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|resources: Vec<String>| {

@@ -3,10 +3,10 @@
 //! thousands deep — are common. Each must return (Ok or a clean Err), never panic, and stay linear
 //! where its format allows (libFuzzer's timeout catches a quadratic walk).
 #![no_main]
-use jsprof_core::attribution::Attributor;
-use jsprof_core::export::{collapsed, cpuprofile, flamegraph, gecko, pprof, speedscope, validate};
-use jsprof_core::summary::{summarize, By};
-use jsprof_core::trace::{Frame, ProfilerTrace, Stack, TraceSample};
+use jsprof_core::{
+    summarize, to_collapsed, to_cpu_profile, to_flame_graph, to_flame_graph_html, to_gecko_profile, to_pprof,
+    to_speedscope, Attributor, By, Frame, ProfilerTrace, Stack, TraceSample,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn trace_of(data: &[u8]) -> ProfilerTrace {
@@ -49,18 +49,18 @@ fn trace_of(data: &[u8]) -> ProfilerTrace {
 
 fuzz_target!(|data: &[u8]| {
     let trace = trace_of(data);
-    if validate(&trace).is_err() {
+    if trace.validate().is_err() {
         return;
     }
     let mut attributor = Attributor::with_reader(Box::new(|_| None));
     for by in [By::Function, By::Package, By::Resource] {
         summarize(&trace, by, None, &mut attributor).expect("a valid trace summarizes");
     }
-    let _ = cpuprofile::to_cpu_profile(&trace);
-    let _ = gecko::to_gecko_profile(&trace, &Default::default());
-    let _ = flamegraph::to_flame_graph(&trace, &Default::default());
-    let _ = flamegraph::to_flame_graph_html(&trace, &Default::default());
-    let _ = pprof::to_pprof(&trace, &Default::default());
-    let _ = speedscope::to_speedscope(&trace, None);
-    let _ = collapsed::to_collapsed(&trace);
+    let _ = to_cpu_profile(&trace);
+    let _ = to_gecko_profile(&trace, &Default::default());
+    let _ = to_flame_graph(&trace, &Default::default());
+    let _ = to_flame_graph_html(&trace, &Default::default());
+    let _ = to_pprof(&trace, &Default::default());
+    let _ = to_speedscope(&trace, None);
+    let _ = to_collapsed(&trace);
 });

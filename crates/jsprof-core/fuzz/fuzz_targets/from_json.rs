@@ -2,8 +2,7 @@
 //! (`trace_from_json`, what `fromCpuProfile` and the CLI use) must answer exactly as the road by way of
 //! a whole `Profile` (`Profile::from_json`, then the V8 -> trace rules), errors included.
 #![no_main]
-use jsprof_core::cpuprofile::{trace_by_profile, trace_from_json};
-use jsprof_core::{trace_from_profile, Profile};
+use jsprof_core::{trace_by_profile, trace_from_json, trace_from_profile, Profile};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    match (trace_from_json(&text, None, None), trace_by_profile(&text, None, None)) {
+    match (
+        trace_from_json(&text, None, None),
+        trace_by_profile(&text, None, None),
+    ) {
         (Ok(a), Ok(b)) => assert_eq!(a, b),
         (Err(a), Err(b)) => assert_eq!((a.kind, a.message), (b.kind, b.message)),
         (a, b) => panic!("the roads disagree: {a:?} vs {b:?}"),

@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{frame_label, sample_durations, stack_frames, Pseudo};
+use super::{frame_label, stack_frames, Pseudo};
 use crate::error::Result;
+use crate::trace::sample_durations;
 use crate::trace::ProfilerTrace;
 
 /// The folded text of a stack.
@@ -28,7 +29,7 @@ fn folded(trace: &ProfilerTrace, labels: &[String], stack_id: u32) -> String {
 /// `(stack text, weight)`, sorted by stack text: the weight in whole µs of time (in samples when the
 /// trace spans no time); stacks that weigh nothing are left out. Samples are summed per stack id first,
 /// so each distinct stack is spelled out once.
-pub fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
+pub(crate) fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
     let durations = sample_durations(&trace.samples);
     let by_time = durations.iter().sum::<f64>() > 0.0;
     let mut per_stack = vec![0f64; trace.stacks.len()];
@@ -94,7 +95,7 @@ pub(crate) fn sanitize(label: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn a_trace_without_time_counts_samples() {

@@ -9,40 +9,9 @@
 //! timestamps (microsecond precision, as traces have). Without `timeOrigin`, `fromCpuProfile` measures
 //! from `startTime`, so timestamps come back shifted to start at 0.
 
-use serde::Serialize;
-
 use super::Pseudo;
 use crate::trace::ProfilerTrace;
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CpuProfile {
-    pub nodes: Vec<CpuProfileNode>,
-    pub start_time: f64,
-    pub end_time: f64,
-    pub samples: Vec<u32>,
-    pub time_deltas: Vec<f64>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CpuProfileNode {
-    pub id: u32,
-    pub call_frame: CallFrame,
-    pub hit_count: u32,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub children: Vec<u32>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallFrame {
-    pub function_name: String,
-    pub script_id: String,
-    pub url: String,
-    pub line_number: i64,
-    pub column_number: i64,
-}
+use crate::v8::{CallFrame, CpuProfile, CpuProfileNode};
 
 const ROOT_ID: u32 = 1;
 
@@ -50,22 +19,12 @@ fn stack_node_id(stack: u32) -> u32 {
     stack + 2
 }
 
-fn pseudo_frame(name: &str) -> CallFrame {
-    CallFrame {
-        function_name: name.to_owned(),
-        script_id: "0".into(),
-        url: String::new(),
-        line_number: -1,
-        column_number: -1,
-    }
-}
-
 /// Builds the profile of a validated trace.
 pub fn to_cpu_profile(trace: &ProfilerTrace) -> CpuProfile {
     let mut nodes = Vec::with_capacity(trace.stacks.len() + 4);
     nodes.push(CpuProfileNode {
         id: ROOT_ID,
-        call_frame: pseudo_frame("(root)"),
+        call_frame: CallFrame::pseudo("(root)"),
         hit_count: 0,
         children: Vec::new(),
     });
@@ -102,7 +61,7 @@ pub fn to_cpu_profile(trace: &ProfilerTrace) -> CpuProfile {
                 let id = nodes.len() as u32 + 1;
                 nodes.push(CpuProfileNode {
                     id,
-                    call_frame: pseudo_frame(p.name()),
+                    call_frame: CallFrame::pseudo(p.name()),
                     hit_count: 0,
                     children: Vec::new(),
                 });
@@ -142,8 +101,8 @@ pub fn to_cpu_profile(trace: &ProfilerTrace) -> CpuProfile {
 mod tests {
     use super::*;
     use crate::convert::trace_from_profile;
-    use crate::cpuprofile::Profile;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
+    use crate::v8::Profile;
 
     #[test]
     fn round_trips_through_the_v8_converter() {

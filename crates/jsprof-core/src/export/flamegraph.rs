@@ -23,10 +23,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{frame_attributions, frame_label, kind_name, sample_durations, unplaced, Pseudo};
+use super::{frame_attributions, frame_label, kind_name, unplaced, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
 use crate::text::{markup as markup_text, visible};
+use crate::trace::sample_durations;
 use crate::trace::ProfilerTrace;
 
 #[derive(Debug, Clone, Default)]
@@ -40,12 +41,12 @@ pub struct FlameGraphOptions {
 }
 
 /// The legend shown as the default subtitle.
-pub const LEGEND: &str =
+pub(crate) const LEGEND: &str =
     "orange: app · blue: dependency · green: node · teal: generated · purple: native · red: GC · grey: idle/VM";
 
 /// What colours and tooltips tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Group {
+pub(crate) enum Group {
     Root,
     Kind(Kind),
     Pseudo(Pseudo),
@@ -66,7 +67,7 @@ impl Group {
 
 /// A colour in the band of its group, varied by a hash of `key` (the package for dependency code, the
 /// frame label otherwise) so neighbours differ and a package keeps one shade.
-pub fn colour(group: Group, key: &str) -> (u8, u8, u8) {
+pub(crate) fn colour(group: Group, key: &str) -> (u8, u8, u8) {
     let t = fnv1a(key) as f64 / u64::MAX as f64; // 0..=1
     let lerp = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * t).round() as u8;
     match group {
@@ -90,7 +91,7 @@ fn fnv1a(s: &str) -> u64 {
 
 /// One frame of the merged call tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FlameNode {
+pub(crate) struct FlameNode {
     /// The frame label as the trace spells it (not yet made [`visible`]).
     pub label: String,
     /// `None` for the root.
@@ -137,12 +138,12 @@ impl FlameNode {
 /// The trace's stacks merged by label: nodes in depth-first order (a node before its children,
 /// siblings in byte order of their labels); node 0 is the root `all`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FlameTree {
+pub(crate) struct FlameTree {
     pub nodes: Vec<FlameNode>,
 }
 
 impl FlameTree {
-    pub fn new(trace: &ProfilerTrace) -> FlameTree {
+    pub(crate) fn new(trace: &ProfilerTrace) -> FlameTree {
         let attributions = frame_attributions(trace);
         let labels: Vec<String> = (0..trace.frames.len() as u32)
             .map(|f| frame_label(trace, f))
@@ -228,7 +229,7 @@ impl FlameTree {
     }
 
     /// The root's weight: the trace's time in ms (or its sample count when it spans no time).
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.nodes[0].weight
     }
 }
@@ -465,7 +466,7 @@ impl<'t> Layout<'t> {
 }
 
 /// The default subtitle of the differential flame graph.
-pub const DIFF_LEGEND: &str =
+pub(crate) const DIFF_LEGEND: &str =
     "width: share of the new profile · red: grew since the base (slower) · blue: shrank (faster) · hover for figures";
 
 /// A differential flame graph (`jsprof diff -o diff.svg`): the `new` trace's tree, widths its shares
@@ -474,7 +475,7 @@ pub const DIFF_LEGEND: &str =
 /// Tooltip: `label — S% of the time (base B%, ±P points)`. A frame of `new` is the base's frame with
 /// the same label under the matching parent, or else the only one there of the same function at
 /// another position ([`unplaced`]: a function moved by an edit). Frames only in the base have no width
-/// and are not drawn. Both trees are the flame graph's own ([`FlameTree`]), so names reach the picture
+/// and are not drawn. Both trees are the flame graph's own (`FlameTree`), so names reach the picture
 /// as the traces spell them, and the work is linear in the frames of each tree, however deep.
 pub fn to_diff_flame_graph(
     base: &ProfilerTrace,
@@ -666,7 +667,7 @@ fn script_safe_json(json: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn draws_frames_with_kind_colours_and_tooltips() {

@@ -17,25 +17,26 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::{display_name, frame_attributions, median_interval, time_order, Pseudo};
+use super::{display_name, frame_attributions, Pseudo};
 use crate::attribution::Kind;
 use crate::interner::Interner;
+use crate::trace::{median_interval, time_order};
 use crate::trace::{Marker, ProfilerTrace};
 
-pub const PROCESSED_PROFILE_VERSION: u32 = 58;
+pub(crate) const PROCESSED_PROFILE_VERSION: u32 = 58;
 /// The Gecko (raw) profile format version of the same era; informational in processed profiles.
-pub const GECKO_PROFILE_VERSION: u32 = 31;
+pub(crate) const GECKO_PROFILE_VERSION: u32 = 31;
 
 /// Category indexes (see [`categories`]).
-pub const CATEGORY_OTHER: u32 = 0;
-pub const CATEGORY_IDLE: u32 = 1;
-pub const CATEGORY_JAVASCRIPT: u32 = 2;
-pub const CATEGORY_DEPENDENCY: u32 = 3;
-pub const CATEGORY_NODE: u32 = 4;
-pub const CATEGORY_NATIVE: u32 = 5;
-pub const CATEGORY_GC: u32 = 6;
+pub(crate) const CATEGORY_OTHER: u32 = 0;
+pub(crate) const CATEGORY_IDLE: u32 = 1;
+pub(crate) const CATEGORY_JAVASCRIPT: u32 = 2;
+pub(crate) const CATEGORY_DEPENDENCY: u32 = 3;
+pub(crate) const CATEGORY_NODE: u32 = 4;
+pub(crate) const CATEGORY_NATIVE: u32 = 5;
+pub(crate) const CATEGORY_GC: u32 = 6;
 /// Code compiled from a string without a URL (`new Function`, `eval`, `vm` without a filename).
-pub const CATEGORY_GENERATED: u32 = 7;
+pub(crate) const CATEGORY_GENERATED: u32 = 7;
 
 #[derive(Debug, Clone, Default)]
 pub struct GeckoOptions {
@@ -128,7 +129,7 @@ struct SampleTable<'t> {
     /// Stack id -> stack table row.
     row_of: Vec<u32>,
     pseudo_stack_base: u32,
-    /// The last sample's weight: the median gap, as [`super::sample_durations`] gives it.
+    /// The last sample's weight: the median gap, as [`crate::trace::sample_durations`] gives it.
     last_weight: f64,
     markers: GcMarkers,
 }
@@ -534,7 +535,7 @@ fn stack_depths(trace: &ProfilerTrace) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn tables_are_consistent_and_gc_runs_are_markers() {

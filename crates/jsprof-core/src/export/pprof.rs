@@ -15,13 +15,14 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
 
-use super::{file_name, frame_attributions, ns, sample_durations, Pseudo};
+use super::{file_name, frame_attributions, ns, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::ProfilerTrace;
+use crate::trace::{median_interval, sample_durations, time_span};
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Profile {
+pub(crate) struct Profile {
     #[prost(message, repeated, tag = "1")]
     pub sample_type: Vec<ValueType>,
     #[prost(message, repeated, tag = "2")]
@@ -53,7 +54,7 @@ pub struct Profile {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct ValueType {
+pub(crate) struct ValueType {
     #[prost(int64, tag = "1")]
     pub r#type: i64,
     #[prost(int64, tag = "2")]
@@ -61,7 +62,7 @@ pub struct ValueType {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Sample {
+pub(crate) struct Sample {
     #[prost(uint64, repeated, tag = "1")]
     pub location_id: Vec<u64>,
     #[prost(int64, repeated, tag = "2")]
@@ -71,7 +72,7 @@ pub struct Sample {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Label {
+pub(crate) struct Label {
     #[prost(int64, tag = "1")]
     pub key: i64,
     #[prost(int64, tag = "2")]
@@ -83,7 +84,7 @@ pub struct Label {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Mapping {
+pub(crate) struct Mapping {
     #[prost(uint64, tag = "1")]
     pub id: u64,
     #[prost(uint64, tag = "2")]
@@ -107,7 +108,7 @@ pub struct Mapping {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Location {
+pub(crate) struct Location {
     #[prost(uint64, tag = "1")]
     pub id: u64,
     #[prost(uint64, tag = "2")]
@@ -121,7 +122,7 @@ pub struct Location {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Line {
+pub(crate) struct Line {
     #[prost(uint64, tag = "1")]
     pub function_id: u64,
     #[prost(int64, tag = "2")]
@@ -131,7 +132,7 @@ pub struct Line {
 }
 
 #[derive(Clone, PartialEq, Message)]
-pub struct Function {
+pub(crate) struct Function {
     #[prost(uint64, tag = "1")]
     pub id: u64,
     #[prost(int64, tag = "2")]
@@ -167,7 +168,7 @@ pub struct PprofOptions {
     pub time_origin_ms: Option<f64>,
 }
 
-pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
+pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
     let mut strings = Strings::new();
     let sample_type = vec![
         ValueType {
@@ -260,8 +261,8 @@ pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
         value[1] = value[1].saturating_add(ns(durations[i]));
     }
 
-    let (first, last) = super::time_span(&trace.samples);
-    let period = ns(super::median_interval(&trace.samples));
+    let (first, last) = time_span(&trace.samples);
+    let period = ns(median_interval(&trace.samples));
     let comment = vec![strings.id(if options.time_origin_ms.is_some() {
         "jsprof-node: times are Unix epoch times"
     } else {
@@ -294,7 +295,7 @@ pub fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
     }
 }
 
-/// The gzipped bytes of [`to_profile`].
+/// The gzipped bytes of `to_profile` (the `profile.proto` message).
 pub fn to_pprof(trace: &ProfilerTrace, options: &PprofOptions) -> Result<Vec<u8>> {
     super::check_frame_references(super::distinct_frame_references(trace), "toPprof")?;
     let bytes = to_profile(trace, options).encode_to_vec();
@@ -307,7 +308,7 @@ pub fn to_pprof(trace: &ProfilerTrace, options: &PprofOptions) -> Result<Vec<u8>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
     use std::io::Read;
 
     #[test]

@@ -6,11 +6,12 @@
 
 use serde::Serialize;
 
-use super::{display_name, sample_durations, stack_frames, time_order, Pseudo};
+use super::{display_name, stack_frames, Pseudo};
 use crate::error::Result;
 use crate::trace::ProfilerTrace;
+use crate::trace::{sample_durations, time_order};
 
-pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
+pub(crate) const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -164,7 +165,7 @@ fn round_ns(ms: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::tests::sample_trace;
+    use crate::trace::tests::sample_trace;
 
     #[test]
     fn samples_are_frame_paths_weighted_by_duration() {

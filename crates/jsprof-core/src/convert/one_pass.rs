@@ -13,10 +13,10 @@
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{NodeIds, Profile, ProfileBuilder, RawCallFrame, SampleClock};
-use crate::convert::{sample_timestamp, trace_from_profile_hiding, OwnCode, ProfileConverter};
+use super::{sample_timestamp, trace_from_profile_hiding, OwnCode, ProfileConverter};
 use crate::error::Result;
 use crate::trace::{Marker, ProfilerTrace, TraceBuilder, TraceSample};
+use crate::v8::{NodeIds, Profile, ProfileBuilder, RawCallFrame, SampleClock};
 
 /// Where the pass puts the samples: each one's stack and marker as `samples` is read, then each one's
 /// timestamp, in the same order, as `timeDeltas` is read.
@@ -27,6 +27,17 @@ pub trait SampleSink: Default {
     fn push_timestamp(&mut self, timestamp: f64) -> bool;
     /// Every sample has its timestamp.
     fn complete(&self) -> bool;
+
+    /// A sink holding `samples` (for text the one pass left to the road by way of a [`Profile`]).
+    fn of_samples(samples: &[TraceSample]) -> Self {
+        let mut sink = Self::default();
+        sink.reserve(samples.len());
+        for s in samples {
+            sink.push_leaf(s.stack_id, s.marker);
+            sink.push_timestamp(s.timestamp);
+        }
+        sink
+    }
 }
 
 /// A [`ProfilerTrace`]'s samples, timestamps filled in order.
@@ -67,7 +78,7 @@ impl SampleSink for TraceSamples {
 
 /// A V8 CPU profile's JSON text (or the inspector's `{ "profile": … }` reply) as a trace, timestamps
 /// in ms from `time_origin_us` (default: the profile's `startTime`), `own` code left out of the stacks:
-/// what [`Profile::from_json`] and [`trace_from_profile_hiding`] give, errors included.
+/// what [`Profile::from_json`] and `trace_from_profile_hiding` give, errors included.
 pub fn trace_from_json(
     text: &str,
     time_origin_us: Option<f64>,
@@ -82,6 +93,23 @@ pub fn trace_from_json(
             Ok(trace)
         }
         None => trace_by_profile(text, time_origin_us, own),
+    }
+}
+
+/// [`trace_from_json`] with the samples put in a sink of the caller's (the binding's typed-array
+/// columns) instead of the trace: its tables (no samples), and the sink.
+pub fn trace_from_json_into<S: SampleSink>(
+    text: &str,
+    time_origin_us: Option<f64>,
+    own: Option<&OwnCode>,
+) -> Result<(ProfilerTrace, S)> {
+    match read_straight::<S>(text, time_origin_us, own) {
+        Some(read) => Ok((read.tables, read.samples)),
+        None => {
+            let mut trace = trace_by_profile(text, time_origin_us, own)?;
+            let samples = std::mem::take(&mut trace.samples);
+            Ok((trace, S::of_samples(&samples)))
+        }
     }
 }
 
@@ -106,30 +134,30 @@ pub struct Straight<S> {
     pub start_time: f64,
 }
 
-/// The one pass; `None` when the text is not in the common shape or has any error (then
-/// [`Profile::from_json`] decides).
-pub fn read_straight<S: SampleSink>(
+/// The one pass over serde_json; `None` when the text is not in the common shape or has any error
+/// (then [`Profile::from_json`] decides).
+pub(crate) fn read_straight<S: SampleSink>(
     text: &str,
     time_origin_us: Option<f64>,
     own: Option<&OwnCode>,
 ) -> Option<Straight<S>> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let read = ProfileSeed::<S>::new(time_origin_us, own)
-        .deserialize(&mut de)
-        .ok()??;
+    let read = read_in_one_pass(&mut de, time_origin_us, own)?;
     de.end().ok()?;
     Some(read)
 }
 
-/// The one pass with sonic-rs instead of serde_json, for `examples/json_readers.rs`, which times both
-/// (sonic-rs 0.5 is not used for real: skipping a deeply nested value overflows the stack, see
-/// cloudwego/sonic-rs#232).
-#[cfg(feature = "bench-json")]
-pub fn read_straight_sonic_rs<S: SampleSink>(text: &str) -> Option<Straight<S>> {
-    let mut de = sonic_rs::Deserializer::from_str(text);
-    let read = ProfileSeed::<S>::new(None, None).deserialize(&mut de).ok()??;
-    de.end().ok()?;
-    Some(read)
+/// The one pass over any serde `Deserializer` of a profile's text: serde_json's for
+/// [`trace_from_json`], sonic-rs's in `examples/json_readers.rs`, which times both. `None` when the
+/// text is not in the common shape or has any error; the caller checks that nothing follows the value.
+pub fn read_in_one_pass<'de, D: Deserializer<'de>, S: SampleSink>(
+    deserializer: D,
+    time_origin_us: Option<f64>,
+    own: Option<&OwnCode>,
+) -> Option<Straight<S>> {
+    ProfileSeed::<S>::new(time_origin_us, own)
+        .deserialize(deserializer)
+        .ok()?
 }
 
 /// Not in the shape this road takes: [`Profile::from_json`] decides.
@@ -490,7 +518,7 @@ impl<'de, S: SampleSink> Visitor<'de> for Deltas<'_, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace_from_profile;
+    use crate::convert::trace_from_profile;
     use proptest::prelude::*;
 
     /// The one pass, if it takes the text.

@@ -1,4 +1,9 @@
-//! The rules that turn V8 samples into the spec's trace (the README's "The trace" states them for users):
+//! V8 -> trace: the rules that turn V8 samples into the spec's trace, for every road a profile comes by
+//! (a [`Profile`] here, JSON text in one pass in [`one_pass`], a recording's chunks in
+//! `crate::recording`). It reads the V8 format (`crate::v8`) and fills a [`TraceBuilder`]; nothing here
+//! knows about recordings or exports.
+//!
+//! The rules (the README's "The trace" states them for users):
 //! - `(root)`, `(program)`, `(idle)`, `(garbage collector)` are never frames; a sample whose leaf is one
 //!   of them has no `stackId`. Everything else (script, builtins, `RegExp: …`) is a frame.
 //! - The inspector's positions are 0-based, the spec's 1-based; unknown positions are omitted.
@@ -9,10 +14,17 @@
 //!   profiler's): with an [`OwnCode`], its frames, and the builtins and internals it calls, are left
 //!   out of every stack, so their time goes to the code that called the profiler.
 
+mod one_pass;
+
+pub use one_pass::{
+    read_in_one_pass, trace_by_profile, trace_from_json, trace_from_json_into, SampleSink, Straight,
+    TraceSamples,
+};
+
 use foldhash::HashMap;
 
-use crate::cpuprofile::{NodeKind, Profile, Sample};
 use crate::trace::{us_to_ms, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
+use crate::v8::{NodeKind, Profile, Sample};
 
 /// The profiler's own code: the script URLs (or paths) it runs from, as prefixes. A node is the
 /// profiler's when its URL starts with one of them.
@@ -46,7 +58,7 @@ fn is_user_code(url: &str) -> bool {
 /// Converts samples of one profile into a [`TraceBuilder`], caching each node's frame and stack so a
 /// node is resolved once however many samples hit it. One converter per profile; many converters may
 /// feed one builder (a Profiler's trace spans several harvested chunks).
-pub struct ProfileConverter<'p> {
+pub(crate) struct ProfileConverter<'p> {
     profile: &'p Profile,
     /// `None` = not resolved yet; `Some(None)` = no JS stack (pseudo-nodes above any code).
     stacks: Vec<Option<Option<u32>>>,
@@ -63,7 +75,7 @@ pub struct ProfileConverter<'p> {
 }
 
 impl<'p> ProfileConverter<'p> {
-    pub fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
+    pub(crate) fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
         ProfileConverter {
             profile,
             stacks: vec![None; profile.nodes.len()],
@@ -76,7 +88,7 @@ impl<'p> ProfileConverter<'p> {
     }
 
     /// Leaves `own` code out of the stacks (see [`OwnCode`]); its time goes to its caller.
-    pub fn hiding(mut self, own: &'p OwnCode) -> Self {
+    pub(crate) fn hiding(mut self, own: &'p OwnCode) -> Self {
         if !own.is_empty() {
             self.hidden = vec![false; self.profile.nodes.len()];
             self.own = Some(own);
@@ -99,7 +111,7 @@ impl<'p> ProfileConverter<'p> {
     /// The stack id of `node`'s path from the outermost code frame down to `node`. Pseudo-nodes on the
     /// path are transparent (V8 puts them directly under `(root)`, but a hand-made profile may not).
     #[inline]
-    pub fn stack_of(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
+    pub(crate) fn stack_of(&mut self, builder: &mut TraceBuilder, node: u32) -> Option<u32> {
         match self.stacks[node as usize] {
             Some(stack) => stack,
             None => self.resolve(builder, node),
@@ -154,7 +166,7 @@ impl<'p> ProfileConverter<'p> {
     }
 
     /// The trace sample for one of this profile's samples.
-    pub fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
+    pub(crate) fn sample(&mut self, builder: &mut TraceBuilder, sample: &Sample) -> TraceSample {
         let (stack_id, marker) = self.stack_and_marker(builder, sample.node);
         TraceSample {
             timestamp: self.timestamp(sample.time),
@@ -165,7 +177,7 @@ impl<'p> ProfileConverter<'p> {
 
     /// The stack id and marker of a sample whose leaf is `node`.
     #[inline]
-    pub fn stack_and_marker(
+    pub(crate) fn stack_and_marker(
         &mut self,
         builder: &mut TraceBuilder,
         node: u32,
@@ -195,7 +207,7 @@ impl<'p> ProfileConverter<'p> {
 
     /// The timestamp of a sample taken at `time_us` on V8's clock.
     #[inline]
-    pub fn timestamp(&self, time_us: f64) -> f64 {
+    pub(crate) fn timestamp(&self, time_us: f64) -> f64 {
         sample_timestamp(time_us, self.time_origin_us)
     }
 }
@@ -222,7 +234,7 @@ impl Leaf {
 
 /// A sample's timestamp: ms from the time origin (both µs on V8's clock), at µs precision.
 #[inline]
-pub fn sample_timestamp(time_us: f64, time_origin_us: f64) -> f64 {
+pub(crate) fn sample_timestamp(time_us: f64, time_origin_us: f64) -> f64 {
     us_to_ms(time_us - time_origin_us)
 }
 
@@ -232,7 +244,7 @@ pub fn trace_from_profile(profile: &Profile, time_origin_us: f64) -> ProfilerTra
 }
 
 /// [`trace_from_profile`], with `own` code left out of the stacks (see [`OwnCode`]).
-pub fn trace_from_profile_hiding(
+pub(crate) fn trace_from_profile_hiding(
     profile: &Profile,
     time_origin_us: f64,
     own: Option<&OwnCode>,

@@ -1,7 +1,22 @@
 //! The spec's `ProfilerTrace` and the builder that fills its three dedup tables, in the shape of Blink's
 //! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
 //! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
+//!
+//! The trace owns its validity ([`validate`]: `ProfilerTrace::from_json`, `ProfilerTrace::validate`)
+//! and the weight of a sample ([`weights`]); every layer above reads traces through them. It depends on
+//! nothing but the error type and the interner.
 
+mod validate;
+mod weights;
+
+pub use weights::Timing;
+pub(crate) use weights::{
+    median_interval, sample_durations, sample_durations_with_last, time_order, time_span,
+};
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
 use crate::interner::Interner;
 
 use serde::{Deserialize, Serialize};
@@ -91,9 +106,68 @@ pub struct ProfilerTrace {
     pub stacks: Vec<Stack>,
 }
 
+impl ProfilerTrace {
+    /// The samples of `source` over new `tables` (a trace without samples: source maps' rewritten
+    /// resources, frames and stacks), each sample's stack renumbered through `stack_map` (old id -> new).
+    /// The tables are validated and every sample's new stack id is checked before any sample moves. The
+    /// samples move out of `source` when nothing else holds it (ten million samples are 240 MB, not to
+    /// be held twice), else they are copied. When nothing changed (the same tables, each stack mapped to
+    /// itself), `source` itself is returned.
+    pub fn with_tables(
+        source: &mut Arc<ProfilerTrace>,
+        tables: ProfilerTrace,
+        stack_map: &[u32],
+    ) -> Result<Arc<ProfilerTrace>> {
+        let unchanged = stack_map
+            .iter()
+            .enumerate()
+            .all(|(old, &new)| old == new as usize)
+            && stack_map.len() == source.stacks.len()
+            && tables.resources == source.resources
+            && tables.frames == source.frames
+            && tables.stacks == source.stacks;
+        if unchanged {
+            return Ok(Arc::clone(source));
+        }
+        let mut trace = ProfilerTrace {
+            samples: Vec::new(),
+            ..tables
+        };
+        trace.validate()?;
+        let stacks = trace.stacks.len();
+        for (i, s) in source.samples.iter().enumerate() {
+            if let Some(id) = s.stack_id {
+                match stack_map.get(id as usize) {
+                    Some(&mapped) if (mapped as usize) < stacks => {}
+                    Some(&mapped) => {
+                        return Err(Error::invalid(format!(
+                            "stackMap sends samples[{i}].stackId {id} to {mapped}, past the {stacks} stacks"
+                        )))
+                    }
+                    None => {
+                        return Err(Error::invalid(format!(
+                            "stackMap has no entry for samples[{i}].stackId {id}"
+                        )))
+                    }
+                }
+            }
+        }
+        trace.samples = match Arc::get_mut(source) {
+            Some(own) => std::mem::take(&mut own.samples),
+            None => source.samples.clone(),
+        };
+        for s in &mut trace.samples {
+            if let Some(id) = s.stack_id {
+                s.stack_id = Some(stack_map[id as usize]);
+            }
+        }
+        Ok(Arc::new(trace))
+    }
+}
+
 /// The three dedup tables plus the samples; hand it frames and stacks, take the trace at the end.
 #[derive(Default)]
-pub struct TraceBuilder {
+pub(crate) struct TraceBuilder {
     resources: Interner<String>,
     frames: Interner<Frame>,
     stacks: Interner<Stack>,
@@ -101,27 +175,27 @@ pub struct TraceBuilder {
 }
 
 impl TraceBuilder {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
-    pub fn resource_id(&mut self, url: &str) -> u32 {
+    pub(crate) fn resource_id(&mut self, url: &str) -> u32 {
         self.resources.id(url)
     }
 
-    pub fn frame_id(&mut self, frame: Frame) -> u32 {
+    pub(crate) fn frame_id(&mut self, frame: Frame) -> u32 {
         self.frames.id_of_owned(frame)
     }
 
-    pub fn stack_id(&mut self, frame_id: u32, parent_id: Option<u32>) -> u32 {
+    pub(crate) fn stack_id(&mut self, frame_id: u32, parent_id: Option<u32>) -> u32 {
         self.stacks.id_of_owned(Stack { frame_id, parent_id })
     }
 
-    pub fn push_sample(&mut self, sample: TraceSample) {
+    pub(crate) fn push_sample(&mut self, sample: TraceSample) {
         self.samples.push(sample);
     }
 
-    pub fn finish(self) -> ProfilerTrace {
+    pub(crate) fn finish(self) -> ProfilerTrace {
         ProfilerTrace {
             resources: self.resources.into_values(),
             frames: self.frames.into_values(),
@@ -132,7 +206,7 @@ impl TraceBuilder {
 }
 
 /// Rounds a time in ms to the microsecond precision the spec's timestamps carry.
-pub fn round_to_microseconds(ms: f64) -> f64 {
+pub(crate) fn round_to_microseconds(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
 }
 
@@ -141,7 +215,7 @@ pub fn round_to_microseconds(ms: f64) -> f64 {
 /// 0.25 of `us`, so the rounding gives `us` back. (It saves a libm call and a multiplication per
 /// sample, a third of a conversion's time.)
 #[inline]
-pub fn us_to_ms(us: f64) -> f64 {
+pub(crate) fn us_to_ms(us: f64) -> f64 {
     if us.abs() < (1u64 << 50) as f64 && (us as i64) as f64 == us {
         return us / 1000.0;
     }
@@ -149,8 +223,71 @@ pub fn us_to_ms(us: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// main (app) -> work (app) -> chunk (lodash) ; main -> now (native); + idle, gc, program samples.
+    pub(crate) fn sample_trace() -> ProfilerTrace {
+        let frame = |name: &str, resource_id, line| Frame {
+            name: name.into(),
+            resource_id,
+            line,
+            column: line.map(|_| 1),
+        };
+        ProfilerTrace {
+            resources: vec![
+                "file:///app/main.js".into(),
+                "file:///app/node_modules/lodash/chunk.js".into(),
+            ],
+            frames: vec![
+                frame("main", Some(0), Some(1)),
+                frame("work", Some(0), Some(10)),
+                frame("chunk", Some(1), Some(5)),
+                frame("now", None, None),
+                frame("", Some(0), Some(20)),
+            ],
+            stacks: vec![
+                Stack {
+                    frame_id: 0,
+                    parent_id: None,
+                },
+                Stack {
+                    frame_id: 1,
+                    parent_id: Some(0),
+                },
+                Stack {
+                    frame_id: 2,
+                    parent_id: Some(1),
+                },
+                Stack {
+                    frame_id: 3,
+                    parent_id: Some(0),
+                },
+                Stack {
+                    frame_id: 4,
+                    parent_id: Some(0),
+                },
+            ],
+            samples: [
+                (10.0, Some(2), Some(Marker::Script)),
+                (11.0, Some(2), Some(Marker::Script)),
+                (12.0, Some(1), Some(Marker::Script)),
+                (13.0, None, Some(Marker::Gc)),
+                (14.0, None, Some(Marker::Gc)),
+                (15.0, Some(3), Some(Marker::Script)),
+                (16.5, None, None),
+                (17.0, None, Some(Marker::Other)),
+                (18.0, Some(4), Some(Marker::Script)),
+            ]
+            .into_iter()
+            .map(|(timestamp, stack_id, marker)| TraceSample {
+                timestamp,
+                stack_id,
+                marker,
+            })
+            .collect(),
+        }
+    }
 
     #[test]
     fn dedups_every_table_and_keeps_first_use_order() {
@@ -256,6 +393,50 @@ mod tests {
                 "{us}: {short} vs {long}"
             );
         }
+    }
+
+    #[test]
+    fn new_tables_take_the_samples_renumbered_or_refuse_before_any_moves() {
+        let mut source = Arc::new(sample_trace());
+        // Unchanged: the same trace back.
+        let identity: Vec<u32> = (0..source.stacks.len() as u32).collect();
+        let tables = ProfilerTrace {
+            samples: Vec::new(),
+            ..sample_trace()
+        };
+        let same = ProfilerTrace::with_tables(&mut source, tables.clone(), &identity).unwrap();
+        assert!(Arc::ptr_eq(&same, &source));
+        drop(same);
+        // Stacks 1 and 2 merged into 1: the samples move, renumbered.
+        let merged = ProfilerTrace {
+            stacks: tables.stacks[..2].to_vec(),
+            ..tables.clone()
+        };
+        let map = [0, 1, 1, 0, 0];
+        let bad = ProfilerTrace::with_tables(&mut source, merged.clone(), &[0, 1, 9, 0, 0]).unwrap_err();
+        assert_eq!(
+            bad.message,
+            "stackMap sends samples[0].stackId 2 to 9, past the 2 stacks"
+        );
+        let short = ProfilerTrace::with_tables(&mut source, merged.clone(), &[0, 1]).unwrap_err();
+        assert_eq!(short.message, "stackMap has no entry for samples[0].stackId 2");
+        assert_eq!(source.samples.len(), 9, "nothing moved before the checks passed");
+        let moved = ProfilerTrace::with_tables(&mut source, merged, &map).unwrap();
+        assert!(source.samples.is_empty(), "the samples moved");
+        let ids: Vec<_> = moved.samples.iter().map(|s| s.stack_id).collect();
+        assert_eq!(ids[..3], [Some(1), Some(1), Some(1)]);
+        assert_eq!(moved.samples.len(), 9);
+        // Invalid tables are refused as any trace is.
+        let mut source = Arc::new(sample_trace());
+        let cyclic = ProfilerTrace {
+            stacks: vec![Stack {
+                frame_id: 0,
+                parent_id: Some(0),
+            }],
+            ..tables
+        };
+        let e = ProfilerTrace::with_tables(&mut source, cyclic, &[0; 5]).unwrap_err();
+        assert!(e.message.contains("parentId cycle"), "{}", e.message);
     }
 
     #[test]

@@ -1,23 +1,29 @@
-//! The V8 CPU profile (`nodes` + `samples` + `timeDeltas`), as the inspector's `Profiler.stop`,
-//! `node --cpu-prof` and Chrome DevTools write it, parsed and validated into a compact [`Profile`].
+//! The V8 CPU profile format (`nodes` + `samples` + `timeDeltas`), as the inspector's `Profiler.stop`,
+//! `node --cpu-prof` and Chrome DevTools write it, in both directions. It knows nothing of traces.
 //!
-//! Three roads share one validator ([`ProfileBuilder`]): JSON text read in one pass straight into a
-//! trace ([`trace_from_json`], in [`direct`]: `fromCpuProfile`, the CLI); JSON text read whole into a
-//! [`Profile`] ([`Profile::from_json`]: what the one pass leaves to it, and every error, which it words);
-//! and the columns the sampler packs from an inspector reply it already holds. Both JSON roads are
-//! serde_json.
+//! - Here: the validated model ([`Profile`]: a tree whose parents are known and acyclic, samples that
+//!   name real nodes, times rebuilt from the signed running sum of `timeDeltas`) and the one validator
+//!   every road into it shares ([`ProfileBuilder`], [`NodeIds`], [`SampleClock`]).
+//! - [`read`]: JSON text read whole ([`Profile::from_json`]), the road that words every error.
+//! - [`inspector`]: the columns the sampler packs from an inspector reply it already holds
+//!   ([`Profile::from_inspector`]).
+//! - [`write`](mod@write): the JSON written back ([`CpuProfile`]), for `toCpuProfile` and `jsprof record`'s
+//!   side file.
+//!
+//! The one pass from JSON text straight to a trace (`crate::convert::one_pass`) also validates through
+//! [`ProfileBuilder`].
 
-mod direct;
+mod inspector;
+mod read;
+mod write;
 
-pub use direct::{read_straight, trace_by_profile, trace_from_json, SampleSink, Straight, TraceSamples};
-
-use crate::interner::Interner;
-use foldhash::HashMap;
-use std::borrow::Cow;
-
-use serde::Deserialize;
+pub use inspector::InspectorColumns;
+pub(crate) use read::RawCallFrame;
+pub use write::{CallFrame, CpuProfile, CpuProfileNode};
 
 use crate::error::{Error, Result};
+use crate::interner::Interner;
+use foldhash::HashMap;
 
 /// What a node of V8's tree stands for. The four pseudo-nodes are never frames of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +76,7 @@ pub struct Sample {
 
 /// A validated V8 CPU profile: a tree whose parents are known and acyclic, samples naming real nodes,
 /// sample times rebuilt from the signed running sum of `timeDeltas`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Profile {
     pub nodes: Vec<Node>,
     pub samples: Vec<Sample>,
@@ -82,179 +88,6 @@ pub struct Profile {
 impl Profile {
     pub fn string(&self, index: u32) -> &str {
         &self.strings[index as usize]
-    }
-
-    /// Parses a V8 CPU profile from JSON text: a `.cpuprofile` file, or the inspector's
-    /// `Profiler.stop` result (`{ "profile": { … } }`).
-    pub fn from_json(text: &str) -> Result<Profile> {
-        let raw: RawProfile = match serde_json::from_str(text) {
-            Ok(raw) => raw,
-            // A name that is not well-formed UTF-16 (JSON.stringify writes a lone surrogate as
-            // `\ud800`, which serde_json rejects): read it as the visible text `\u{d800}`.
-            Err(e) => match crate::export::lone_surrogates_visible(text) {
-                Cow::Owned(fixed) => return Profile::from_json(&fixed),
-                Cow::Borrowed(_) => return Err(json_error(text, e)),
-            },
-        };
-        raw.into_profile_unwrapped()
-    }
-}
-
-/// serde_json's error as ours: malformed JSON is a `SyntaxError`, a wrong shape a `TypeError`.
-fn json_error(text: &str, e: serde_json::Error) -> Error {
-    // Which value, by its path (`timeDeltas[1]: string "x" where a number belongs`), not a column.
-    let described = crate::json_path::describe_error(text, &e);
-    if e.is_data() {
-        Error::invalid(format!("invalid V8 CPU profile: {described}"))
-    } else {
-        Error::syntax(format!("the CPU profile is not valid JSON: {described}"))
-    }
-}
-
-/// The ways to read `.cpuprofile` text into a trace, for `examples/json_readers.rs`, which times them
-/// (`cargo run --release -p jsprof-core --features bench-json --example json_readers`).
-#[cfg(feature = "bench-json")]
-pub mod readers {
-    use super::{direct, Profile};
-    use crate::ProfilerTrace;
-
-    /// serde_json into borrowed structs, validated into a [`Profile`], then converted (what
-    /// [`Profile::from_json`] and [`crate::trace_from_profile`] do: the road of every error).
-    pub fn serde_json_profile(text: &str) -> Option<ProfilerTrace> {
-        let profile = Profile::from_json(text).ok()?;
-        Some(crate::trace_from_profile(&profile, profile.start_time))
-    }
-
-    fn straight(read: direct::Straight<direct::TraceSamples>) -> ProfilerTrace {
-        let mut trace = read.tables;
-        trace.samples = read.samples.samples;
-        trace
-    }
-
-    /// The one pass (what `fromCpuProfile` does).
-    pub fn serde_json_direct(text: &str) -> Option<ProfilerTrace> {
-        direct::read_straight(text, None, None).map(straight)
-    }
-
-    /// The one pass with sonic-rs.
-    pub fn sonic_rs_direct(text: &str) -> Option<ProfilerTrace> {
-        direct::read_straight_sonic_rs(text).map(straight)
-    }
-
-    /// Floors, not roads: serde_json reading the text and keeping nothing, and keeping only the two
-    /// number arrays. Each gives the number of values it kept.
-    pub fn serde_json_validate_only(text: &str) -> usize {
-        serde_json::from_str::<serde::de::IgnoredAny>(text).map_or(0, |_| 1)
-    }
-
-    pub fn serde_json_arrays_only(text: &str) -> usize {
-        #[derive(serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Arrays {
-            samples: Vec<i64>,
-            time_deltas: Vec<f64>,
-        }
-        serde_json::from_str::<Arrays>(text).map_or(0, |a| a.samples.len() + a.time_deltas.len())
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawProfile<'a> {
-    #[serde(borrow, default)]
-    nodes: Option<Vec<RawNode<'a>>>,
-    #[serde(default)]
-    start_time: Option<f64>,
-    #[serde(default)]
-    end_time: Option<f64>,
-    #[serde(default)]
-    samples: Option<Vec<i64>>,
-    #[serde(default)]
-    time_deltas: Option<Vec<f64>>,
-    /// The inspector's `Profiler.stop` reply wraps the profile in `{ "profile": … }`.
-    #[serde(borrow, default)]
-    profile: Option<Box<RawProfile<'a>>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawNode<'a> {
-    id: i64,
-    #[serde(borrow)]
-    call_frame: RawCallFrame<'a>,
-    #[serde(default)]
-    children: Option<Vec<i64>>,
-    /// The older DevTools form names the parent instead of the children.
-    #[serde(default)]
-    parent: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawCallFrame<'a> {
-    #[serde(borrow, default)]
-    function_name: Cow<'a, str>,
-    #[serde(borrow, default)]
-    url: Cow<'a, str>,
-    #[serde(default = "unknown_position")]
-    line_number: i64,
-    #[serde(default = "unknown_position")]
-    column_number: i64,
-}
-
-fn unknown_position() -> i64 {
-    -1
-}
-
-impl RawProfile<'_> {
-    /// The profile itself, or the one an inspector reply wraps.
-    fn into_profile_unwrapped(self) -> Result<Profile> {
-        match self.profile {
-            Some(inner) if self.nodes.is_none() => inner.into_profile(),
-            _ => self.into_profile(),
-        }
-    }
-
-    fn into_profile(self) -> Result<Profile> {
-        let nodes = self.nodes.ok_or_else(|| {
-            Error::invalid("invalid V8 CPU profile: `nodes` is missing (a profile has nodes, startTime, samples and timeDeltas)")
-        })?;
-        let samples = self
-            .samples
-            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `samples` is missing"))?;
-        let deltas = self
-            .time_deltas
-            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `timeDeltas` is missing"))?;
-        let start_time = self
-            .start_time
-            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?;
-        let end_time = self.end_time.unwrap_or(start_time);
-        ProfileBuilder::of_nodes(&nodes)?.finish(&samples, &deltas, start_time, end_time)
-    }
-}
-
-impl ProfileBuilder {
-    /// A builder holding `nodes` and their links (children or parent ids), in the text's order.
-    fn of_nodes(nodes: &[RawNode]) -> Result<ProfileBuilder> {
-        let mut builder = ProfileBuilder::with_capacity(nodes.len());
-        for node in nodes {
-            builder.add_node(
-                node.id,
-                &node.call_frame.function_name,
-                &node.call_frame.url,
-                node.call_frame.line_number,
-                node.call_frame.column_number,
-            )?;
-        }
-        for (index, node) in nodes.iter().enumerate() {
-            if let Some(children) = &node.children {
-                builder.set_children(index, children)?;
-            }
-            if let Some(parent) = node.parent {
-                builder.set_parent(index, parent)?;
-            }
-        }
-        Ok(builder)
     }
 }
 

@@ -1,0 +1,122 @@
+//! `Chunk`: one harvest of the per-thread sampler, made from the columns the sampler packs from an
+//! inspector reply ([`InspectorColumns`]) and shared by every `Recording` that keeps samples from it.
+
+use std::sync::Arc;
+
+use jsprof_core as core;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::core_error;
+
+/// The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
+/// object (Node parsed it; going back to JSON text would cost the main thread as much again).
+#[napi(object)]
+pub struct InspectorColumns {
+    pub ids: Int32Array,
+    /// For each node, how many of `children` are its children (in node order).
+    pub child_counts: Uint32Array,
+    pub children: Int32Array,
+    /// Indexes into `strings`.
+    pub names: Uint32Array,
+    pub urls: Uint32Array,
+    pub lines: Int32Array,
+    pub columns: Int32Array,
+    pub strings: Vec<String>,
+    pub samples: Int32Array,
+    pub time_deltas: Float64Array,
+    pub start_time: f64,
+    pub end_time: f64,
+}
+
+/// One harvest of the per-thread sampler, shared by every Recording that keeps samples from it.
+#[napi]
+pub struct Chunk {
+    pub(crate) inner: Arc<core::Chunk>,
+    /// Samples dropped because the sampler's own harvest windows held them.
+    dropped_own: u32,
+}
+
+#[napi]
+impl Chunk {
+    /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
+    /// `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
+    /// dropped (see `Chunk::drop_samples_within`).
+    #[napi(factory, catch_unwind)]
+    pub fn from_inspector(
+        columns: InspectorColumns,
+        interval_us: f64,
+        own_windows: Option<Vec<f64>>,
+    ) -> Result<Chunk> {
+        let c = &columns;
+        let columns = core::InspectorColumns {
+            ids: &c.ids,
+            child_counts: &c.child_counts,
+            children: &c.children,
+            names: &c.names,
+            urls: &c.urls,
+            lines: &c.lines,
+            columns: &c.columns,
+            strings: &c.strings,
+            samples: &c.samples,
+            time_deltas: &c.time_deltas,
+            start_time: c.start_time,
+            end_time: c.end_time,
+        };
+        let own_windows = own_windows.unwrap_or_default();
+        let (chunk, dropped) =
+            core::Chunk::from_inspector(&columns, interval_us, &own_windows).map_err(core_error)?;
+        let dropped_own = dropped as u32;
+        Ok(Chunk {
+            inner: Arc::new(chunk),
+            dropped_own,
+        })
+    }
+
+    #[napi(getter)]
+    pub fn sample_count(&self) -> u32 {
+        self.inner.profile.samples.len() as u32
+    }
+
+    /// How many of V8's samples were dropped as the sampler's own (see `ownWindows`).
+    #[napi(getter)]
+    pub fn dropped_own_samples(&self) -> u32 {
+        self.dropped_own
+    }
+
+    /// The chunk's sample times (µs, V8's clock) in ascending order (V8 records a few samples out of
+    /// time order). The engine reads them once per chunk, so each subscription can tell in JS, by a
+    /// binary search, whether the chunk holds any of its samples.
+    #[napi(catch_unwind)]
+    pub fn sorted_sample_times(&self) -> Float64Array {
+        Float64Array::new(self.inner.sorted_sample_times())
+    }
+
+    /// For many requests in one call, how many of the chunk's samples lie inside each one's
+    /// `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
+    /// …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
+    /// request that has no sample in a chunk, without a native object per request.
+    #[napi(catch_unwind)]
+    pub fn count_in_many(&self, flat: Float64Array, ends: Uint32Array) -> Result<Uint32Array> {
+        let counts = self.inner.count_in_many(&flat, &ends).map_err(core_error)?;
+        Ok(Uint32Array::new(counts))
+    }
+
+    /// The chunk as a side-file line, newline included.
+    #[napi(catch_unwind)]
+    pub fn to_line(&self) -> Buffer {
+        let mut line = self.inner.to_line().into_bytes();
+        line.push(b'\n');
+        line.into()
+    }
+
+    /// Lets go of the chunk's samples and call tree once every subscription had it (the Recordings
+    /// that keep some hold their own reference): V8 knows nothing of this native memory, so without
+    /// it the chunk would live until the small JS object around it happens to be collected — in a
+    /// long `jsprof record` of an app that allocates little, hundreds of MB an hour. The chunk is
+    /// empty afterwards.
+    #[napi]
+    pub fn release(&mut self) {
+        self.inner = Arc::new(core::Chunk::empty(self.inner.interval_us));
+    }
+}

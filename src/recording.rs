@@ -1,0 +1,136 @@
+//! `Recording`: what one Profiler keeps of the shared chunks (its window, its interval, its buffer
+//! limit), and the ways its trace is built: off the main thread as [`TraceParts`] (`build`), on it as
+//! JSON text (`buildJson`) or as `jsprof record`'s trace file (`buildFile`).
+
+use jsprof_core as core;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::chunk::Chunk;
+use crate::own_code::own_code;
+use crate::trace_file::{recorded, RecordedTrace, TraceSidecar};
+use crate::trace_parts::{PlainParts, TraceParts};
+use crate::{core_error, guarded};
+
+/// What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks.
+#[napi]
+pub struct Recording {
+    inner: core::Recording,
+}
+
+#[napi(object)]
+pub struct Added {
+    pub accepted: u32,
+    pub became_full: bool,
+}
+
+#[napi]
+impl Recording {
+    /// `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`.
+    #[napi(constructor)]
+    pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
+        let mut inner = core::Recording::new(start_us, interval_us, max_samples);
+        if let Some(own) = own_code() {
+            inner.hide_own_code(own);
+        }
+        Recording { inner }
+    }
+
+    #[napi(catch_unwind)]
+    pub fn add_chunk(&mut self, chunk: &Chunk) -> Added {
+        let added = self.inner.add_chunk(&chunk.inner);
+        Added {
+            accepted: added.accepted as u32,
+            became_full: added.became_full,
+        }
+    }
+
+    #[napi]
+    pub fn stop_at(&mut self, stop_us: f64) {
+        self.inner.stop_at(stop_us);
+    }
+
+    #[napi(getter)]
+    pub fn sample_count(&self) -> u32 {
+        self.inner.sample_count() as u32
+    }
+
+    #[napi(getter)]
+    pub fn is_full(&self) -> bool {
+        self.inner.is_full()
+    }
+
+    /// Builds the trace off the main thread. The recording hands its samples to the task and is empty
+    /// afterwards, so what it held is released as soon as the trace is built.
+    #[napi(ts_return_type = "Promise<TraceParts>")]
+    pub fn build(&mut self, time_origin_us: f64) -> AsyncTask<BuildTrace> {
+        let recording = self.inner.take();
+        AsyncTask::new(BuildTrace {
+            recording,
+            time_origin_us,
+        })
+    }
+
+    /// Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
+    /// times a request's own code ran. Drops samples already kept outside them.
+    #[napi(catch_unwind)]
+    pub fn keep_intervals(&mut self, flat: Float64Array) -> Result<()> {
+        self.inner.keep_intervals(&flat).map_err(core_error)
+    }
+
+    /// A sample exactly at the start time belongs to the recording this one takes over from.
+    #[napi(catch_unwind)]
+    pub fn set_start_exclusive(&mut self, exclusive: bool) {
+        self.inner.set_start_exclusive(exclusive);
+    }
+
+    /// The trace as JSON text, built on the calling thread: for the few samples of one request or a
+    /// short Profiler this is cheaper than a thread-pool hop (`build`) and than typed-array columns
+    /// (one string, one `JSON.parse`; the members are already in WebIDL's order). The recording is
+    /// empty afterwards.
+    #[napi(catch_unwind)]
+    pub fn build_json(&mut self, time_origin_us: f64) -> Result<String> {
+        let recording = self.inner.take();
+        serde_json::to_string(&recording.into_trace(time_origin_us))
+            .map_err(|e| Error::from_reason(e.to_string()))
+    }
+
+    /// The trace file of the kept samples (timestamps relative to `timeOriginUs`, V8's clock), built on
+    /// the calling thread: `jsprof record` writes it inside 'exit', where no other turn comes. The
+    /// recording is empty afterwards.
+    #[napi(catch_unwind)]
+    pub fn build_file(&mut self, time_origin_us: f64, sidecar: TraceSidecar) -> RecordedTrace {
+        let recording = self.inner.take();
+        recorded(&recording.into_trace(time_origin_us), &sidecar)
+    }
+
+    /// Converts the samples as each chunk comes and lets the chunk go (see
+    /// `jsprof_core::Recording::stream_into_trace`): `jsprof record`'s recording, hours long, holds the
+    /// trace's tables and a small sample each instead of every harvest's call tree. Call it before
+    /// the first chunk; the trace's timestamps count from `timeOriginUs`.
+    #[napi]
+    pub fn stream_into_trace(&mut self, time_origin_us: f64) {
+        self.inner.stream_into_trace(time_origin_us);
+    }
+}
+
+pub struct BuildTrace {
+    recording: core::Recording,
+    time_origin_us: f64,
+}
+
+impl Task for BuildTrace {
+    type Output = PlainParts;
+    type JsValue = TraceParts;
+
+    fn compute(&mut self) -> Result<PlainParts> {
+        guarded("building a trace", || {
+            let recording = self.recording.take();
+            PlainParts::from_trace(recording.into_trace(self.time_origin_us))
+        })
+    }
+
+    fn resolve(&mut self, _env: Env, output: PlainParts) -> Result<TraceParts> {
+        Ok(output.into_js())
+    }
+}

@@ -1,0 +1,64 @@
+//! `jsprof record`'s trace files, built in Rust as bytes ready to write (no JS objects for the
+//! samples on the way): from a side file's chunk lines (`traceFromChunkLines`) or from a V8 CPU
+//! profile (`traceFileFromCpuProfile`, `jsprof attach`'s). The formats: `jsprof_core::trace_file_json`.
+
+use jsprof_core::{span_ms, trace_file_json, trace_from_lines, ProfilerTrace, Sidecar};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::core_error;
+use crate::own_code::own_code;
+
+/// The `jsprof` member of a recorded trace (see `jsprof_core::Sidecar`).
+#[napi(object)]
+pub struct TraceSidecar {
+    pub pid: Option<u32>,
+    pub thread_id: Option<u32>,
+    pub time_origin: Option<f64>,
+}
+
+/// A trace file's bytes and what `jsprof record` says about it.
+#[napi(object)]
+pub struct RecordedTrace {
+    pub json: Buffer,
+    pub samples: u32,
+    pub duration_ms: f64,
+}
+
+/// The trace file of `trace` with `sidecar`, and what `jsprof record` says about it.
+pub(crate) fn recorded(trace: &ProfilerTrace, sidecar: &TraceSidecar) -> RecordedTrace {
+    let sidecar = Sidecar::new(sidecar.pid, sidecar.thread_id, sidecar.time_origin);
+    RecordedTrace {
+        json: trace_file_json(trace, &sidecar).into(),
+        samples: trace.samples.len() as u32,
+        duration_ms: span_ms(trace),
+    }
+}
+
+/// The trace file of a side file's chunk lines (torn lines skipped), all their samples at
+/// `intervalUs`, jsprof-node's own code left out as in every trace it records.
+#[napi(catch_unwind)]
+pub fn trace_from_chunk_lines(
+    lines: &[u8],
+    interval_us: f64,
+    time_origin_us: f64,
+    sidecar: TraceSidecar,
+) -> RecordedTrace {
+    let text = String::from_utf8_lossy(lines);
+    let (trace, _) = trace_from_lines(&text, interval_us, time_origin_us, own_code());
+    recorded(&trace, &sidecar)
+}
+
+/// The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to
+/// `timeOriginUs` (default: the profile's `startTime`): `jsprof attach`'s, written as `record`'s are.
+#[napi(catch_unwind)]
+pub fn trace_file_from_cpu_profile(
+    json: &[u8],
+    time_origin_us: Option<f64>,
+    sidecar: TraceSidecar,
+) -> Result<RecordedTrace> {
+    let text = String::from_utf8_lossy(json);
+    let origin = time_origin_us.filter(|t| t.is_finite());
+    let trace = jsprof_core::trace_from_json(&text, origin, None).map_err(core_error)?;
+    Ok(recorded(&trace, &sidecar))
+}
