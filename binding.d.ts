@@ -16,11 +16,7 @@ export declare class Chunk {
    * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
    * dropped (see `Chunk::drop_samples_within`).
    */
-  static fromInspector(
-    columns: InspectorColumns,
-    intervalUs: number,
-    ownWindows?: Array<number> | undefined | null,
-  ): Chunk
+  static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null): Chunk
   get sampleCount(): number
   /** How many of V8's samples were dropped as the sampler's own (see `ownWindows`). */
   get droppedOwnSamples(): number
@@ -139,22 +135,14 @@ export declare function clearSourceMapCache(): void
  * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see `setOwnCode`), for the
  * profiles jsprof-node records itself (`jsprof record`).
  */
-export declare function convertCpuProfile(
-  json: Uint8Array,
-  timeOriginUs?: number | undefined | null,
-  hideOwnCode?: boolean | undefined | null,
-): TraceParts
+export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
 /**
  * `fromCpuProfile` on JSON text given as a JS string: copied once as UTF-8 (a lone surrogate becomes
  * U+FFFD, as `Buffer.from(text)` makes it), with no JS Buffer in between: the facade would otherwise
  * scan the string for its UTF-8 length and copy it into fresh memory.
  */
-export declare function convertCpuProfileText(
-  text: string,
-  timeOriginUs?: number | undefined | null,
-  hideOwnCode?: boolean | undefined | null,
-): TraceParts
+export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
 /** Reads an `ExportProfilesServiceResponse` body's `partial_success`. */
 export declare function decodeOtlpPartialSuccess(body: Buffer): OtlpPartialSuccess | null
@@ -175,53 +163,25 @@ export declare function exportCpuProfile(trace: TraceInput): Buffer
  * The differential flame graph of `jsprof diff -o diff.svg` (SVG text): `next`'s tree coloured by how
  * each frame's share changed since `base`.
  */
-export declare function exportDiffFlameGraph(
-  base: TraceInput,
-  next: TraceInput,
-  title?: string | undefined | null,
-): string
+export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput, title?: string | undefined | null): string
 
 /** SVG text, or with `html` the self-contained HTML page. */
-export declare function exportFlameGraph(
-  trace: TraceInput,
-  title?: string | undefined | null,
-  subtitle?: string | undefined | null,
-  width?: number | undefined | null,
-  html?: boolean | undefined | null,
-): string
+export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
-export declare function exportGeckoProfile(
-  trace: TraceInput,
-  threadName?: string | undefined | null,
-  startTime?: number | undefined | null,
-  pid?: number | undefined | null,
-): Buffer
+export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /**
  * OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
  * of objects.
  */
-export declare function exportOtlpProfiles(
-  trace: TraceInput,
-  timeOriginMs?: number | undefined | null,
-  pid?: number | undefined | null,
-  runtimeVersion?: string | undefined | null,
-  sdkVersion?: string | undefined | null,
-  resource?: string | undefined | null,
-  attributes?: string | undefined | null,
-): Buffer
+export declare function exportOtlpProfiles(trace: TraceInput, timeOriginMs?: number | undefined | null, pid?: number | undefined | null, runtimeVersion?: string | undefined | null, sdkVersion?: string | undefined | null, resource?: string | undefined | null, attributes?: string | undefined | null): Buffer
 
 /** Gzipped `profile.proto` bytes. */
 export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | undefined | null): Buffer
 
 /** speedscope JSON, as UTF-8 bytes. */
-export declare function exportSpeedscope(
-  trace: TraceInput,
-  name?: string | undefined | null,
-  timeOriginMs?: number | undefined | null,
-  pid?: number | undefined | null,
-): Buffer
+export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /**
  * The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
@@ -325,11 +285,7 @@ export declare function setOwnCode(prefixes: Array<string>): void
 export declare function sourceMapReads(): number
 
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
-export declare function summarizeTrace(
-  trace: TraceInput,
-  by: string,
-  sampleInterval?: number | undefined | null,
-): string
+export declare function summarizeTrace(trace: TraceInput, by: string, sampleInterval?: number | undefined | null): string
 
 /**
  * A trace's tables as columns, the cheapest shape to build and read on the main thread: strings as
@@ -351,22 +307,13 @@ export interface TableColumns {
  * The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to
  * `timeOriginUs` (default: the profile's `startTime`): `jsprof attach`'s, written as `record`'s are.
  */
-export declare function traceFileFromCpuProfile(
-  json: Uint8Array,
-  timeOriginUs: number | undefined | null,
-  sidecar: TraceSidecar,
-): RecordedTrace
+export declare function traceFileFromCpuProfile(json: Uint8Array, timeOriginUs: number | undefined | null, sidecar: TraceSidecar): RecordedTrace
 
 /**
  * The trace file of a side file's chunk lines (torn lines skipped), all their samples at
  * `intervalUs`, jsprof-node's own code left out as in every trace it records.
  */
-export declare function traceFromChunkLines(
-  lines: Uint8Array,
-  intervalUs: number,
-  timeOriginUs: number,
-  sidecar: TraceSidecar,
-): RecordedTrace
+export declare function traceFromChunkLines(lines: Uint8Array, intervalUs: number, timeOriginUs: number, sidecar: TraceSidecar): RecordedTrace
 
 /**
  * A trace in the shape that is cheapest to turn into JS objects: the frames and resources (strings)

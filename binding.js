@@ -94,14 +94,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-android-arm64')
         const bindingPackageVersion = require('jsprof-node-android-arm64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -116,14 +110,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-android-arm-eabi')
         const bindingPackageVersion = require('jsprof-node-android-arm-eabi/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -134,10 +122,7 @@ function requireNative() {
     }
   } else if (process.platform === 'win32') {
     if (process.arch === 'x64') {
-      if (
-        (process.config && process.config.variables && process.config.variables.shlib_suffix === 'dll.a') ||
-        (process.config && process.config.variables && process.config.variables.node_target_type === 'shared_library')
-      ) {
+      if ((process.config && process.config.variables && process.config.variables.shlib_suffix === 'dll.a') || (process.config && process.config.variables && process.config.variables.node_target_type === 'shared_library')) {
         try {
           return require('./jsprof-node.win32-x64-gnu.node')
         } catch (e) {
@@ -146,14 +131,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-win32-x64-gnu')
           const bindingPackageVersion = require('jsprof-node-win32-x64-gnu/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -168,14 +147,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-win32-x64-msvc')
           const bindingPackageVersion = require('jsprof-node-win32-x64-msvc/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -191,14 +164,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-win32-ia32-msvc')
         const bindingPackageVersion = require('jsprof-node-win32-ia32-msvc/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -213,14 +180,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-win32-arm64-msvc')
         const bindingPackageVersion = require('jsprof-node-win32-arm64-msvc/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -238,14 +199,8 @@ function requireNative() {
     try {
       const binding = require('jsprof-node-darwin-universal')
       const bindingPackageVersion = require('jsprof-node-darwin-universal/package.json').version
-      if (
-        bindingPackageVersion !== '0.1.0' &&
-        process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-        process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-      ) {
-        throw new Error(
-          `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-        )
+      if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+        throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
       }
       return binding
     } catch (e) {
@@ -260,14 +215,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-darwin-x64')
         const bindingPackageVersion = require('jsprof-node-darwin-x64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -282,14 +231,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-darwin-arm64')
         const bindingPackageVersion = require('jsprof-node-darwin-arm64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -308,14 +251,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-freebsd-x64')
         const bindingPackageVersion = require('jsprof-node-freebsd-x64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -330,14 +267,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-freebsd-arm64')
         const bindingPackageVersion = require('jsprof-node-freebsd-arm64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -352,14 +283,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-freebsd-ppc64')
         const bindingPackageVersion = require('jsprof-node-freebsd-ppc64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -379,14 +304,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-x64-musl')
           const bindingPackageVersion = require('jsprof-node-linux-x64-musl/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -401,14 +320,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-x64-gnu')
           const bindingPackageVersion = require('jsprof-node-linux-x64-gnu/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -425,14 +338,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-arm64-musl')
           const bindingPackageVersion = require('jsprof-node-linux-arm64-musl/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -447,14 +354,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-arm64-gnu')
           const bindingPackageVersion = require('jsprof-node-linux-arm64-gnu/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -471,14 +372,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-arm-musleabihf')
           const bindingPackageVersion = require('jsprof-node-linux-arm-musleabihf/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -493,14 +388,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-arm-gnueabihf')
           const bindingPackageVersion = require('jsprof-node-linux-arm-gnueabihf/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -517,14 +406,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-loong64-musl')
           const bindingPackageVersion = require('jsprof-node-linux-loong64-musl/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -539,14 +422,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-loong64-gnu')
           const bindingPackageVersion = require('jsprof-node-linux-loong64-gnu/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -563,14 +440,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-riscv64-musl')
           const bindingPackageVersion = require('jsprof-node-linux-riscv64-musl/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -585,14 +456,8 @@ function requireNative() {
         try {
           const binding = require('jsprof-node-linux-riscv64-gnu')
           const bindingPackageVersion = require('jsprof-node-linux-riscv64-gnu/package.json').version
-          if (
-            bindingPackageVersion !== '0.1.0' &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-            process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-          ) {
-            throw new Error(
-              `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+          if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+            throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
           return binding
         } catch (e) {
@@ -608,14 +473,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-linux-ppc64-gnu')
         const bindingPackageVersion = require('jsprof-node-linux-ppc64-gnu/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -630,14 +489,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-linux-s390x-gnu')
         const bindingPackageVersion = require('jsprof-node-linux-s390x-gnu/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -656,14 +509,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-openharmony-arm64')
         const bindingPackageVersion = require('jsprof-node-openharmony-arm64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -678,14 +525,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-openharmony-x64')
         const bindingPackageVersion = require('jsprof-node-openharmony-x64/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -700,14 +541,8 @@ function requireNative() {
       try {
         const binding = require('jsprof-node-openharmony-arm')
         const bindingPackageVersion = require('jsprof-node-openharmony-arm/package.json').version
-        if (
-          bindingPackageVersion !== '0.1.0' &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK &&
-          process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0'
-        ) {
-          throw new Error(
-            `Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-          )
+        if (bindingPackageVersion !== '0.1.0' && process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
+          throw new Error(`Native binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
         }
         return binding
       } catch (e) {
@@ -725,7 +560,10 @@ function createLoadErrorChain(errors) {
   return errors.reduce((previous, current) => {
     let message
     try {
-      message = current && typeof current.message === 'string' ? current.message : String(current)
+      message =
+        current && typeof current.message === 'string'
+          ? current.message
+          : String(current)
     } catch {
       message = 'Unknown error'
     }
@@ -747,14 +585,24 @@ function createLoadErrorChain(errors) {
 // WASI loading. It never crosses into another flavor or falls back to native.
 const __napiWasiFlavors = ['wasm32-wasi']
 const __napiWasiFlavor = process.env.NAPI_RS_WASI_FLAVOR
-const __napiWasiFlavorRequested = typeof __napiWasiFlavor === 'string' && __napiWasiFlavor.length > 0
-if (__napiWasiFlavorRequested && __napiWasiFlavors.indexOf(__napiWasiFlavor) === -1) {
+const __napiWasiFlavorRequested =
+  typeof __napiWasiFlavor === 'string' && __napiWasiFlavor.length > 0
+if (
+  __napiWasiFlavorRequested &&
+  __napiWasiFlavors.indexOf(__napiWasiFlavor) === -1
+) {
   throw new Error(
-    'Unsupported WASI flavor "' + __napiWasiFlavor + '". Available flavors: ' + __napiWasiFlavors.join(', '),
+    'Unsupported WASI flavor "' +
+      __napiWasiFlavor +
+      '". Available flavors: ' +
+      __napiWasiFlavors.join(', '),
   )
 }
 const forceWasiError = process.env.NAPI_RS_FORCE_WASI === 'error'
-const forceWasi = process.env.NAPI_RS_FORCE_WASI === 'true' || forceWasiError || __napiWasiFlavorRequested
+const forceWasi =
+  process.env.NAPI_RS_FORCE_WASI === 'true' ||
+  forceWasiError ||
+  __napiWasiFlavorRequested
 
 if (!forceWasi) {
   nativeBinding = requireNative()
@@ -809,10 +657,7 @@ if (!nativeBinding || forceWasi) {
     let candidateError = null
     let candidateFailed = false
     try {
-      candidateError = __napiWasiResolveCandidate('./jsprof-node.wasi.cjs', false, [
-        './jsprof-node.wasm32-wasi.debug.wasm',
-        './jsprof-node.wasm32-wasi.wasm',
-      ])
+      candidateError = __napiWasiResolveCandidate('./jsprof-node.wasi.cjs', false, ['./jsprof-node.wasm32-wasi.debug.wasm', './jsprof-node.wasm32-wasi.wasm'])
       candidateFailed = candidateError !== null
       if (!candidateFailed) {
         wasiBinding = require('./jsprof-node.wasi.cjs')
@@ -839,9 +684,7 @@ if (!nativeBinding || forceWasi) {
         if (process.env.NAPI_RS_ENFORCE_VERSION_CHECK && process.env.NAPI_RS_ENFORCE_VERSION_CHECK !== '0') {
           const bindingPackageVersion = require('jsprof-node-wasm32-wasi/package.json').version
           if (bindingPackageVersion !== '0.1.0') {
-            throw new Error(
-              `WASI binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`,
-            )
+            throw new Error(`WASI binding package version mismatch, expected 0.1.0 but got ${bindingPackageVersion}. You can reinstall dependencies to fix this issue.`)
           }
         }
         wasiBinding = require('jsprof-node-wasm32-wasi')
@@ -858,7 +701,12 @@ if (!nativeBinding || forceWasi) {
       loadErrors.push(candidateError)
     }
   }
-  if (!wasiBindingLoaded && forceWasi && !forceWasiError && !__napiWasiFlavorRequested) {
+  if (
+    !wasiBindingLoaded &&
+    forceWasi &&
+    !forceWasiError &&
+    !__napiWasiFlavorRequested
+  ) {
     nativeBinding = requireNative()
     __napiRequiredNativeBinding = nativeBinding
   }
@@ -901,9 +749,15 @@ if (!nativeBinding) {
 // - only a flavor in `__napiWasiFlavors`, the ones this loader's own WASI
 //   chain can report ('wasm32-wasi' for a package without a WASI target).
 // This is metadata and never fails a load: a throwing Proxy trap keeps 'native'.
-if (__napiLoadedBindingTarget === 'native' && nativeBinding !== __napiRequiredNativeBinding) {
+if (
+  __napiLoadedBindingTarget === 'native' &&
+  nativeBinding !== __napiRequiredNativeBinding
+) {
   try {
-    const __napiBindingTargetDescriptor = Object.getOwnPropertyDescriptor(nativeBinding, '__napiBindingTarget')
+    const __napiBindingTargetDescriptor = Object.getOwnPropertyDescriptor(
+      nativeBinding,
+      '__napiBindingTarget',
+    )
     if (
       __napiBindingTargetDescriptor &&
       __napiWasiFlavors.indexOf(__napiBindingTargetDescriptor.value) !== -1 &&
@@ -917,7 +771,9 @@ if (__napiLoadedBindingTarget === 'native' && nativeBinding !== __napiRequiredNa
 }
 
 function __napiStampBindingTarget(exportsObject, target) {
-  if (Object.prototype.hasOwnProperty.call(exportsObject, '__napiBindingTarget')) {
+  if (
+    Object.prototype.hasOwnProperty.call(exportsObject, '__napiBindingTarget')
+  ) {
     if (exportsObject.__napiBindingTarget === target) {
       // Already ours: the root entry aliases the object it loaded, so a WASI
       // fallback candidate — or a `NAPI_RS_NATIVE_LIBRARY_PATH` override that
