@@ -1,4 +1,4 @@
-//! A native signal watcher for `jsprof record` (lib/record-preload.js, lib/record/watcher.js).
+//! A native signal watcher for `jsprof record` (lib/record/preload.js, lib/record/watcher.js).
 //!
 //! A JS signal handler (`process.on('SIGTERM')`) runs on the main thread's event loop, so a process
 //! spinning in a synchronous loop never runs it. Here the handler is a C function that only writes the
