@@ -162,3 +162,36 @@ export function expand(trace) {
     return { t: s.timestamp, stack }
   })
 }
+
+/**
+ * Each sample's weight in ms by the documented rule (docs/analysis.md, "How long a sample stands for"),
+ * written here apart from Rust's: the trace's interval I is `jsprof.sampleInterval`, else the median gap
+ * in time order; a sample weighs the gap to the next one when both lie in one run (one of
+ * `jsprof.windows`, or anywhere without windows), at most 2 I; the last of a run weighs I (at most the
+ * gap to the next sample); with I = 0 nothing is capped.
+ */
+export function ruleWeights(trace) {
+  const samples = trace.samples
+  const order = samples.map((_, i) => i).sort((a, b) => samples[a].timestamp - samples[b].timestamp || a - b)
+  const t = (k) => samples[order[k]].timestamp
+  const gaps = []
+  for (let k = 0; k + 1 < order.length; k++) gaps.push(t(k + 1) - t(k))
+  gaps.sort((a, b) => a - b)
+  const h = gaps.length >> 1
+  const median = gaps.length === 0 ? 0 : gaps.length % 2 ? gaps[h] : (gaps[h - 1] + gaps[h]) / 2
+  const interval = trace.jsprof?.sampleInterval ?? median
+  const windows = trace.jsprof?.windows
+  const windowOf = (x) => (windows ? windows.findIndex(([b, e]) => b <= x && x <= e) : 0)
+  const ms = new Array(samples.length).fill(0)
+  for (let k = 0; k < order.length; k++) {
+    if (k + 1 === order.length) {
+      ms[order[k]] = interval
+      continue
+    }
+    const gap = t(k + 1) - t(k)
+    const w = windowOf(t(k))
+    const oneRun = w !== -1 && windowOf(t(k + 1)) === w
+    ms[order[k]] = oneRun ? (interval > 0 ? Math.min(gap, 2 * interval) : gap) : Math.min(gap, interval)
+  }
+  return ms
+}

@@ -4,13 +4,20 @@
 //! in [`Chunk`]s. Each Profiler owns a [`Recording`] that takes, from every chunk, only the samples in
 //! its own window (from its construction to its `stop()` call) and at (about) its own interval, and
 //! never more than its `maxBufferSize`. Chunks are shared (`Arc`): profilers that overlap keep one copy.
+//!
+//! A recording cut to intervals (a request's: only the times its own code ran) is a trace cut out of a
+//! longer run: its trace says what weighing its samples needs ([`Recording::into_trace_with`]: the
+//! `jsprof` member's `sampleInterval` and `windows`, see `trace/weights.rs`), and when it keeps fewer
+//! samples than V8 took it keeps one per interval of *its own* time, so each kept sample stands for one
+//! interval of it.
 
 use std::sync::Arc;
 
+use crate::convert::sample_timestamp;
 use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::intervals::IntervalSet;
-use crate::trace::{ProfilerTrace, TraceBuilder};
+use crate::trace::{Extension, ProfilerTrace, TraceBuilder, MAX_SAMPLE_INTERVAL_MS};
 use crate::v8::{InspectorColumns, Profile};
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
@@ -108,6 +115,11 @@ pub struct Recording {
     /// (index into `chunks`, index into that chunk's samples), in V8's order.
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
+    /// For a recording cut to intervals that keeps fewer samples than V8 takes: the V8 time (µs) of its
+    /// own samples seen since the last one kept, which decides the next (NaN before the first).
+    credit_us: f64,
+    /// The longest interval (µs) V8 ran at in a chunk this recording kept samples of.
+    kept_chunk_interval_us: f64,
     /// Time of the latest kept sample. Chunks from harvests that overlap (a full restart next to a
     /// profile that kept running) would hold the same ticks, so a later chunk's sample at or before it
     /// is one already kept. Within a chunk V8's order is kept as it is, a sample V8 reordered (a
@@ -152,6 +164,8 @@ impl Recording {
             chunks: Vec::new(),
             selected: Vec::new(),
             next_due_us: start_us,
+            credit_us: f64::NAN,
+            kept_chunk_interval_us: 0.0,
             last_kept_us: f64::NEG_INFINITY,
             full: false,
             start_exclusive: false,
@@ -236,7 +250,10 @@ impl Recording {
         // A profiler at the sampler's own interval keeps every sample V8 took, bursts included (a
         // loaded machine delays V8's sampler thread, which then samples twice in quick succession):
         // that is the trace Chrome gives at that interval. A slower one keeps one sample per interval,
-        // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th.
+        // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th: by
+        // time for a contiguous window, by its own time for a recording cut to intervals (one of every
+        // 10 of its own samples, however far apart: by time, a request's short intervals spread over
+        // a long wait would each keep a sample, each standing for ten intervals of its time).
         let decimate = self.interval_us > chunk.interval_us;
         let slack = chunk.interval_us / 2.0;
         let kept_before = self.last_kept_us;
@@ -246,10 +263,24 @@ impl Recording {
                 || (self.start_exclusive && t <= self.start_us)
                 || self.stop_us.is_some_and(|stop| t > stop)
                 || t <= kept_before
-                || (decimate && t < self.next_due_us)
                 || self.intervals.as_ref().is_some_and(|iv| !iv.contains(t))
             {
                 continue;
+            }
+            if decimate {
+                if self.intervals.is_none() {
+                    if t < self.next_due_us {
+                        continue;
+                    }
+                } else {
+                    if self.credit_us.is_nan() {
+                        self.credit_us = self.interval_us - chunk.interval_us;
+                    }
+                    self.credit_us += chunk.interval_us;
+                    if self.credit_us < self.interval_us - slack {
+                        continue;
+                    }
+                }
             }
             if self.sample_count() >= self.max_samples as usize {
                 self.full = true;
@@ -258,11 +289,15 @@ impl Recording {
             }
             self.selected.push((chunk_index, i as u32));
             self.next_due_us = t + self.interval_us - slack;
+            if decimate && self.intervals.is_some() {
+                self.credit_us -= self.interval_us;
+            }
             self.last_kept_us = self.last_kept_us.max(t);
             added.accepted += 1;
         }
         if added.accepted > 0 {
             self.chunks.push(Arc::clone(chunk));
+            self.kept_chunk_interval_us = self.kept_chunk_interval_us.max(chunk.interval_us);
         }
         if let Some(streamed) = self.streamed.as_mut() {
             let converter = ProfileConverter::new(&chunk.profile, streamed.time_origin_us);
@@ -281,8 +316,55 @@ impl Recording {
         added
     }
 
+    /// [`Recording::into_trace`] with the `jsprof` member: `clock` (the recording's pid, thread and
+    /// time origin, as the caller knows them) and what weighing its samples needs, which the recording
+    /// knows: `sampleInterval`, the interval its samples stand for (its own, or V8's when V8 ran slower
+    /// for a while), and for a recording cut to intervals `windows`, the intervals (within its start
+    /// and stop) that hold its samples, in the trace's ms.
+    pub fn into_trace_with(self, time_origin_us: f64, clock: Extension) -> ProfilerTrace {
+        let origin = self
+            .streamed
+            .as_ref()
+            .map_or(time_origin_us, |s| s.time_origin_us);
+        let jsprof = Extension {
+            sample_interval: Some(self.interval_us.max(self.kept_chunk_interval_us) / 1000.0)
+                .filter(|ms| *ms > 0.0)
+                .map(|ms| ms.min(MAX_SAMPLE_INTERVAL_MS)),
+            windows: self.windows(origin),
+            ..clock
+        };
+        let mut trace = self.into_trace(time_origin_us);
+        trace.jsprof = (!jsprof.is_empty()).then_some(jsprof);
+        trace
+    }
+
+    /// The intervals of a cut recording that hold kept samples, clipped to its window, as `[begin,
+    /// end]` ms from `time_origin_us` (rounded as the timestamps are, so each sample stays inside its
+    /// window; two windows that meet once rounded are one). `None` for a recording not cut.
+    fn windows(&self, time_origin_us: f64) -> Option<Vec<[f64; 2]>> {
+        let set = self.intervals.as_ref()?;
+        let mut used: Vec<usize> = self
+            .selected
+            .iter()
+            .filter_map(|&(c, i)| set.index_of(self.chunks[c as usize].profile.samples[i as usize].time))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut windows: Vec<[f64; 2]> = Vec::with_capacity(used.len());
+        for (begin, end) in used.into_iter().filter_map(|i| set.get(i)) {
+            let begin = sample_timestamp(begin.max(self.start_us), time_origin_us);
+            let end = sample_timestamp(self.stop_us.map_or(end, |stop| end.min(stop)), time_origin_us);
+            match windows.last_mut() {
+                Some(last) if begin <= last[1] => last[1] = last[1].max(end),
+                _ => windows.push([begin, end]),
+            }
+        }
+        Some(windows)
+    }
+
     /// The trace of the kept samples, timestamps relative to `time_origin_us` — for a streaming
-    /// recording, to the origin it was given then.
+    /// recording, to the origin it was given then. A plain spec trace: no `jsprof` member (see
+    /// [`Recording::into_trace_with`]).
     pub fn into_trace(self, time_origin_us: f64) -> ProfilerTrace {
         match self.streamed {
             Some(streamed) => streamed.builder.finish(),

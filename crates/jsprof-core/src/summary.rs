@@ -1,7 +1,9 @@
 //! Summaries of a `ProfilerTrace`: self and total samples and time per package, function or resource.
 //!
-//! - A sample weighs the time to the next sample; the last one weighs `sample_interval` (default: the
-//!   median gap between consecutive samples, 0 when there are fewer than two samples).
+//! - A sample weighs the time it stands for, by the trace's one rule (`trace/weights.rs`): the gap to
+//!   the next sample within its run, at most two intervals; the last of a run the interval.
+//!   `sample_interval` stands in for the trace's interval (default: its `jsprof.sampleInterval`, else
+//!   the median gap between consecutive samples).
 //! - Self: a sample is charged to the innermost frame of its stack that is app, dependency or generated
 //!   code (builtins and `node:` internals charge the code that called them). A stack without such a frame
 //!   charges its innermost `node:` frame, and a stack of builtins only its innermost frame. Samples
@@ -98,9 +100,8 @@ impl Rows {
     }
 }
 
-/// A summary of `trace` by `by`. Each sample weighs the gap to the next sample in time order (V8
-/// reorders some samples, and a trace keeps V8's order); the last one weighs `sample_interval` ms
-/// (default: the median gap between samples in time order). Fails with a `Type` error when the trace
+/// A summary of `trace` by `by`. Each sample weighs the time it stands for (`trace/weights.rs`), with
+/// `sample_interval` ms as the trace's interval when given. Fails with a `Type` error when the trace
 /// is malformed (see [`ProfilerTrace::validate`]) or `sample_interval` is not a finite number >= 0.
 pub fn summarize(
     trace: &ProfilerTrace,
@@ -114,7 +115,7 @@ pub fn summarize(
             "sampleInterval must be a finite number >= 0, got {interval}"
         )));
     }
-    let weights = crate::trace::sample_durations_with_last(&trace.samples, sample_interval);
+    let weights = crate::trace::Weigher::new(trace, sample_interval).by_sample();
 
     // Samples and time per stack, and per marker for samples without a stack.
     let mut per_stack = vec![(0u64, 0f64); trace.stacks.len()];
@@ -449,6 +450,7 @@ mod tests {
             .collect();
         let samples = (0..n).map(|i| sample(i as f64, Some(i as u32), None)).collect();
         let trace = ProfilerTrace {
+            jsprof: None,
             resources: vec!["file:///app/r.js".into()],
             frames,
             stacks,
@@ -467,6 +469,7 @@ mod tests {
 
     fn fixture() -> ProfilerTrace {
         ProfilerTrace {
+            jsprof: None,
             resources: vec![
                 "file:///p/src/main.js".into(),
                 "file:///p/node_modules/lodash/lodash.js".into(),
@@ -576,6 +579,7 @@ mod tests {
         };
         let stack = |frame_id, parent_id| Stack { frame_id, parent_id };
         ProfilerTrace {
+            jsprof: None,
             resources: vec![
                 "file:///p/src/main.js".into(),
                 "file:///p/node_modules/lodash/lodash.js".into(),

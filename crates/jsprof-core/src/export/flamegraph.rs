@@ -12,7 +12,8 @@
 //! tooltip says `kind: dependency, package: lodash`:
 //! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 ms, 2 samples, 18.18%; kind: dependency, package: lodash)`.
 //! Widths and shares are by time, the one weight every view uses (each sample weighs the gap to the
-//! next one, see [`sample_durations`]); a trace that spans no time is drawn by sample count.
+//! next one within its run, see `trace/weights.rs`); a trace that spans no time is drawn by sample
+//! count.
 //!
 //! Everything that comes from the trace is shown as text: [`visible`] writes characters XML 1.0 forbids
 //! or that reorder text (C0 controls but tab, DEL, C1, U+FFFE/U+FFFF, bidi controls, line/paragraph
@@ -27,7 +28,6 @@ use super::{frame_attributions, frame_label, kind_name, unplaced, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
 use crate::text::{markup as markup_text, visible};
-use crate::trace::sample_durations;
 use crate::trace::ProfilerTrace;
 
 #[derive(Debug, Clone, Default)]
@@ -172,7 +172,7 @@ impl FlameTree {
         // Stack id -> node, resolved through parents without recursion (validated traces are acyclic).
         let mut stack_node: Vec<Option<usize>> = vec![None; trace.stacks.len()];
         let mut pending = Vec::new();
-        let durations = sample_durations(&trace.samples);
+        let durations = trace.sample_weights();
         for (sample, &ms) in trace.samples.iter().zip(&durations) {
             let node = match (sample.stack_id, Pseudo::of(sample)) {
                 (Some(stack), _) => {

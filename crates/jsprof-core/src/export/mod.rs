@@ -1,6 +1,6 @@
 //! Exporters: a [`ProfilerTrace`] written in the formats other tools read. One module per format, each
 //! readable alone, all fed a trace already valid ([`ProfilerTrace::validate`]: they never check), weighed
-//! by the trace's one rule ([`crate::trace::sample_durations`]) and described by the helpers below, so
+//! by the trace's one rule ([`crate::trace::Weigher`]) and described by the helpers below, so
 //! every format agrees on what a sample's stack, duration and package are:
 //!
 //! - [`cpuprofile`]: V8's `.cpuprofile` (Chrome DevTools, VS Code, `fromCpuProfile`).

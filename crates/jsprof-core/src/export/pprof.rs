@@ -1,6 +1,6 @@
 //! pprof's `profile.proto`, gzipped, as `go tool pprof` reads it. Sample types `samples/count` and
-//! `cpu/nanoseconds` (each sample's duration: the gap to the next sample, the median gap for the last;
-//! period = the median gap). One function and one location per trace frame; stackless samples get a
+//! `cpu/nanoseconds` (each sample's time by the trace's one rule, `trace/weights.rs`; period = the
+//! trace's interval). One function and one location per trace frame; stackless samples get a
 //! location of their own pseudo-function (`(idle)`, `(garbage collector)`, `(program)`). Samples with the
 //! same stack and labels are merged. Every sample carries the labels `package` (the npm package of its
 //! leaf frame, or `(app)`, `(node)`, `(native)`, `(vm)`, `(idle)`) and `kind` (`app`, `dependency`,
@@ -18,8 +18,8 @@ use prost::Message;
 use super::{file_name, frame_attributions, ns, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
+use crate::trace::time_span;
 use crate::trace::ProfilerTrace;
-use crate::trace::{median_interval, sample_durations, time_span};
 
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct Profile {
@@ -228,7 +228,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
     }
     let (package_key, kind_key) = (strings.id("package"), strings.id("kind"));
 
-    let durations = sample_durations(&trace.samples);
+    let durations = trace.sample_weights();
     // One pprof sample per distinct stack (or pseudo-frame): its locations are listed once, so the
     // work is the distinct stacks' frames, not every sample's.
     let (stacks, group_of) = super::charged_stacks(trace, &attributions);
@@ -262,7 +262,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
     }
 
     let (first, last) = time_span(&trace.samples);
-    let period = ns(median_interval(&trace.samples));
+    let period = ns(trace.sample_interval());
     let comment = vec![strings.id(if options.time_origin_ms.is_some() {
         "jsprof-node: times are Unix epoch times"
     } else {
