@@ -399,6 +399,7 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Extension;
     use crate::v8::ProfileBuilder;
 
     /// A chunk with one code node and samples at the given times (µs).
@@ -599,6 +600,65 @@ mod tests {
         assert_eq!(t.frames.len(), 1, "the same function in two chunks is one frame");
         assert_eq!(t.stacks.len(), 1);
         assert!(t.samples.iter().all(|s| s.stack_id == Some(0)));
+    }
+
+    #[test]
+    fn a_cut_recording_says_its_interval_and_the_windows_that_hold_its_samples() {
+        // A request's own code ran in [900, 2_500], [4_400, 4_600] and [7_000, 7_100] µs; V8 at 1 ms.
+        let mut r = Recording::new(500.0, 1_000.0, 100);
+        r.keep_intervals(&[900.0, 2_500.0, 4_400.0, 4_600.0, 7_000.0, 7_100.0])
+            .unwrap();
+        r.add_chunk(&chunk(&every(1_000.0, 9_000.0, 1_000.0), 1_000.0));
+        r.stop_at(8_000.0);
+        let t = r.into_trace_with(500.0, Extension::clock(Some(7), Some(0), Some(1.7e12)));
+        let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![0.5, 1.5, 6.5]);
+        let ext = t.jsprof.clone().unwrap();
+        assert_eq!(ext.sample_interval, Some(1.0));
+        assert_eq!(
+            ext.windows,
+            Some(vec![[0.4, 2.0], [6.5, 6.6]]),
+            "only the windows that hold samples"
+        );
+        assert_eq!((ext.pid, ext.time_origin), (Some(7), Some(1.7e12)));
+        t.validate().unwrap();
+        assert_eq!(t.sample_weights(), vec![1.0, 1.0, 1.0]);
+        // Not cut: the interval, no windows; a Profiler's plain trace has no member at all.
+        let mut plain = Recording::new(0.0, 1_000.0, 100);
+        plain.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+        let ext = plain.into_trace_with(0.0, Extension::default()).jsprof.unwrap();
+        assert_eq!((ext.sample_interval, ext.windows), (Some(1.0), None));
+        let mut plain = Recording::new(0.0, 1_000.0, 100);
+        plain.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+        assert_eq!(plain.into_trace(0.0).jsprof, None);
+    }
+
+    #[test]
+    fn a_cut_recording_slower_than_v8_keeps_one_sample_per_interval_of_its_own_time() {
+        // 1,000 short intervals of 0.3 ms, 20 ms apart (a request waiting on I/O between callbacks):
+        // 300 ms of its own time. V8 ticks every 0.1 ms; the request wants one sample per 10 ms of its
+        // time: about 30 samples, each weighing 10 ms. (Thinned by wall-clock time it kept a sample of
+        // nearly every interval: ~1,000 samples at 10 ms each, 10 s for 0.3 s of work.)
+        let mut flat = Vec::new();
+        for i in 0..1_000 {
+            let begin = i as f64 * 20_000.0 + 5.0;
+            flat.extend([begin, begin + 300.0]);
+        }
+        let mut r = Recording::new(0.0, 10_000.0, 100_000);
+        r.keep_intervals(&flat).unwrap();
+        r.add_chunk(&chunk(&every(0.0, 20_000_000.0, 100.0), 100.0));
+        let t = r.into_trace_with(0.0, Extension::default());
+        assert!(
+            (29..=31).contains(&t.samples.len()),
+            "{} samples",
+            t.samples.len()
+        );
+        let total: f64 = t.sample_weights().iter().sum();
+        assert!(
+            (290.0..=310.0).contains(&total),
+            "{total} ms for 300 ms of the request's time"
+        );
+        assert_eq!(t.jsprof.unwrap().sample_interval, Some(10.0));
     }
 
     #[test]
