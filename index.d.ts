@@ -133,7 +133,7 @@ export interface SummarizeOptions {
 
 export interface SummaryRow {
   /**
-   * `package`: the package name, `(app)` for app code without a package.json, `node`, `native`, and for
+   * `package`: the package name, `(app)` for app code without a package.json, `(node)`, `(native)`, and for
    * generated code (`new Function`, `eval`) `(generated, called from <package>)`: the package of the code
    * that called it (a V8 profile does not say which code compiled it), or `(generated)`.
    * `function`: `name (resource:line:column)`, `(anonymous)` for unnamed functions, `name (native)` for

@@ -198,3 +198,50 @@ test('jsprof report of a cut trace: the interval it was sampled at, and shares b
     fs.rmSync(tmp, { recursive: true, force: true })
   }
 })
+
+test('one naming across views: pprof labels name packages and kinds as summarize and jsprof report do', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-naming-'))
+  try {
+    fs.writeFileSync(path.join(tmp, 'package.json'), JSON.stringify({ name: 'shop-api', version: '1.2.3' }))
+    const app = `file://${path.join(tmp, 'server.js')}`
+    const named = {
+      resources: [app, 'node:internal/timers'],
+      frames: [
+        { name: 'handler', resourceId: 0, line: 1, column: 1 },
+        { name: 'parse' },
+        { name: 'listOnTimeout', resourceId: 1, line: 1, column: 1 },
+      ],
+      stacks: [{ frameId: 0 }, { frameId: 1 }, { frameId: 2 }],
+      samples: [
+        { timestamp: 0, stackId: 0, marker: 'script' },
+        { timestamp: 1, stackId: 1, marker: 'script' },
+        { timestamp: 2, stackId: 2, marker: 'script' },
+        { timestamp: 3, marker: 'gc' },
+        { timestamp: 4, marker: 'other' },
+        { timestamp: 5 },
+      ],
+    }
+    const rows = jsprof.summarize(named, { by: 'package' })
+    const fromSummary = rows.map((r) => `${r.name}|${r.kind}`).sort()
+    assert.deepEqual(fromSummary, [
+      '(gc)|gc',
+      '(idle)|idle',
+      '(native)|native',
+      '(node)|node',
+      '(other)|other',
+      'shop-api|app',
+    ])
+    const { profile } = decodePprof(jsprof.toPprof(named))
+    const strings = profile.stringTable.strings
+    const label = (s, key) => strings[Number(s.label.find((l) => strings[Number(l.key)] === key).str)]
+    const fromPprof = profile.sample.map((s) => `${label(s, 'package')}|${label(s, 'kind')}`).sort()
+    assert.deepEqual(fromPprof, fromSummary)
+    // The flame graph's tooltips say the same kinds.
+    const svg = jsprof.toFlameGraph(named)
+    assert.match(svg, /<title>\(garbage collector\) \([^)]*; kind: gc\)<\/title>/)
+    assert.match(svg, /<title>\(program\) \([^)]*; kind: other, VM work outside JS\)<\/title>/)
+    assert.match(svg, /<title>handler \([^)]*\) \([^)]*; kind: app, package: shop-api\)<\/title>/)
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true })
+  }
+})

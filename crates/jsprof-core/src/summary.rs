@@ -22,7 +22,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
+use crate::attribution::{
+    frame_without_resource, generated_name, package_name, Attribution, Attributor, Kind,
+};
 use crate::error::{Error, Result};
 use crate::trace::{round_to_microseconds, Marker, ProfilerTrace};
 
@@ -132,19 +134,11 @@ pub fn summarize(
                 slot.1 += weight;
             }
             None => {
-                let kind = match sample.marker {
-                    None => "idle",
-                    Some(Marker::Gc) => "gc",
-                    Some(Marker::Other) => "other",
-                    Some(Marker::Script) => "script",
-                    Some(Marker::Style) => "style",
-                    Some(Marker::Layout) => "layout",
-                    Some(Marker::Paint) => "paint",
-                };
+                let (kind, name) = stackless_row(sample.marker);
                 let id = rows.id(
                     Key {
                         kind,
-                        name: format!("({kind})"),
+                        name: name.to_owned(),
                         version: None,
                     },
                     None,
@@ -303,6 +297,21 @@ pub fn summarize(
     Ok(out)
 }
 
+/// The kind and name of the row of a sample without a JS stack, by its marker: `idle` `(idle)` (no
+/// marker), `gc` `(gc)`, `other` `(other)` (V8's `(program)`), and `(<marker>)` for any other marker.
+/// Every view names them so: `summarize`, `jsprof report`, the `kind`/`package` labels of pprof and OTLP.
+pub(crate) fn stackless_row(marker: Option<Marker>) -> (&'static str, &'static str) {
+    match marker {
+        None => ("idle", "(idle)"),
+        Some(Marker::Gc) => ("gc", "(gc)"),
+        Some(Marker::Other) => ("other", "(other)"),
+        Some(Marker::Script) => ("script", "(script)"),
+        Some(Marker::Style) => ("style", "(style)"),
+        Some(Marker::Layout) => ("layout", "(layout)"),
+        Some(Marker::Paint) => ("paint", "(paint)"),
+    }
+}
+
 /// The stacks in an order where each parent comes before its children (validate() made sure parent
 /// chains end), in time linear in the number of stacks.
 fn parent_first(trace: &ProfilerTrace) -> Vec<usize> {
@@ -355,18 +364,8 @@ fn frame_row(
     };
     let kind = attribution.kind;
     let (name, package) = match by {
-        By::Package => {
-            let name = match (kind, attribution.package) {
-                (Kind::App | Kind::Dependency, Some(package)) => package,
-                (Kind::App, None) => "(app)".to_owned(),
-                (Kind::Dependency, None) => "(dependency)".to_owned(),
-                (Kind::Node, _) => "node".to_owned(),
-                // Replaced per caller in the walk.
-                (Kind::Generated, _) => generated_name(None),
-                (Kind::Native, _) => "native".to_owned(),
-            };
-            (name, None)
-        }
+        // Generated code's name is replaced per caller in the walk.
+        By::Package => (package_name(&attribution), None),
         By::Function => {
             let function = if frame.name.is_empty() {
                 "(anonymous)"
@@ -553,10 +552,10 @@ mod tests {
                 ("lodash", "dependency", 3, 3),
                 ("(gc)", "gc", 1, 1), // self time 2 ms
                 ("(app)", "app", 1, 4),
-                ("native", "native", 1, 4),
+                ("(native)", "native", 1, 4),
                 ("(idle)", "idle", 1, 1),
+                ("(node)", "node", 1, 1),
                 ("(other)", "other", 1, 1),
-                ("node", "node", 1, 1),
             ]
         );
         let sum: u64 = rows.iter().map(|r| r.self_samples).sum();
@@ -625,7 +624,7 @@ mod tests {
                 ("(generated, called from lodash)", "generated", 2, 2),
                 ("(app)", "app", 1, 6),
                 ("lodash", "dependency", 1, 3),
-                ("native", "native", 0, 1),
+                ("(native)", "native", 0, 1),
             ]
         );
         let by_function = summarize(&generated_fixture(), By::Function, None, &mut attributor()).unwrap();

@@ -24,7 +24,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{frame_attributions, frame_label, kind_name, unplaced, Pseudo};
+use super::{frame_attributions, frame_label, unplaced, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
 use crate::text::{markup as markup_text, visible};
@@ -42,7 +42,7 @@ pub struct FlameGraphOptions {
 
 /// The legend shown as the default subtitle.
 pub(crate) const LEGEND: &str =
-    "orange: app · blue: dependency · green: node · teal: generated · purple: native · red: GC · grey: idle/VM";
+    "orange: app · blue: dependency · green: node · teal: generated · purple: native · red: gc · grey: idle/other";
 
 /// What colours and tooltips tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,13 +53,14 @@ pub(crate) enum Group {
 }
 
 impl Group {
-    /// The short name the HTML page's script and legend use.
+    /// The short name the HTML page's script and legend use: the kind, as every view names it
+    /// (`summarize`'s kinds; `gc`, `other`, `idle` for samples without a JS stack).
     fn code(self) -> &'static str {
         match self {
             Group::Root => "root",
-            Group::Kind(k) => kind_name(k),
+            Group::Kind(k) => k.as_str(),
             Group::Pseudo(Pseudo::GarbageCollector) => "gc",
-            Group::Pseudo(Pseudo::Program) => "vm",
+            Group::Pseudo(Pseudo::Program) => "other",
             Group::Pseudo(Pseudo::Idle) => "idle",
         }
     }
@@ -270,11 +271,11 @@ fn tooltip(node: &FlameNode) -> String {
     match (node.group, &node.package) {
         (Group::Root, _) => String::new(),
         (Group::Kind(Kind::Generated), Some(p)) => format!("kind: generated, called from: {p}"),
-        (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", kind_name(k)),
-        (Group::Kind(k), None) => format!("kind: {}", kind_name(k)),
-        (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: vm, garbage collector".into(),
+        (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", k.as_str()),
+        (Group::Kind(k), None) => format!("kind: {}", k.as_str()),
+        (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: gc".into(),
         (Group::Pseudo(Pseudo::Idle), _) => "kind: idle".into(),
-        (Group::Pseudo(Pseudo::Program), _) => "kind: vm, native or VM work outside JS".into(),
+        (Group::Pseudo(Pseudo::Program), _) => "kind: other, VM work outside JS".into(),
     }
 }
 
@@ -683,9 +684,7 @@ mod tests {
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("T &lt;1&gt;"));
         assert!(svg.contains("<title>work (/app/main.js:10:1) (3 ms, 3 samples, 33.33%; kind: app)</title>"));
-        assert!(svg.contains(
-            "<title>(garbage collector) (2 ms, 2 samples, 22.22%; kind: vm, garbage collector)</title>"
-        ));
+        assert!(svg.contains("<title>(garbage collector) (2 ms, 2 samples, 22.22%; kind: gc)</title>"));
         assert!(svg.contains("<title>all (9 ms, 9 samples, 100%)</title>"));
         let (r, g, b) = colour(Group::Pseudo(Pseudo::GarbageCollector), "");
         assert!(svg.contains(&format!("fill=\"rgb({r},{g},{b})\"")));

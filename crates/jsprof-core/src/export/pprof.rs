@@ -238,7 +238,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
             location_id: match group.key {
                 // pprof lists locations leaf first.
                 Ok(_) => group.frames.iter().rev().map(|&f| f as u64 + 1).collect(),
-                Err(p) => vec![pseudo_base + p as u64],
+                Err((p, _)) => vec![pseudo_base + p as u64],
             },
             value: vec![0, 0],
             label: vec![
@@ -339,7 +339,7 @@ mod tests {
         let gc = p.sample.iter().find(|x| x.location_id == vec![7]).unwrap();
         assert_eq!(
             (gc.value[0], s(gc.label[0].str), s(gc.label[1].str)),
-            (2, "(vm)", "vm")
+            (2, "(gc)", "gc")
         );
         let work = p.sample.iter().find(|x| x.location_id == vec![2, 1]).unwrap();
         assert_eq!(s(work.label[0].str), "(app)");

@@ -315,7 +315,7 @@ pub(crate) fn to_request(
             location_indices: match group.key {
                 // Leaf first, as pprof lists them.
                 Ok(_) => group.frames.iter().rev().map(|&f| f as i32 + 1).collect(),
-                Err(p) => vec![(pseudo_base + p as usize) as i32],
+                Err((p, _)) => vec![(pseudo_base + p as usize) as i32],
             },
         });
         samples.push(Sample {
@@ -507,11 +507,11 @@ mod tests {
             (10.0, 1_000_000, "main;work;chunk", "lodash", "dependency"),
             (11.0, 1_000_000, "main;work;chunk", "lodash", "dependency"),
             (12.0, 1_000_000, "main;work", "(app)", "app"),
-            (13.0, 1_000_000, "(garbage collector)", "(vm)", "vm"),
-            (14.0, 1_000_000, "(garbage collector)", "(vm)", "vm"),
+            (13.0, 1_000_000, "(garbage collector)", "(gc)", "gc"),
+            (14.0, 1_000_000, "(garbage collector)", "(gc)", "gc"),
             (15.0, 1_500_000, "main;now", "(app)", "app"),
             (16.5, 500_000, "(idle)", "(idle)", "idle"),
-            (17.0, 1_000_000, "(program)", "(vm)", "vm"),
+            (17.0, 1_000_000, "(program)", "(other)", "other"),
             (18.0, 1_000_000, "main;(anonymous)", "(app)", "app"),
         ];
         assert_eq!(seen.len(), expected.len());
