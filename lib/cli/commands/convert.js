@@ -108,7 +108,7 @@ async function convert(args) {
   if (values.output === '') throw usage('convert', '--output must not be empty')
   const input = positionals[0]
   const read = readTrace(input)
-  const trace = await applySourceMaps(read.trace, values)
+  const { trace } = await applySourceMaps(read.trace, values)
   // The recording's clock (time origin, pid), for the formats that show it.
   const options = format.clock ? { ...read.clock } : undefined
   // JSON formats as the text Rust writes (no object parsed to be stringified again).
@@ -139,7 +139,7 @@ async function flamegraph(args) {
   if (positionals.length === 0) throw usage('flamegraph', 'missing the trace file')
   if (values.output === '') throw usage('flamegraph', '--output must not be empty')
   const input = positionals[0]
-  const trace = await applySourceMaps(readTrace(input).trace, values)
+  const { trace } = await applySourceMaps(readTrace(input).trace, values)
   const format = values.html ? 'html' : 'svg'
   const text = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input), format })
   await emit('flamegraph', values, input, derivedPath(input, `.${format}`), text)

@@ -17,8 +17,8 @@ Prints where the time went: one row per package (default), function or resource,
 Options:
       --by <what>    package, function or resource (default: package)
       --top <n>      show the first n rows (default: ${DEFAULT_TOP})
-      --json         print JSON ({ file, thread?, by, samples, durationMs, intervalMs, sampledMs, rows })
-                     instead of a table
+      --json         print JSON ({ file, thread?, by, samples, durationMs, intervalMs, sampledMs, rows,
+                     sourceMapsNotUsed }) instead of a table
 ${SOURCE_MAP_HELP}
   -h, --help         show this help
 
@@ -57,7 +57,7 @@ async function report(args) {
   if (positionals.length === 0) throw usage('report', 'missing the trace file')
   const file = positionals[0]
   const read = readTrace(file)
-  const trace = await applySourceMaps(read.trace, values)
+  const { trace, notUsed } = await applySourceMaps(read.trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
   // Every sample is some row's self time once: their sum is the trace's time.
@@ -67,7 +67,7 @@ async function report(args) {
   if (values.json) {
     const thread = read.thread ?? undefined
     await writeStdout(
-      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, sampledMs, rows }, null, 2)}\n`,
+      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, sampledMs, rows, sourceMapsNotUsed: notUsed }, null, 2)}\n`,
     )
     return 0
   }
