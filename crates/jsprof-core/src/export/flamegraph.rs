@@ -378,9 +378,10 @@ impl<'t> Layout<'t> {
         let width = options.width.unwrap_or(1200) as f64;
         let pad = 10.0_f64.min(width / 10.0);
         let inner = width - 2.0 * pad;
-        let max_depth = tree.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
         let mut boxes = vec![None; tree.nodes.len()];
+        // Only as tall as the deepest frame wide enough to draw: deeper ones would leave empty rows on
+        // top of the root.
+        let mut max_depth = 0;
         if tree.nodes[0].samples > 0 {
             // x offset (in weight) of each node: its parent's offset plus its earlier siblings' weights.
             let mut offset = vec![0f64; tree.nodes.len()];
@@ -393,11 +394,17 @@ impl<'t> Layout<'t> {
                 }
                 let w = n.weight * scale;
                 if w >= MIN_WIDTH {
-                    let y = TOP + (max_depth - n.depth) as f64 * FRAME_HEIGHT;
-                    boxes[i] = Some((pad + offset[i] * scale, y, w));
+                    max_depth = max_depth.max(n.depth);
+                    boxes[i] = Some((pad + offset[i] * scale, 0.0, w));
+                }
+            }
+            for (i, b) in boxes.iter_mut().enumerate() {
+                if let Some((_, y, _)) = b {
+                    *y = TOP + (max_depth - tree.nodes[i].depth) as f64 * FRAME_HEIGHT;
                 }
             }
         }
+        let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
         Layout {
             tree,
             width,
