@@ -300,40 +300,34 @@ async function ordersAmongOthers() {
 }
 
 /**
- * What the trace itself says of its samples in `fn`: the time the rule gives them, the time V8 did not
- * observe (where ticks were missed: a gap within a window beyond the two intervals a sample may stand
- * for), the largest gap it weighed, how many windows hold them, and the plain sum of gaps (the old rule).
+ * What the trace itself says: the time V8 did not observe (where ticks were missed: a gap within a window
+ * beyond the two intervals a sample may stand for), the largest gap it weighed, how many windows hold
+ * samples, and the plain sum of gaps (the old rule).
  */
-function whatTheTraceSays(trace, fn) {
+function whatTheTraceSays(trace) {
   const interval = trace.jsprof.sampleInterval
   const windows = trace.jsprof.windows
   const windowOf = (t) => windows.findIndex(([b, e]) => b <= t && t <= e)
-  const inFn = (s) => sampledFunctions({ ...trace, samples: [s] }).has(fn)
-  const order = trace.samples.slice().sort((a, b) => a.timestamp - b.timestamp)
+  const times = trace.samples.map((s) => s.timestamp).sort((a, b) => a - b)
   let missed = 0
-  let largestGap = 0
+  let largestGap = interval
   let naive = 0
-  const fnWindows = new Set()
-  for (let k = 0; k < order.length; k++) {
-    const s = order[k]
-    const next = order[k + 1]
-    if (next) naive += next.timestamp - s.timestamp
-    if (!inFn(s)) continue
-    fnWindows.add(windowOf(s.timestamp))
-    if (next && windowOf(next.timestamp) === windowOf(s.timestamp)) {
-      const gap = next.timestamp - s.timestamp
-      largestGap = Math.max(largestGap, Math.min(gap, 2 * interval))
-      missed += Math.max(0, gap - 2 * interval)
-    }
+  for (let k = 0; k + 1 < times.length; k++) {
+    const gap = times[k + 1] - times[k]
+    naive += gap
+    if (windowOf(times[k]) !== windowOf(times[k + 1])) continue
+    largestGap = Math.max(largestGap, Math.min(gap, 2 * interval))
+    missed += Math.max(0, gap - 2 * interval)
   }
-  return { interval, missed, largestGap: Math.max(largestGap, interval), windows: fnWindows.size, naive }
+  return { interval, missed, largestGap, windows: new Set(times.map(windowOf)).size, naive }
 }
 
 test("ground truth: a request's profile weighs the CPU its code burned, not its duration", async () => {
   const { summarize, toPprof } = await import('jsprof-node')
   const { decodePprof } = await import('./prod-helpers.mjs')
   let last
-  for (let attempt = 1; attempt <= 5; attempt++) {
+  for (let attempt = 1; attempt <= 10; attempt++) {
+    if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, 100))
     const { orders, burned } = await ordersAmongOthers()
     assert.ok(orders, 'a profile for /orders')
     const { trace } = orders
@@ -345,27 +339,26 @@ test("ground truth: a request's profile weighs the CPU its code burned, not its 
         'every sample in a window',
       )
     }
-    const said = whatTheTraceSays(trace, 'hotOrders')
+    const said = whatTheTraceSays(trace)
     last = { burned, durationMs: orders.durationMs, samples: trace.samples.length, ...said }
     // Retry a capture that cannot test anything: V8 starved (it observed under 80% of the burn), or the
     // other requests did not run inside this one (then its duration is its work, and any rule passes).
     if (said.missed > 0.2 * burned || said.naive < 1.5 * burned) continue
-    const hot = summarize(trace, { by: 'function' }).find((r) => r.name.startsWith('hotOrders ('))
-    // Each of its windows is off by less than one interval at its head and at most one gap at its tail.
+    // The request's own code is hotOrders (and µs around it; a GC during the burn is part of it, and
+    // V8 may inline hotOrders into the handler): the whole profile is what it burned. Each window is
+    // off by less than one interval at its head and at most one gap at its tail.
+    const total = summarize(trace).reduce((sum, r) => sum + r.selfTime, 0)
     const tolerance = said.windows * (said.interval + said.largestGap) + 0.5
     assert.ok(
-      Math.abs(hot.totalTime + said.missed - burned) <= tolerance,
-      `hotOrders: ${hot.totalTime} ms (+${said.missed} ms V8 did not observe) for ${burned} ms burned, ±${tolerance}: ${JSON.stringify(last)}`,
+      Math.abs(total + said.missed - burned) <= tolerance,
+      `the profile's ${total} ms (+${said.missed} ms V8 did not observe) for ${burned} ms burned, ±${tolerance}: ${JSON.stringify(last)}`,
     )
-    // The whole profile: what its own code burned (the handler around hotOrders is µs), far from the
-    // request's duration, and the same in pprof.
-    const total = summarize(trace).reduce((s, r) => s + r.selfTime, 0)
-    assert.ok(total <= burned + tolerance, `the profile's time ${total} ms for ${burned} ms burned`)
     assert.ok(total < orders.durationMs / 1.5, `${total} ms of a ${orders.durationMs} ms request`)
+    // The same time in pprof.
     const { profile } = decodePprof(toPprof(trace))
-    const cpu = profile.sample.reduce((s, x) => s + Number(x.value[1]), 0) / 1e6
+    const cpu = profile.sample.reduce((sum, x) => sum + Number(x.value[1]), 0) / 1e6
     assert.ok(Math.abs(cpu - total) < 0.01, `pprof ${cpu} ms vs summarize ${total} ms`)
     return
   }
-  assert.fail(`no capture in 5 where V8 kept up and the requests interleaved: ${JSON.stringify(last)}`)
+  assert.fail(`no capture in 10 where V8 kept up and the requests interleaved: ${JSON.stringify(last)}`)
 })

@@ -115,9 +115,11 @@ pub struct Recording {
     /// (index into `chunks`, index into that chunk's samples), in V8's order.
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
-    /// For a recording cut to intervals that keeps fewer samples than V8 takes: the V8 time (µs) of its
-    /// own samples seen since the last one kept, which decides the next (NaN before the first).
+    /// For a recording cut to intervals that keeps fewer samples than V8 takes: the time (µs) its own
+    /// V8 samples seen since the last one kept stand for, which decides the next (NaN before the
+    /// first), and the last of them seen (its time, and the start of its interval).
     credit_us: f64,
+    last_candidate: Option<(f64, f64)>,
     /// The longest interval (µs) V8 ran at in a chunk this recording kept samples of.
     kept_chunk_interval_us: f64,
     /// Time of the latest kept sample. Chunks from harvests that overlap (a full restart next to a
@@ -165,6 +167,7 @@ impl Recording {
             selected: Vec::new(),
             next_due_us: start_us,
             credit_us: f64::NAN,
+            last_candidate: None,
             kept_chunk_interval_us: 0.0,
             last_kept_us: f64::NEG_INFINITY,
             full: false,
@@ -251,9 +254,11 @@ impl Recording {
         // loaded machine delays V8's sampler thread, which then samples twice in quick succession):
         // that is the trace Chrome gives at that interval. A slower one keeps one sample per interval,
         // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th: by
-        // time for a contiguous window, by its own time for a recording cut to intervals (one of every
-        // 10 of its own samples, however far apart: by time, a request's short intervals spread over
-        // a long wait would each keep a sample, each standing for ten intervals of its time).
+        // time for a contiguous window, by its own time for a recording cut to intervals: each of its
+        // V8 samples stands for the time the weighting rule gives it (the gap from the one before in
+        // the same interval, at most two ticks; one tick after a cut), and one sample is kept per
+        // interval of that time. (By wall-clock time, a request's short intervals spread over a long
+        // wait would each keep a sample, each standing for ten intervals of its time.)
         let decimate = self.interval_us > chunk.interval_us;
         let slack = chunk.interval_us / 2.0;
         let kept_before = self.last_kept_us;
@@ -273,10 +278,21 @@ impl Recording {
                         continue;
                     }
                 } else {
+                    let tick = chunk.interval_us;
+                    let interval = self
+                        .intervals
+                        .as_ref()
+                        .and_then(|iv| iv.index_of(t).and_then(|i| iv.get(i)))
+                        .map_or(f64::NAN, |(begin, _)| begin);
+                    let stands_for = match self.last_candidate {
+                        Some((before, its)) if its == interval && t > before => (t - before).min(2.0 * tick),
+                        _ => tick,
+                    };
+                    self.last_candidate = Some((t, interval));
                     if self.credit_us.is_nan() {
-                        self.credit_us = self.interval_us - chunk.interval_us;
+                        self.credit_us = self.interval_us - stands_for;
                     }
-                    self.credit_us += chunk.interval_us;
+                    self.credit_us += stands_for;
                     if self.credit_us < self.interval_us - slack {
                         continue;
                     }
@@ -659,6 +675,17 @@ mod tests {
             "{total} ms for 300 ms of the request's time"
         );
         assert_eq!(t.jsprof.unwrap().sample_interval, Some(10.0));
+    }
+
+    #[test]
+    fn a_cut_recording_counts_late_ticks_by_their_time() {
+        // V8 asked for 1 ms ticks but, on a loaded machine, ticks every 1.5 ms: 300 ms of the request's
+        // own time (one interval) hold 200 ticks. One sample per 10 ms of that time: ~30, not 20.
+        let mut r = Recording::new(0.0, 10_000.0, 100_000);
+        r.keep_intervals(&[0.0, 300_000.0]).unwrap();
+        r.add_chunk(&chunk(&every(0.0, 299_999.0, 1_500.0), 1_000.0));
+        let n = r.sample_count();
+        assert!((29..=31).contains(&n), "{n} samples");
     }
 
     #[test]
