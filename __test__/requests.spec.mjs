@@ -331,6 +331,10 @@ test("ground truth: a request's profile weighs the CPU its code burned, not its 
     const { orders, burned } = await ordersAmongOthers()
     assert.ok(orders, 'a profile for /orders')
     const { trace } = orders
+    // Beside the spec's members, in WebIDL's order; JSON round-trips it.
+    assert.deepEqual(Object.keys(trace), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
+    assert.deepEqual(Object.keys(trace.jsprof), ['pid', 'sampleInterval', 'threadId', 'timeOrigin', 'windows'])
+    assert.deepEqual(summarize(JSON.parse(JSON.stringify(trace))), summarize(trace))
     assert.equal(trace.jsprof.sampleInterval, 1)
     assert.ok(Array.isArray(trace.jsprof.windows) && trace.jsprof.windows.length >= 1)
     for (const s of trace.samples) {
