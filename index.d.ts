@@ -47,8 +47,8 @@ export interface ProfilerTraceExtension {
   /** The recorded process. */
   pid?: number
   /**
-   * ms between the samples as they were kept: what a sample stands for where its run of samples ends
-   * (absent: the median gap between samples stands in; docs/analysis.md#how-long-a-sample-stands-for).
+   * ms between the samples as they were kept: the trace's interval when it has too few gaps within runs
+   * to show the rate V8 really delivered (docs/analysis.md#how-long-a-sample-stands-for).
    */
   sampleInterval?: number
   /** The recorded thread: 0 for a main thread, a worker's `threadId`. */
@@ -156,9 +156,9 @@ export interface SummarizeOptions {
   /** What the rows are (default `'package'`). Unknown strings throw `RangeError`. */
   by?: SummaryBy
   /**
-   * ms the trace was sampled at, in place of its own (default: its `jsprof.sampleInterval`, else the
-   * median gap between samples): what the last sample of a run weighs, and half the most a sample may
-   * weigh. 0: the last sample weighs 0 and no gap is capped.
+   * ms the trace was sampled at, in place of its own (default: the median gap between samples within
+   * runs, or its `jsprof.sampleInterval` when it has few): what the last sample of a run weighs, and half
+   * the most a sample may weigh. 0: the last sample weighs 0 and no gap is capped.
    */
   sampleInterval?: number
 }

@@ -5,6 +5,7 @@ import express from 'express'
 import Fastify from 'fastify'
 import { profileRequests } from 'jsprof-node'
 import { burn, sampledFunctions } from './prod-helpers.mjs'
+import { ruleInterval } from './export-helpers.mjs'
 
 // Sample counts are only asserted >= 1: V8's sampler thread gets few samples in when the machine is
 // loaded. The no-leak assertions are exact.
@@ -305,7 +306,7 @@ async function ordersAmongOthers() {
  * samples, and the plain sum of gaps (the old rule).
  */
 function whatTheTraceSays(trace) {
-  const interval = trace.jsprof.sampleInterval
+  const interval = ruleInterval(trace)
   const windows = trace.jsprof.windows
   const windowOf = (t) => windows.findIndex(([b, e]) => b <= t && t <= e)
   const times = trace.samples.map((s) => s.timestamp).sort((a, b) => a - b)

@@ -731,7 +731,7 @@ mod tests {
         one.samples.truncate(1);
         let rows = summarize(&one, By::Package, None, &mut attributor()).unwrap();
         assert_eq!((rows[0].self_samples, rows[0].self_time), (1, 0.0));
-        assert_eq!(crate::trace::median_interval(&fixture().samples), 1.0);
+        assert_eq!(fixture().sample_interval(), 1.0);
     }
 
     #[test]

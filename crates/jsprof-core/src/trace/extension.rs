@@ -6,8 +6,9 @@
 //!   profiles, continuous chunks): the Unix epoch (ms) of the `performance.timeOrigin` the timestamps
 //!   count from, so exports show real clock times.
 //! - `sampleInterval`, `windows`: what weighing a trace needs beyond its samples' times (see
-//!   [`super::weights`]): the interval the samples were kept at, and, for a trace cut out of a longer
-//!   run (a request profile), the contiguous windows its samples were kept from.
+//!   [`super::weights`]): the interval the samples were kept at (for a trace with too few samples to
+//!   show V8's rate), and, for a trace cut out of a longer run (a request profile), the contiguous
+//!   windows its samples were kept from.
 //!
 //! Parsed and checked with the trace ([`Extension::validate`], called by `ProfilerTrace::validate`).
 //! Members it does not know are ignored (a newer writer's), `null` reads as absent (`JSON.stringify`
@@ -28,8 +29,8 @@ pub struct Extension {
     /// The recorded process's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
-    /// The interval (ms) the samples were kept at: what a sample stands for where its run of samples
-    /// ends (see [`super::weights`]). Absent: the median gap between samples stands in for it.
+    /// The interval (ms) the samples were kept at: the trace's interval when it has too few gaps within
+    /// runs to show the rate V8 really delivered (a short request's; see [`super::weights`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_interval: Option<f64>,
     /// The recorded thread: 0 for a main thread, a worker's `threadId` otherwise.

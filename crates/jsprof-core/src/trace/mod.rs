@@ -12,8 +12,6 @@ mod weights;
 
 pub use extension::Extension;
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
-#[cfg(test)]
-pub(crate) use weights::median_interval;
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};
 

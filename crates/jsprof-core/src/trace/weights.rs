@@ -2,8 +2,11 @@
 //! exporter, both flame graphs): [`Weigher`]. Only for valid traces. The rule (docs/analysis.md,
 //! "How long a sample stands for"):
 //!
-//! - The trace's **interval** `I` is `jsprof.sampleInterval` when the trace carries it, else the median
-//!   gap between its samples in time order (0 with fewer than two samples).
+//! - The trace's **interval** `I` is the rate V8 really delivered: the median gap between consecutive
+//!   samples of one run (see below). On a loaded machine V8 often ticks slower than it was asked to, and
+//!   then each sample stands for that longer time. A trace with fewer than [`MIN_RUN_GAPS`] such gaps
+//!   says little about the rate: its `I` is its `jsprof.sampleInterval` when it carries one (the
+//!   interval its samples were kept at), else the median of the gaps it has (0 with none).
 //! - A sample weighs the **gap to the next sample** in time order (V8 records a few out of order) when
 //!   both lie in one contiguous run of the sampler: within one of `jsprof.windows`, or anywhere when the
 //!   trace has no windows (it is one run). The gap is capped at `2 × I`: a gap longer than that means
@@ -25,14 +28,18 @@ use crate::trace::{round_to_microseconds, ProfilerTrace, TraceSample};
 /// A gap within a run is capped at this many intervals (see the module's rule).
 pub(crate) const RUN_GAP_CAP_INTERVALS: f64 = 2.0;
 
+/// Fewer gaps within runs than this, and a trace's carried `sampleInterval` is its interval rather
+/// than the median of those gaps (see the module's rule).
+pub(crate) const MIN_RUN_GAPS: usize = 4;
+
 /// How many samples a trace has, over how long, at which interval: what `jsprof report` prints first.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
     pub samples: usize,
     /// Latest minus earliest sample time, ms (0 with fewer than 2 samples).
     pub duration_ms: f64,
-    /// The trace's interval, ms: `jsprof.sampleInterval`, else the median gap between samples in time
-    /// order (0 with fewer than 2 samples and no interval carried).
+    /// The trace's interval `I`, ms: the median gap between consecutive samples of one run, or for a
+    /// trace with few of those its `jsprof.sampleInterval` (see the module's rule).
     pub interval_ms: f64,
     /// The time all samples stand for, ms (the sum of their weights, at µs precision).
     pub sampled_ms: f64,
@@ -52,12 +59,9 @@ impl ProfilerTrace {
         }
     }
 
-    /// The interval `I` of the weighting rule, ms: `jsprof.sampleInterval`, else the median gap.
+    /// The interval `I` of the weighting rule, ms (see the module).
     pub fn sample_interval(&self) -> f64 {
-        self.jsprof
-            .as_ref()
-            .and_then(|e| e.sample_interval)
-            .unwrap_or_else(|| median_interval(&self.samples))
+        Weigher::new(self, None).interval()
     }
 
     /// Each sample's weight in ms, by sample index (see the module's rule).
@@ -81,15 +85,35 @@ impl<'t> Weigher<'t> {
     /// The weigher of `trace`, with `interval` (ms) in place of the trace's own when given (`summarize`'s
     /// `sampleInterval` option).
     pub(crate) fn new(trace: &'t ProfilerTrace, interval: Option<f64>) -> Weigher<'t> {
-        Weigher {
+        let mut weigher = Weigher {
             samples: &trace.samples,
             order: time_order(&trace.samples),
-            interval: interval.unwrap_or_else(|| trace.sample_interval()),
+            interval: 0.0,
             windows: trace
                 .jsprof
                 .as_ref()
                 .and_then(|e| e.windows.as_deref())
                 .unwrap_or(&[]),
+        };
+        weigher.interval = match interval {
+            Some(given) => given,
+            None => weigher.run_interval(trace.jsprof.as_ref().and_then(|e| e.sample_interval)),
+        };
+        weigher
+    }
+
+    /// The median gap between consecutive samples of one run; with fewer than [`MIN_RUN_GAPS`] of
+    /// them, `carried` when given, else their median (0 for none).
+    fn run_interval(&self, carried: Option<f64>) -> f64 {
+        let mut gaps: Vec<f64> = (1..self.order.len())
+            .filter_map(|k| {
+                let (a, b) = (self.time(k - 1), self.time(k));
+                self.one_run(a, b).then_some(b - a)
+            })
+            .collect();
+        match carried {
+            Some(carried) if gaps.len() < MIN_RUN_GAPS => carried,
+            _ => median(&mut gaps),
         }
     }
 
@@ -165,19 +189,6 @@ pub(crate) fn time_order(samples: &[TraceSample]) -> Vec<u32> {
             .then(a.cmp(&b))
     });
     order
-}
-
-/// The median gap between consecutive samples in time order, in ms (the mean of the two middle gaps
-/// for an even count; 0 with fewer than two samples).
-pub(crate) fn median_interval(samples: &[TraceSample]) -> f64 {
-    let mut times: Vec<f64> = samples.iter().map(|s| s.timestamp).collect();
-    times.sort_unstable_by(f64::total_cmp);
-    // The gaps in place of the times.
-    for k in 1..times.len() {
-        times[k - 1] = times[k] - times[k - 1];
-    }
-    times.pop();
-    median(&mut times)
 }
 
 /// The median of `values` (the mean of the two middle ones for an even count; 0 for none), found by
@@ -266,6 +277,24 @@ mod tests {
         assert_eq!(weights(&[5.0], every(10.0)), vec![10.0]);
         assert_eq!(weights(&[0.0, 10.0, 20.0], every(10.0)), vec![10.0, 10.0, 10.0]);
         assert_eq!(trace(&[0.0, 7.0], every(10.0)).timing().interval_ms, 10.0);
+    }
+
+    #[test]
+    fn the_interval_is_the_rate_v8_delivered_when_the_trace_shows_it() {
+        // Asked for 1 ms, V8 ticked every 3 ms (a loaded machine): each sample stands for 3 ms, a 20 ms
+        // hole is capped at 6 ms, the last sample weighs 3 ms.
+        let asked = Some(Extension {
+            sample_interval: Some(1.0),
+            ..Extension::default()
+        });
+        let t = trace(&[0.0, 3.0, 6.0, 9.0, 12.0, 32.0, 35.0], asked);
+        assert_eq!(t.sample_interval(), 3.0);
+        assert_eq!(t.sample_weights(), vec![3.0, 3.0, 3.0, 3.0, 6.0, 3.0, 3.0]);
+        // Too few gaps within runs to tell: the carried interval, which caps them too.
+        assert_eq!(
+            weights(&[0.0, 3.0, 6.0], cut(1.0, &[[0.0, 10.0]])),
+            vec![2.0, 2.0, 1.0]
+        );
     }
 
     #[test]
