@@ -18,6 +18,7 @@ import { median } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
 const { profileRequests, summarize, Profiler } = require('..')
+const { binding } = require('../lib/native.js')
 
 const args = process.argv.slice(2)
 const RUNS = Number(args.includes('--runs') ? args[args.indexOf('--runs') + 1] : 10)
@@ -75,7 +76,10 @@ async function once(sampleInterval, withFastProfiler) {
   const old = times.length > 1 ? times.at(-1) - times[0] + median(gaps) : 0
   // What the trace says V8 did not observe: gaps within a window beyond the two intervals a sample may
   // stand for (its sampler thread starved on a loaded machine).
-  const { sampleInterval: interval, windows } = trace.jsprof
+  const { windows } = trace.jsprof
+  // The rule's interval, as Rust works it out (the rate V8 delivered within the windows, or the one
+  // asked for a trace with few gaps).
+  const interval = binding.TraceHandle.fromTraceJson(Buffer.from(JSON.stringify(trace))).timing().intervalMs
   const windowOf = (t) => windows.findIndex(([b, e]) => b <= t && t <= e)
   let missed = 0
   for (let k = 0; k + 1 < times.length; k++) {
