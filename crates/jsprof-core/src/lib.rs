@@ -84,4 +84,6 @@ pub use heap::views::{
     to_heap_collapsed, to_heap_diff_flame_graph, to_heap_flame_graph, to_heap_flame_graph_html,
     to_heap_otlp_profiles, to_heap_pprof,
 };
-pub use heap::{summarize_heap, FromV8Options, HeapInfo, HeapProfile, HeapRow, HeapSettings, HeapView};
+pub use heap::{
+    read_heap_file, summarize_heap, FromV8Options, HeapInfo, HeapProfile, HeapRow, HeapSettings, HeapView,
+};

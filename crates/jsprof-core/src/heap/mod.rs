@@ -42,7 +42,7 @@ use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::json_text::lone_surrogates_visible;
 use crate::trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
-use crate::v8::{write_heap_profile, HeapNodeOut, HeapTree};
+use crate::v8::{heap_file_kind, write_heap_profile, HeapFileKind, HeapNodeOut, HeapTree};
 
 /// Which objects a heap profile counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -383,6 +383,38 @@ impl HeapProfile {
     }
 }
 
+/// A file the CLI was given, when it is a heap profile: V8's (`.heapprofile`, as `node --heap-prof` and
+/// DevTools write it; converted with nothing hidden) or ours. `None` when it is neither (a trace or a
+/// CPU profile: `crate::read_profile_file` reads those). An error's message is what follows the file's
+/// name in the CLI's one line: `is not valid JSON (…)` (a `Syntax` error), `is not a valid V8 heap
+/// profile: …`, `is not a valid heap profile: …`.
+pub fn read_heap_file(text: &str) -> Option<Result<HeapProfile>> {
+    let reword = |prefix: &str, with: &str, e: Error| {
+        let reason = e.message.strip_prefix(prefix).unwrap_or(&e.message).to_owned();
+        match e.kind {
+            crate::ErrorKind::Syntax => Error::syntax(format!(
+                "is not valid JSON ({})",
+                reason
+                    .strip_prefix("the heap profile is not valid JSON: ")
+                    .unwrap_or(&reason)
+            )),
+            _ => Error::invalid(format!("{with}{reason}")),
+        }
+    };
+    match heap_file_kind(text) {
+        HeapFileKind::Other => None,
+        HeapFileKind::V8 => Some(
+            HeapTree::from_json(text)
+                .map(|tree| HeapProfile::from_v8(&tree, &FromV8Options::default()))
+                .map_err(|e| reword("invalid V8 heap profile: ", "is not a valid V8 heap profile: ", e)),
+        ),
+        HeapFileKind::Ours => Some(
+            HeapProfile::from_json(text)
+                .map_err(|e| reword("not a valid heap profile: ", "is not a valid heap profile: ", e)),
+        ),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -526,6 +558,38 @@ pub(crate) mod tests {
             );
             assert!(e.message.contains(message), "{} vs {message}", e.message);
         }
+    }
+
+    #[test]
+    fn reads_heap_files_of_either_kind_and_says_what_is_wrong() {
+        let ours = heap_profile().to_json();
+        assert_eq!(read_heap_file(&ours).unwrap().unwrap(), heap_profile());
+        assert_eq!(read_heap_file(V8_PROFILE).unwrap().unwrap(), heap_profile());
+        assert!(read_heap_file(r#"{"nodes":[]}"#).is_none());
+        let e = read_heap_file(r#"{"head":{"id":1,"children":[{"id":1}]}}"#)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            e.message,
+            "is not a valid V8 heap profile: node id 1 appears twice"
+        );
+        let e = read_heap_file(r#"{"head":{"id":1,"#).unwrap().unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (
+                crate::ErrorKind::Syntax,
+                "is not valid JSON (unexpected end of the text at line 1 column 17)"
+            )
+        );
+        let e = read_heap_file(&ours.replace(r#""size":300"#, r#""size":"x""#))
+            .unwrap()
+            .unwrap_err();
+        assert!(
+            e.message
+                .starts_with("is not a valid heap profile: samples[1].size: string"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -661,6 +661,64 @@ impl HeapTree {
     }
 }
 
+/// What a profile file's top level says it is, read without descending into any value (a heap
+/// profile nests as deep as its stacks): V8's heap profile (`head`, or the inspector's `{ "profile": {
+/// "head": … } }`), a heap profile of ours (a `jsprof` object with a `heap` member), or anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeapFileKind {
+    V8,
+    Ours,
+    Other,
+}
+
+/// The kind of `text` (see [`HeapFileKind`]); text that is not JSON is `Other` (its reader says why).
+pub(crate) fn heap_file_kind(text: &str) -> HeapFileKind {
+    fn members(s: &mut Scanner, depth: u8) -> Result<HeapFileKind> {
+        if s.peek()? != b'{' || s.open(b'{', b'}')? {
+            return Ok(HeapFileKind::Other);
+        }
+        loop {
+            if s.peek()? != b'"' {
+                return Ok(HeapFileKind::Other);
+            }
+            let key = s.string()?;
+            // Told by the name alone: a truncated file still gets the heap reader's message.
+            if key == "head" {
+                return Ok(HeapFileKind::V8);
+            }
+            s.expect(b':')?;
+            match key.as_ref() {
+                "nodes" => return Ok(HeapFileKind::Other),
+                "profile" if depth == 0 => {
+                    if members(s, 1)? == HeapFileKind::V8 {
+                        return Ok(HeapFileKind::V8);
+                    }
+                    return Ok(HeapFileKind::Other);
+                }
+                "jsprof" if depth == 0 && s.peek()? == b'{' => {
+                    if !s.open(b'{', b'}')? {
+                        loop {
+                            if s.key()? == "heap" {
+                                return Ok(HeapFileKind::Ours);
+                            }
+                            s.skip_value()?;
+                            if !s.next_or_close(b'}')? {
+                                break;
+                            }
+                        }
+                    }
+                    return Ok(HeapFileKind::Other);
+                }
+                _ => s.skip_value()?,
+            }
+            if !s.next_or_close(b'}')? {
+                return Ok(HeapFileKind::Other);
+            }
+        }
+    }
+    members(&mut Scanner::new(text), 0).unwrap_or(HeapFileKind::Other)
+}
+
 /// One node of a heap profile to write: its call frame (0-based positions, -1 unknown), its own size,
 /// and its parent (an index into the list, before it).
 #[derive(Debug, Clone, PartialEq)]
@@ -947,6 +1005,28 @@ mod tests {
         ] {
             assert_eq!(err(text).kind, ErrorKind::Syntax, "{text}");
         }
+    }
+
+    #[test]
+    fn tells_heap_files_by_their_top_level() {
+        assert_eq!(heap_file_kind(SMALL), HeapFileKind::V8);
+        assert_eq!(
+            heap_file_kind(&format!(r#"{{"profile":{SMALL}}}"#)),
+            HeapFileKind::V8
+        );
+        assert_eq!(
+            heap_file_kind(r#"{"frames":[],"jsprof":{"pid":1,"heap":{}},"samples":[]}"#),
+            HeapFileKind::Ours
+        );
+        assert_eq!(
+            heap_file_kind(r#"{"frames":[],"jsprof":{"pid":1},"samples":[]}"#),
+            HeapFileKind::Other
+        );
+        assert_eq!(heap_file_kind(r#"{"nodes":[],"head":1}"#), HeapFileKind::Other);
+        assert_eq!(heap_file_kind(r#"{"profile":{"nodes":[]}}"#), HeapFileKind::Other);
+        assert_eq!(heap_file_kind("{\"head\""), HeapFileKind::V8);
+        assert_eq!(heap_file_kind("not json"), HeapFileKind::Other);
+        assert_eq!(heap_file_kind("[]"), HeapFileKind::Other);
     }
 
     #[test]

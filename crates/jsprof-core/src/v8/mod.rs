@@ -20,6 +20,7 @@ mod inspector;
 mod read;
 mod write;
 
+pub(crate) use heap::{heap_file_kind, HeapFileKind};
 pub use heap::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
 pub use inspector::InspectorColumns;
 pub(crate) use read::RawCallFrame;
