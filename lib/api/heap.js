@@ -144,13 +144,16 @@ function fromHeapProfile(profile) {
   return parse(callNative(() => binding.heapProfileFromV8(bytes, undefined, undefined, false)).json)
 }
 
-/** V8's `.heapprofile` object of a heap profile: DevTools' Memory panel loads it; fromHeapProfile reads it back. */
-function toHeapProfile(profile) {
+/** V8's `.heapprofile` JSON text of a heap profile, as UTF-8 bytes (the CLI writes them as they are). */
+function heapProfileText(profile) {
   if (!isHeapProfile(profile)) {
     const got = profile !== null && typeof profile === 'object' ? 'an object without jsprof.heap' : describe(profile)
     throw new TypeError(`toHeapProfile: expected a heap profile (with jsprof.heap), got ${got}`)
   }
-  return parse(callNative(() => binding.heapProfileToV8(heapText('toHeapProfile', profile))))
+  return callNative(() => binding.heapProfileToV8(heapText('toHeapProfile', profile)))
 }
 
-module.exports = { HeapProfiler, fromHeapProfile, toHeapProfile, isHeapProfile, heapText, infoOf }
+/** V8's `.heapprofile` object of a heap profile: DevTools' Memory panel loads it; fromHeapProfile reads it back. */
+const toHeapProfile = (profile) => parse(heapProfileText(profile))
+
+module.exports = { HeapProfiler, fromHeapProfile, toHeapProfile, heapProfileText, isHeapProfile, heapText, infoOf }
