@@ -259,7 +259,7 @@ async function diff(args) {
         ? `% of the base's bytes (${first.sizeDelta >= 0 ? '+' : '-'}${formatBytes(Math.abs(first.sizeDelta))})`
         : 'points of self time'
       throw new CliError(
-        `${label(first)} grew by ${pts(first.selfDelta)} ${what}${more}, above --fail-above ${failAbove}`,
+        `${label(first)} grew by ${pts(first.selfDelta)}${heap ? '' : ' '}${what}${more}, above --fail-above ${failAbove}`,
         1,
       )
     }

@@ -260,13 +260,23 @@ impl HeapProfile {
         let mut per_node: Vec<(f64, u64)> = vec![(0.0, 0); profile.nodes.len()];
         match &tree.samples {
             Some(samples) => {
+                let mut left_out = false;
                 for s in samples {
                     if options.after_ordinal.is_some_and(|after| s.ordinal <= after) {
+                        left_out = true;
                         continue;
                     }
                     let slot = &mut per_node[s.node as usize];
                     slot.0 += s.size;
                     slot.1 += 1;
+                }
+                // All of them: each node's bytes are V8's own sum, its `selfSize` (what DevTools shows:
+                // V8 scales a node's samples of one size together, and each sample apart, so the two
+                // sums differ by rounding, well under 0.1%).
+                if !left_out {
+                    for (slot, &size) in per_node.iter_mut().zip(&tree.self_sizes) {
+                        slot.0 = size;
+                    }
                 }
             }
             None => {
