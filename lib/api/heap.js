@@ -53,6 +53,11 @@ function infoOf(settings, startTime) {
 // A forgotten HeapProfiler releases the sampler when collected, so V8 stops when nobody needs it.
 const released = new FinalizationRegistry((consumer) => getHeapSampler().release(consumer))
 
+/** HeapProfiler's options (also `startContinuous`'s `heap`), by the one option rule. */
+function readHeapOptions(api, options) {
+  return Object.freeze({ ...readOptions(api, options, OPTIONS, { defaults: DEFAULT_SETTINGS }) })
+}
+
 class HeapProfiler {
   #settings
   #consumer = {}
@@ -60,8 +65,7 @@ class HeapProfiler {
   #stopped = false
 
   constructor(options) {
-    const o = readOptions('HeapProfiler', options, OPTIONS, { defaults: DEFAULT_SETTINGS })
-    this.#settings = Object.freeze({ ...o })
+    this.#settings = readHeapOptions('HeapProfiler', options)
     this.#startTime = performance.now()
     getHeapSampler().acquire(this.#consumer, this.#settings)
     released.register(this, this.#consumer, this.#consumer)
@@ -156,4 +160,13 @@ function heapProfileText(profile) {
 /** V8's `.heapprofile` object of a heap profile: DevTools' Memory panel loads it; fromHeapProfile reads it back. */
 const toHeapProfile = (profile) => parse(heapProfileText(profile))
 
-module.exports = { HeapProfiler, fromHeapProfile, toHeapProfile, heapProfileText, isHeapProfile, heapText, infoOf }
+module.exports = {
+  HeapProfiler,
+  fromHeapProfile,
+  toHeapProfile,
+  heapProfileText,
+  isHeapProfile,
+  heapText,
+  infoOf,
+  readHeapOptions,
+}

@@ -15,12 +15,12 @@ const {
   CliError,
   table,
   label,
+  formatBytes,
 } = require('../common')
 const { readTrace, timingOf } = require('../input')
 const { visible } = require('../../text')
 const { binding } = require('../../native')
 const { toDiffFlameGraph } = require('../../api/export')
-const { formatBytes } = require('./report')
 
 /** A row name without its `:line:column`: the same function moved by an edit (the flame graph's rule). */
 const unplaced = (name) => binding.unplacedLabel(String(name))

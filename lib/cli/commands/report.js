@@ -2,7 +2,18 @@
 // `jsprof report trace.json [--by package|function|resource] [--top N] [--json]`: where the time went,
 // as an aligned table (summarize() rows), or JSON for machines.
 
-const { api, parse, positiveInt, oneOf, usage, writeStdout, formatDuration, table, label } = require('../common')
+const {
+  api,
+  parse,
+  positiveInt,
+  oneOf,
+  usage,
+  writeStdout,
+  formatDuration,
+  formatBytes,
+  table,
+  label,
+} = require('../common')
 const { readTrace, timingOf } = require('../input')
 const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sourcemaps')
 const { visible } = require('../../text')
@@ -96,20 +107,6 @@ async function report(args) {
   return 0
 }
 
-/** `12.3 MiB`: bytes for the table (lib/text's helpers have none; the flame graphs' rule). */
-function formatBytes(n) {
-  const units = ['KiB', 'MiB', 'GiB', 'TiB']
-  if (!Number.isFinite(n)) return '-'
-  if (n < 1024) return `${Math.round(n)} B`
-  let v = n
-  let u = -1
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024
-    u++
-  }
-  return `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`
-}
-
 /** The report of a heap profile: which code holds the bytes (inuse) or allocated them (allocated). */
 async function heapReport(file, read, by, top, values) {
   const heap = await applySourceMaps(read.heap, values)
@@ -153,4 +150,4 @@ async function heapReport(file, read, by, top, values) {
   return 0
 }
 
-module.exports = { report, HELP, formatBytes }
+module.exports = { report, HELP }
