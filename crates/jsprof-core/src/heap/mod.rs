@@ -475,6 +475,37 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn bytes_are_v8s_selfsize_when_every_sample_counts() {
+        // V8 scales a node's samples of one size together for selfSize and each sample apart: the two
+        // sums differ by rounding. With every sample, the node's bytes are V8's selfSize (DevTools').
+        let text = V8_PROFILE.replace(r#""selfSize":300"#, r#""selfSize":301"#);
+        let tree = HeapTree::from_json(&text).unwrap();
+        let all = HeapProfile::from_v8(&tree, &FromV8Options::default());
+        let leak = all
+            .trace
+            .samples
+            .iter()
+            .position(|s| s.stack_id == Some(1))
+            .unwrap();
+        assert_eq!((all.sizes[leak], all.counts[leak]), (301, 2));
+        // Some samples left out: the sum of those kept.
+        let later = HeapProfile::from_v8(
+            &tree,
+            &FromV8Options {
+                after_ordinal: Some(1.0),
+                ..Default::default()
+            },
+        );
+        let leak = later
+            .trace
+            .samples
+            .iter()
+            .position(|s| s.stack_id == Some(1))
+            .unwrap();
+        assert_eq!((later.sizes[leak], later.counts[leak]), (300, 2));
+    }
+
+    #[test]
     fn hides_own_code_and_its_callees() {
         let own = OwnCode::new(["file:///app/node_modules/leaky/".to_owned()]);
         let h = HeapProfile::from_v8(
