@@ -56,6 +56,53 @@ if (!args.includes('--skip-matrix')) {
   console.log()
 }
 
+// 1b. The same question without the HTTP stack's noise: an allocation-heavy workload (the matrix
+// server's per-request work: 150 small objects, strings, JSON.stringify) in one process per major, with
+// and without a HeapProfiler at 512 KiB, alternating 12 times; CPU time of the process per round.
+const LOOP_CHILD = `
+const { HeapProfiler } = require(${JSON.stringify(root)})
+function work() {
+  const items = []
+  for (let i = 0; i < 150; i++) items.push({ id: i, name: 'item-' + i, tags: ['a', 'b'], price: i * 3 })
+  return JSON.stringify({ items }).length
+}
+function round() {
+  const before = process.cpuUsage()
+  let n = 0
+  for (let r = 0; r < 4000; r++) n += work()
+  const used = process.cpuUsage(before)
+  return used.user + used.system
+}
+for (let i = 0; i < 3; i++) round()
+const ratios = []
+for (let i = 0; i < 12; i++) {
+  const off = round()
+  const h = new HeapProfiler()
+  const withIt = round()
+  h.stop()
+  ratios.push(off / withIt)
+}
+ratios.sort((a, b) => a - b)
+console.log(JSON.stringify({ version: process.version, median: (ratios[5] + ratios[6]) / 2, min: ratios[0], max: ratios.at(-1) }))
+`
+console.log('## 1b. Sampling cost on an allocation-heavy loop, one process, paired rounds (CPU ratio off/on)\n')
+console.log('| Node | CPU ratio (median of 12 pairs) | spread |')
+console.log('| --- | ---: | --- |')
+for (const major of NODES.split(',')) {
+  const bin =
+    process.versions.node.split('.')[0] === major
+      ? process.execPath
+      : spawnSync('bash', [path.join(root, 'scripts', 'node-major.sh'), major], { encoding: 'utf8' }).stdout.trim()
+  const r = spawnSync(bin, ['-e', LOOP_CHILD], { encoding: 'utf8' })
+  if (r.status !== 0) {
+    console.log(`| ${major} | failed: ${r.stderr.split('\n')[0]} | |`)
+    continue
+  }
+  const x = JSON.parse(r.stdout)
+  console.log(`| ${x.version} | ${x.median.toFixed(3)}x | ${x.min.toFixed(3)}–${x.max.toFixed(3)} |`)
+}
+console.log()
+
 // 2 and 3 run in a child per case: a fresh heap each.
 const TAKE_CHILD = `
 const inspector = require('node:inspector')
@@ -75,6 +122,7 @@ session.connect()
 const post = (m) => { let out; session.post(m, (e, r) => { if (e) throw e; out = r }); return out }
 const raw = []
 const ours = []
+const convert = []
 let samples = 0
 let nodes = 0
 for (let i = 0; i < 5; i++) {
@@ -82,18 +130,23 @@ for (let i = 0; i < 5; i++) {
   const { profile } = post('HeapProfiler.getSamplingProfile')
   raw.push(performance.now() - t)
   samples = profile.samples.length
+  // jsprof-node's own part alone: the reply to Rust as JSON text, the conversion, the profile back.
+  t = performance.now()
+  const { binding } = require(${JSON.stringify(root + '/lib/native.js')})
+  JSON.parse(binding.heapProfileFromV8(Buffer.from(JSON.stringify(profile)), 0, '{"heap":{}}', true).json.toString())
+  convert.push(performance.now() - t)
   nodes = 0; const todo = [profile.head]; while (todo.length) { const n = todo.pop(); nodes++; todo.push(...n.children) }
   t = performance.now()
   h.profile()
   ours.push(performance.now() - t)
 }
 const med = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1]
-console.log(JSON.stringify({ raw: med(raw), ours: med(ours), samples, nodes, heapMb: process.memoryUsage().heapUsed / 1048576 }))
+console.log(JSON.stringify({ raw: med(raw), ours: med(ours), convert: med(convert), samples, nodes }))
 `
 
 console.log('## 2. Main-thread time of taking a profile (median of 5), live heap at 2,000 distinct stacks\n')
 console.log(
-  '| live heap | interval | view | V8 samples | tree nodes | getSamplingProfile (V8 + JSON parse) | HeapProfiler.profile() | added |',
+  "| live heap | interval | view | V8 samples | tree nodes | getSamplingProfile (forced GC, V8, JSON parse) | HeapProfiler.profile() | of which jsprof-node's conversion |",
 )
 console.log('| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |')
 for (const [mb, interval, view] of [
@@ -116,7 +169,7 @@ for (const [mb, interval, view] of [
   }
   const x = JSON.parse(r.stdout)
   console.log(
-    `| ${mb} MB | ${interval / 1024} KiB | ${view} | ${x.samples} | ${x.nodes} | ${x.raw.toFixed(2)} ms | ${x.ours.toFixed(2)} ms | ${(x.ours - x.raw).toFixed(2)} ms |`,
+    `| ${mb} MB | ${interval / 1024} KiB | ${view} | ${x.samples} | ${x.nodes} | ${x.raw.toFixed(2)} ms | ${x.ours.toFixed(2)} ms | ${x.convert.toFixed(2)} ms |`,
   )
 }
 console.log()
