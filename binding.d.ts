@@ -123,6 +123,9 @@ export declare function attributeResource(resource: string): ResourceAttribution
 /** Test hook: how many `package.json` files the process-wide attributor has asked the filesystem for. */
 export declare function attributionReads(): number
 
+/** The heap profile's JSON text, checked (the one validation), for the facade's `isHeapProfile` roads. */
+export declare function checkHeapProfile(json: string, what: string): void
+
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 
@@ -173,6 +176,21 @@ export declare function exportFlameGraph(trace: TraceInput, title?: string | und
 /** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
 export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): Buffer
 
+/** Folded stacks of a heap profile, each line's count its bytes. */
+export declare function exportHeapCollapsed(json: string): string
+
+/** The differential flame graph of two heap profiles (`jsprof diff -o diff.svg`). */
+export declare function exportHeapDiffFlameGraph(base: string, next: string, title?: string | undefined | null): string
+
+/** A heap profile's flame graph: SVG text, or with `html` the explorable page. */
+export declare function exportHeapFlameGraph(json: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
+
+/** OTLP/HTTP `ExportProfilesServiceRequest` bytes of a heap profile (`resource`, `attributes`: JSON text). */
+export declare function exportHeapOtlpProfiles(json: string, timeOriginMs?: number | undefined | null, pid?: number | undefined | null, runtimeVersion?: string | undefined | null, sdkVersion?: string | undefined | null, resource?: string | undefined | null, attributes?: string | undefined | null): Buffer
+
+/** Gzipped pprof bytes of a heap profile. */
+export declare function exportHeapPprof(json: string, timeOriginMs?: number | undefined | null): Buffer
+
 /**
  * OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
  * of objects.
@@ -184,6 +202,25 @@ export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | u
 
 /** speedscope JSON, as UTF-8 bytes. */
 export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
+
+/**
+ * A heap profile converted from V8's, and the largest ordinal among V8's samples (0 for none): where a
+ * profiler that starts on a running sampler, or takes the next chunk, starts.
+ */
+export interface HeapConversion {
+  json: Buffer
+  lastOrdinal: number
+}
+
+/**
+ * Our heap profile of V8's (JSON text of `getSamplingProfile`'s reply, a `.heapprofile`): only the
+ * samples after `afterOrdinal` when given; `info` is the `jsprof` member as JSON text;
+ * `hideOwnCode`: jsprof-node's own frames left out (the sampler's takes; not a file's).
+ */
+export declare function heapProfileFromV8(text: Uint8Array, afterOrdinal: number | undefined | null, info: string | undefined | null, hideOwnCode: boolean): HeapConversion
+
+/** V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes. */
+export declare function heapProfileToV8(json: string): Buffer
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -237,6 +274,12 @@ export interface ProfileFile {
 }
 
 /**
+ * A file the CLI was given, when it is a heap profile (V8's `.heapprofile` or ours): its JSON text
+ * as UTF-8 bytes; `null` when it is not one. An error's message is what follows the file's name.
+ */
+export declare function readHeapProfileFile(bytes: Uint8Array): Buffer | null
+
+/**
  * A profile file's bytes (UTF-8, read as `Buffer#toString` reads them) as the CLI reads them, in one
  * call: a ProfilerTrace (with `jsprof record`'s sidecar) or a V8 CPU profile (by `fromCpuProfile`'s
  * rules, times from its start), told apart by content and validated by the core. An error's message
@@ -278,6 +321,9 @@ export declare function setOwnCode(prefixes: Array<string>): void
 
 /** Test hook: how many files the process-wide source-map cache has read from disk. */
 export declare function sourceMapReads(): number
+
+/** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
+export declare function summarizeHeapProfile(json: string, by: string): string
 
 /** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
 export declare function summarizeTrace(trace: TraceInput, by: string, sampleInterval?: number | undefined | null): string

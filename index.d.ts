@@ -189,6 +189,8 @@ export interface SummaryRow {
 
 /** Self/total samples and time per package, function or resource, sorted by `selfTime` descending. */
 export declare function summarize(trace: ProfilerTrace, options?: SummarizeOptions): SummaryRow[]
+/** A heap profile's rows, by self bytes (`by` as for a trace; `sampleInterval` is not taken). */
+export declare function summarize(profile: HeapProfile, options?: { by?: SummaryBy }): HeapSummaryRow[]
 
 // ---------------------------------------------------------------------------------------------------
 // Exporters: a ProfilerTrace in the formats other tools read. Every exporter validates the trace
@@ -257,7 +259,7 @@ export declare function toSpeedscope(
  * Gzipped pprof `profile.proto` (sample types samples/count and cpu/nanoseconds, `package` and `kind`
  * labels per sample), for `go tool pprof`.
  */
-export declare function toPprof(trace: ProfilerTrace, options?: ExportClockOptions): Buffer
+export declare function toPprof(trace: ProfilerTrace | HeapProfile, options?: ExportClockOptions): Buffer
 
 /** An OpenTelemetry attribute value: a string, a finite number (an integer is sent as an int), a boolean, or an array of them. */
 export type OtlpAttributeValue = string | number | boolean | Array<string | number | boolean>
@@ -280,10 +282,10 @@ export interface OtlpProfilesOptions extends ExportClockOptions {
  * (charged as `summarize` charges). `timeOrigin` defaults to the trace's sidecar, else this thread's
  * `performance.timeOrigin`.
  */
-export declare function toOtlpProfiles(trace: ProfilerTrace, options?: OtlpProfilesOptions): Buffer
+export declare function toOtlpProfiles(trace: ProfilerTrace | HeapProfile, options?: OtlpProfilesOptions): Buffer
 
 /** Folded stacks (`outer;…;leaf count` lines, sorted) for flamegraph.pl and inferno. */
-export declare function toCollapsed(trace: ProfilerTrace): string
+export declare function toCollapsed(trace: ProfilerTrace | HeapProfile): string
 
 export interface FlameGraphOptions {
   /** The title (default "Flame Graph"). */
@@ -301,7 +303,7 @@ export interface FlameGraphOptions {
 }
 
 /** A flame graph (SVG or HTML text) coloured by kind of code, with each frame's package in its tooltip. */
-export declare function toFlameGraph(trace: ProfilerTrace, options?: FlameGraphOptions): string
+export declare function toFlameGraph(trace: ProfilerTrace | HeapProfile, options?: FlameGraphOptions): string
 
 // ---------------------------------------------------------------------------------------------
 // Production profiling: per-request profiles, continuous mode, Pyroscope push (docs/production.md)
@@ -385,6 +387,8 @@ export interface ContinuousOptions {
   maxBufferSize?: number
   onChunk: (chunk: ContinuousChunk) => unknown
   onError?: (error: unknown) => void
+  /** Each chunk also carries a heap profile: `true` (HeapProfiler's defaults) or HeapProfiler's options. */
+  heap?: boolean | HeapProfilerOptions
 }
 
 export interface ContinuousChunk {
@@ -399,6 +403,9 @@ export interface ContinuousChunk {
   truncated: boolean
   /** Its `jsprof` member has the clock (pushed profiles carry their time) and the interval. */
   trace: ProfilerTrace
+  /** With `heap`: the heap profile at the chunk's end (null when taking it failed: see heapError). */
+  heap?: HeapProfile | null
+  heapError?: unknown
 }
 
 export interface ContinuousProfiler {
@@ -414,6 +421,8 @@ export declare function startContinuous(options: ContinuousOptions): ContinuousP
 export interface PushOptions {
   /** Extra request headers (e.g. X-Scope-OrgID). */
   headers?: Record<string, string>
+  /** false: leave chunks' heap profiles unsent (default: each is pushed as a request of its own). */
+  heap?: boolean
   /** Chunks waiting at most (default 32); the oldest is dropped beyond. */
   maxQueue?: number
   /** Bytes waiting at most (default 16 MiB). */
@@ -556,3 +565,79 @@ export declare function resolveSourceMaps(
   trace: ProfilerTrace,
   options?: ResolveSourceMapsOptions,
 ): Promise<{ trace: ProfilerTrace; stats: SourceMapStats }>
+
+// ---- Heap profiles: new HeapProfiler(options), fromHeapProfile, toHeapProfile ----
+
+export interface HeapProfilerOptions {
+  /** Average bytes between V8's samples (default 524288, 512 KiB). */
+  samplingInterval?: number
+  /** Frames kept per stack (default 64; honoured by V8 from Node 26 on, earlier majors keep 128). */
+  stackDepth?: number
+  /** Count collected objects too: the 'allocated' view (default false: 'inuse', live objects only). */
+  includeCollected?: boolean
+}
+
+/** One stack holding memory: `size` bytes (V8's estimate) in `count` of V8's samples (not objects). */
+export interface HeapSample {
+  count: number
+  size: number
+  /** Index into `HeapProfile.stacks`; absent for memory allocated with no frame of the app's. */
+  stackId?: number
+}
+
+/** A heap profile: the trace's resources, frames and stacks, with bytes per stack. */
+export interface HeapProfile {
+  frames: ProfilerFrame[]
+  jsprof: {
+    heap: {
+      view: 'inuse' | 'allocated'
+      samplingInterval?: number
+      stackDepth?: number
+      /** performance.now() ms of the thread: when sampling for this profile began, and when it was taken. */
+      startTime?: number
+      endTime?: number
+    }
+    pid?: number
+    threadId?: number
+    /** Unix epoch ms of the thread's performance.timeOrigin. */
+    timeOrigin?: number
+  }
+  resources: ProfilerResource[]
+  samples: HeapSample[]
+  stacks: ProfilerStack[]
+}
+
+export interface HeapSummaryRow {
+  name: string
+  kind: AttributionKind | 'other'
+  package?: string
+  version?: string
+  /** Bytes charged to the row's own code, and to it and everything it called. */
+  selfSize: number
+  totalSize: number
+  selfSamples: number
+  totalSamples: number
+}
+
+/**
+ * V8's sampling heap profiler of this thread, from construction until `stop()`. Profilers of one thread
+ * share it (with the same options; others are an `InvalidStateError`), each keeping what was sampled
+ * after it started.
+ */
+export declare class HeapProfiler {
+  constructor(options?: HeapProfilerOptions)
+  readonly samplingInterval: number
+  readonly stackDepth: number
+  readonly includeCollected: boolean
+  readonly stopped: boolean
+  /** The heap profile now ('inuse': objects sampled since the start and still alive). */
+  profile(): Promise<HeapProfile>
+  /** The last heap profile; rejects with `InvalidStateError` when already stopped. */
+  stop(): Promise<HeapProfile>
+}
+
+/** V8's sampling heap profile (`.heapprofile`: DevTools, node --heap-prof) as a heap profile. */
+export declare function fromHeapProfile(profile: object | string | Uint8Array): HeapProfile
+
+/** V8's `.heapprofile` object of a heap profile (DevTools' Memory panel loads it). */
+export declare function toHeapProfile(profile: HeapProfile): Record<string, unknown>

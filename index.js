@@ -18,6 +18,7 @@ const { profileRequests } = require('./lib/api/requests')
 const { startContinuous } = require('./lib/api/continuous')
 const { pyroscopeExporter, otlpExporter } = require('./lib/api/backend')
 const { resolveSourceMaps } = require('./lib/api/sourcemaps')
+const { HeapProfiler, fromHeapProfile, toHeapProfile } = require('./lib/api/heap')
 
 module.exports = {
   Profiler,
@@ -36,4 +37,7 @@ module.exports = {
   pyroscopeExporter,
   otlpExporter,
   resolveSourceMaps,
+  HeapProfiler,
+  fromHeapProfile,
+  toHeapProfile,
 }

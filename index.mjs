@@ -5,4 +5,5 @@ export const { Profiler, fromCpuProfile, attribute, summarize } = jsprof
 export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfiles, toCollapsed, toFlameGraph } = jsprof
 export const { profileRequests, startContinuous, pyroscopeExporter, otlpExporter } = jsprof
 export const { resolveSourceMaps } = jsprof
+export const { HeapProfiler, fromHeapProfile, toHeapProfile } = jsprof
 export default jsprof

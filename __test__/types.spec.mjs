@@ -37,6 +37,13 @@ async function use(): Promise<void> {
   const gecko: Record<string, unknown> = m.toGeckoProfile(trace, { threadName: 'main' })
   const speedscope = m.toSpeedscope(trace, { name: 'x' })
   const pprof: Buffer = m.toPprof(trace)
+  const hp: m.HeapProfiler = new m.HeapProfiler({ samplingInterval: 65536, includeCollected: false })
+  const heap: m.HeapProfile = await hp.profile()
+  const heapRows: m.HeapSummaryRow[] = m.summarize(heap, { by: 'package' })
+  const bytes: number = heapRows[0]?.selfSize ?? heap.samples[0]?.size ?? 0
+  const heapPprof: Buffer = m.toPprof(heap)
+  const v8heap: Record<string, unknown> = m.toHeapProfile(await hp.stop())
+  const back: m.HeapProfile = m.fromHeapProfile(v8heap)
   const otlp: Buffer = m.toOtlpProfiles(trace, { resource: { 'service.name': 'api', replicas: 3 }, attributes: { tags: ['a', true] } })
   const collapsed: string = m.toCollapsed(trace)
   const svg: string = m.toFlameGraph(trace, { title: 't', width: 800 })

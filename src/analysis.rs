@@ -14,7 +14,7 @@ use crate::core_error;
 
 static ATTRIBUTOR: LazyLock<Mutex<Attributor>> = LazyLock::new(|| Mutex::new(Attributor::new()));
 
-fn attributor() -> MutexGuard<'static, Attributor> {
+pub(crate) fn attributor() -> MutexGuard<'static, Attributor> {
     // A panic while attributing leaves only caches behind: still usable.
     ATTRIBUTOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

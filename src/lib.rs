@@ -12,6 +12,7 @@
 //! - `cpu_profile.rs`: `convertCpuProfile`, `convertCpuProfileText` (`fromCpuProfile`).
 //! - `own_code.rs`: `setOwnCode` (jsprof-node's own frames, left out of what it records).
 //! - `trace_file.rs`: `traceFromChunkLines`, `traceFileFromCpuProfile` (`jsprof record`'s trace files).
+//! - `heap.rs`: heap profiles (V8's converted and written back, summaries, exporters, the CLI's reader).
 //! - `export.rs`: the exporters; `analysis.rs`: `attributeResource`, `summarizeTrace`;
 //!   `sourcemap.rs`: `resolveSourceMaps`; `text.rs`: `visibleText`, `markupText`;
 //!   `signals.rs`: the native signal watcher of `jsprof record`.
@@ -29,6 +30,7 @@ mod analysis;
 mod chunk;
 mod cpu_profile;
 mod export;
+mod heap;
 mod own_code;
 mod recording;
 mod signals;

@@ -16,6 +16,8 @@
 //               stopped when the response finishes (in a middleware / hook for Express and Fastify)
 //   profall     the same around every request
 //   req10       profileRequests({ sampleRate: 0.1 }) (its wrap / express() / fastify plugin)
+//   heap        a HeapProfiler (V8's sampling heap profiler, 512 KiB between samples) for the whole run
+//   heapalloc   the same in the 'allocated' view (collected objects' samples kept too)
 //   sentry10    @sentry/profiling-node's native profiler per transaction, every 10th request:
 //               CpuProfilerBindings.startProfiling(id) / stopProfiling(id, THREAD), as its SDK did for
 //               transaction profiles
@@ -125,6 +127,11 @@ if (mode === 'prof10' || mode === 'profall') {
       if (profile) JSON.stringify(profile) // what the SDK does next: serialize it into the envelope
     })
   }
+} else if (mode === 'heap' || mode === 'heapalloc') {
+  // V8's sampling heap profiler for the whole run, as a user leaves it on (issue 26): 512 KiB between
+  // samples; heapalloc keeps collected objects' samples too (the 'allocated' view).
+  const { HeapProfiler } = require(root)
+  globalThis.heapProfiler = new HeapProfiler({ includeCollected: mode === 'heapalloc' })
 } else if (mode !== 'none') {
   throw new Error(`unknown mode ${mode}`)
 }

@@ -5,6 +5,7 @@
 
 const { binding, callNative } = require('../native')
 const { readOptions, traceText, describe, number, oneOf } = require('../args')
+const { isHeapProfile, heapText } = require('./heap')
 
 const BY = ['package', 'function', 'resource']
 const OPTIONS = { by: oneOf(BY), sampleInterval: number({ min: 0, what: 'a number of ms' }) }
@@ -30,6 +31,11 @@ function attribute(resource) {
  * ProfilerTrace by package (default), function or resource, sorted by self time.
  */
 function summarize(trace, options) {
+  if (isHeapProfile(trace)) {
+    // Rows { name, kind, package?, version?, selfSize, totalSize, selfSamples, totalSamples } by bytes.
+    const { by } = readOptions('summarize', options, { by: OPTIONS.by }, { defaults: { by: 'package' } })
+    return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by)))
+  }
   // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.
   const text = traceText('summarize', trace, { tables: true })
   const { by, sampleInterval } = readOptions('summarize', options, OPTIONS, { defaults: { by: 'package' } })

@@ -14,7 +14,9 @@
 const { rethrowTyped } = require('../native')
 const { nowUs, timeOriginUs, traceClock } = require('../clock')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
-const { readOptions, mandatory, number, func } = require('../args')
+const { readOptions, mandatory, number, func, any } = require('../args')
+const { getHeapSampler } = require('../heap/sampler')
+const { readHeapOptions, infoOf } = require('./heap')
 
 const OPTIONS = {
   onChunk: mandatory(func()),
@@ -22,6 +24,8 @@ const OPTIONS = {
   sampleInterval: number({ min: 0, max: 2 ** 31 / 1000 }),
   chunkSeconds: number({ min: 0.01, max: 86_400 }),
   maxBufferSize: number({ min: 1, max: 2 ** 32 - 1, integer: true }),
+  // true, or HeapProfiler's options: each chunk also carries a heap profile (checked by readHeapOptions).
+  heap: any(),
 }
 const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10 }
 
@@ -37,6 +41,8 @@ class ContinuousProfiler {
   #stopped = false
   #deliveries = new Set()
   #onBeforeExit = null
+  /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
+  #heap = null
   stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
@@ -49,6 +55,11 @@ class ContinuousProfiler {
     this.#onChunk = o.onChunk
     this.#onError =
       o.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
+    if (o.heap !== undefined && o.heap !== false) {
+      const settings = readHeapOptions('startContinuous (options.heap)', o.heap === true ? undefined : o.heap)
+      this.#heap = { settings, consumer: {}, startTime: performance.now() }
+      getHeapSampler().acquire(this.#heap.consumer, settings)
+    }
     this.#current = this.#subscribe(nowUs(), false)
     this.#arm()
     // An app that ends by itself (its event loop empty) still gets its last, partial chunk: on
@@ -96,6 +107,7 @@ class ContinuousProfiler {
     const endUs = nowUs()
     const endUnixMs = Date.now()
     old.sub.stopAt(endUs)
+    const heap = this.#takeHeap(last)
     // The next chunk subscribes before the old one's final harvest: that harvest feeds both.
     this.#current = last ? null : this.#subscribe(endUs, true)
     if (!last) this.#arm()
@@ -118,6 +130,7 @@ class ContinuousProfiler {
           sampleInterval: this.#intervalUs / 1000,
           truncated: old.truncated,
           trace,
+          ...(this.#heap && { heap: heap.profile ?? null, heapError: heap.error }),
         })
       })
       .catch((err) => {
@@ -128,6 +141,30 @@ class ContinuousProfiler {
       })
       .finally(() => this.#deliveries.delete(done))
     this.#deliveries.add(done)
+  }
+
+  /**
+   * The chunk's heap profile, taken at its end on the main thread (V8 hands it over synchronously): the
+   * live heap since continuous mode started ('inuse'), or the chunk's own allocations ('allocated', after
+   * which V8 starts the next chunk afresh). `{ profile }`, or `{ error }` when the take failed (the chunk
+   * still goes out, with `heap: null`).
+   */
+  #takeHeap(last) {
+    if (!this.#heap) return null
+    const { settings, consumer, startTime } = this.#heap
+    const sampler = getHeapSampler()
+    try {
+      const { json, lastOrdinal } = sampler.take(consumer, infoOf(settings, startTime))
+      if (settings.includeCollected && !last) {
+        sampler.advance(consumer, lastOrdinal)
+        this.#heap.startTime = performance.now()
+      }
+      return { profile: JSON.parse(json.toString('utf8')) }
+    } catch (error) {
+      return { error }
+    } finally {
+      if (last) sampler.release(consumer)
+    }
   }
 
   /** Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled). */

@@ -6,6 +6,20 @@
 
 const { binding, callNative } = require('../native')
 const { readOptions, traceText, number, string, object, oneOf } = require('../args')
+const { isHeapProfile, heapText } = require('./heap')
+
+/**
+ * The formats of time only (a `.cpuprofile`, the Firefox Profiler, speedscope) refuse a heap profile,
+ * which has bytes and no times: it goes to DevTools' Memory panel as `toHeapProfile` writes it.
+ */
+function timeOnly(fn, trace) {
+  if (isHeapProfile(trace)) {
+    throw new TypeError(
+      `${fn}: this is a heap profile (bytes per stack, no times): export it with toPprof, toOtlpProfiles, ` +
+        'toCollapsed or toFlameGraph, or toHeapProfile for DevTools',
+    )
+  }
+}
 
 /**
  * An exporter's options, by the exporters' rule: every bad one is a TypeError. The push exporters call
@@ -44,16 +58,19 @@ function clock(trace, o) {
 // and stringified again multiplied its memory: docs/bench.md#large-inputs-through-the-cli).
 const JSON_TEXT = {
   toCpuProfile(trace) {
+    timeOnly('toCpuProfile', trace)
     const text = traceText('toCpuProfile', trace)
     return callNative(() => binding.exportCpuProfile(text))
   },
   toGeckoProfile(trace, given) {
+    timeOnly('toGeckoProfile', trace)
     const text = traceText('toGeckoProfile', trace)
     const o = exportOptions('toGeckoProfile', trace, given, { threadName: string(), startTime: number(), ...CLOCK })
     const { timeOrigin, pid } = clock(trace, o)
     return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
   },
   toSpeedscope(trace, given) {
+    timeOnly('toSpeedscope', trace)
     const text = traceText('toSpeedscope', trace)
     const o = exportOptions('toSpeedscope', trace, given, { name: string(), ...CLOCK })
     // With the recording's clock (options or the sidecar), the default name says when it started.
@@ -73,6 +90,10 @@ const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace
 
 /** Gzipped pprof `profile.proto` bytes, as a Buffer. */
 function toPprof(trace, given) {
+  if (isHeapProfile(trace)) {
+    const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
+    return callNative(() => binding.exportHeapPprof(heapText('toPprof', trace), timeOrigin))
+  }
   const text = traceText('toPprof', trace)
   // pid is an ExportClockOptions member too; pprof has no field for it.
   const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
@@ -85,7 +106,8 @@ function toPprof(trace, given) {
  * `performance.timeOrigin` (right for traces recorded here); `pid` likewise (else this process's).
  */
 function toOtlpProfiles(trace, given) {
-  const text = traceText('toOtlpProfiles', trace)
+  const heap = isHeapProfile(trace)
+  const text = heap ? heapText('toOtlpProfiles', trace) : traceText('toOtlpProfiles', trace)
   const o = exportOptions('toOtlpProfiles', trace, given, {
     ...CLOCK,
     resource: object('of attribute names to values'),
@@ -101,7 +123,7 @@ function toOtlpProfiles(trace, given) {
     }
   }
   return callNative(() =>
-    binding.exportOtlpProfiles(
+    (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(
       text,
       timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
       pid ?? process.pid,
@@ -115,20 +137,23 @@ function toOtlpProfiles(trace, given) {
 
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
 function toCollapsed(trace) {
+  if (isHeapProfile(trace)) return callNative(() => binding.exportHeapCollapsed(heapText('toCollapsed', trace)))
   const text = traceText('toCollapsed', trace)
   return callNative(() => binding.exportCollapsed(text))
 }
 
 /** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
 function toFlameGraph(trace, given) {
-  const text = traceText('toFlameGraph', trace)
+  const heap = isHeapProfile(trace)
+  const text = heap ? heapText('toFlameGraph', trace) : traceText('toFlameGraph', trace)
   const o = exportOptions('toFlameGraph', trace, given, {
     title: string(),
     subtitle: string(),
     width: number({ min: 10, max: 100_000, integer: true, what: 'a number of px' }),
     format: oneOf(['svg', 'html']),
   })
-  return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
+  const draw = heap ? binding.exportHeapFlameGraph : binding.exportFlameGraph
+  return callNative(() => draw(text, o.title, o.subtitle, o.width, o.format === 'html'))
 }
 
 /**
@@ -137,6 +162,11 @@ function toFlameGraph(trace, given) {
  * toFlameGraph is (not part of the package's API).
  */
 function toDiffFlameGraph(base, next, given) {
+  if (isHeapProfile(base) && isHeapProfile(next)) {
+    const o = exportOptions('toDiffFlameGraph', next, given, { title: string() })
+    const texts = [heapText('toDiffFlameGraph', base), heapText('toDiffFlameGraph', next)]
+    return callNative(() => binding.exportHeapDiffFlameGraph(texts[0], texts[1], o.title))
+  }
   const baseText = traceText('toDiffFlameGraph', base)
   const nextText = traceText('toDiffFlameGraph', next)
   const o = exportOptions('toDiffFlameGraph', next, given, { title: string() })

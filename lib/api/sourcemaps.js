@@ -8,6 +8,7 @@
 const { binding, rethrowTyped, callNative: callNativeTyped } = require('../native')
 const { makeSample, makeTrace } = require('../trace')
 const { readOptions, traceArgument, describe, received, any, boolean, number } = require('../args')
+const { isHeapProfile } = require('./heap')
 
 const DEFAULT_MAX_MAP_SIZE = 256 * 1024 * 1024
 
@@ -201,6 +202,20 @@ async function resolveSourceMaps(trace, options) {
     rethrowTyped(err)
   }
   const { frames, resources, stacks } = fromColumns(out.tables)
+  if (isHeapProfile(trace)) {
+    // A heap profile's entries: the same stacks, renumbered (two may now share one).
+    const samples = trace.samples.map((s, i) => {
+      const { count, size, stackId } = element('samples', i, s)
+      if (stackId === undefined) return { count, size }
+      if (!Number.isInteger(stackId) || stackId < 0 || stackId >= out.stackMap.length) {
+        throw new TypeError(
+          `resolveSourceMaps: malformed heap profile: samples[${i}].stackId ${stackId} names no stack`,
+        )
+      }
+      return { count, size, stackId: out.stackMap[stackId] }
+    })
+    return { trace: { frames, jsprof: trace.jsprof, resources, samples, stacks }, stats: JSON.parse(out.stats) }
+  }
   if (handle) {
     const tables = JSON.stringify({ resources, frames, stacks })
     const mapped = callNativeTyped(() => handle.withTables(tables, Uint32Array.from(out.stackMap)))

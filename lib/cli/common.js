@@ -114,6 +114,45 @@ function formatDuration(ms) {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`
 }
 
+/** `12.3 MiB`: bytes for tables and status lines (the flame graphs' rule). */
+function formatBytes(n) {
+  const units = ['KiB', 'MiB', 'GiB', 'TiB']
+  if (!Number.isFinite(n)) return '-'
+  if (n < 1024) return `${Math.round(n)} B`
+  let v = n
+  let u = -1
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024
+    u++
+  }
+  return `${v.toFixed(v >= 100 ? 0 : v >= 10 ? 1 : 2)} ${units[u]}`
+}
+
+/** `--heap` and `--heap-interval` of record and attach: the heap sampler's settings, or null. */
+function heapSettings(command, values) {
+  if (values['heap-interval'] !== undefined && !values.heap) {
+    throw usage(command, '--heap-interval takes --heap')
+  }
+  if (!values.heap) return null
+  const text = values['heap-interval']
+  const bytes = text === undefined ? 512 * 1024 : Number(text)
+  if (text !== undefined && (!/^\d+$/.test(text.trim()) || !(bytes >= 1) || bytes > 2 ** 31 - 1)) {
+    throw usage(command, `--heap-interval must be a number of bytes from 1 to ${2 ** 31 - 1}, got '${text}'`)
+  }
+  return { samplingInterval: bytes, stackDepth: 64, includeCollected: false }
+}
+
+/** The line about a thread's heap profile, from its status. */
+function heapLine(status, who) {
+  if (status.heap) {
+    info(
+      `wrote ${status.heap.path} (${who}'s heap profile: ${formatBytes(status.heap.size)} in use in ${status.heap.samples} samples)`,
+    )
+  } else if (status.heapError) {
+    info(`${who}: no heap profile (${status.heapError})`)
+  }
+}
+
 /** Lays out rows of cells; `align[i]` is 'r' or 'l'; the last column is never padded. */
 function table(header, rows, align) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
@@ -275,4 +314,7 @@ module.exports = {
   info,
   api,
   statusLine,
+  formatBytes,
+  heapSettings,
+  heapLine,
 }

@@ -110,12 +110,15 @@ function traceProblem(trace) {
 
 /**
  * Reads `file` -> { trace, format: 'trace'|'cpuprofile', clock?, thread? } (`clock` and `thread` from a
- * trace file's `jsprof` member). Every failure is a CliError (exit 2) whose message names the file and
+ * trace file's `jsprof` member), or for a heap profile { heap, format: 'heap', clock, thread }. Every
+ * failure is a CliError (exit 2) whose message names the file and
  * the problem.
  */
 function readTrace(file) {
   const bytes = readInput(file)
   const { binding, callNative } = require('../native')
+  const heap = readHeap(file, bytes, binding, callNative)
+  if (heap) return heap
   let read
   try {
     read = callNative(() => binding.readProfileFile(bytes))
@@ -136,6 +139,25 @@ function readTrace(file) {
   // given follow.
   const data = { jsprof: read.jsprof ? JSON.parse(read.jsprof) : undefined }
   return { trace: read.trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
+}
+
+/**
+ * A heap profile file — V8's `.heapprofile` (node --heap-prof, DevTools) or ours (`jsprof record --heap`,
+ * HeapProfiler) — as `{ heap, format: 'heap', clock, thread }`, or null for any other file (a trace or a
+ * CPU profile). Only text that names `head` or `heap` is asked (a cheap byte search first).
+ */
+function readHeap(file, bytes, binding, callNative) {
+  if (!bytes.includes('"head"') && !bytes.includes('"heap"')) return null
+  let json
+  try {
+    json = callNative(() => binding.readHeapProfileFile(bytes))
+  } catch (err) {
+    if (err instanceof SyntaxError || err instanceof TypeError) throw new CliError(`${file} ${err.message}`)
+    throw err
+  }
+  if (json === null) return null
+  const heap = JSON.parse(json.toString('utf8'))
+  return { heap, format: 'heap', clock: require('../api/export').clock(heap, {}), thread: threadOf(heap) }
 }
 
 /**

@@ -174,6 +174,7 @@ function start(config) {
     if (watched) unwatch(numbers)
     return
   }
+  const heap = startHeap(config)
 
   /** Ends the recording and writes the trace (once); 'busy' when the engine was busy: ask again. */
   function finish(how) {
@@ -189,7 +190,15 @@ function start(config) {
       }
       // At exit nobody asks again: the trace up to the last flush.
       if (result === null) result = { ...assemble(chunksFile, output), partial: true }
-      writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt, startMs, workersStarted })
+      const heapResult = finishHeap(heap, output)
+      writeStatus(status, {
+        ...result,
+        ...facts,
+        ...heapResult,
+        writeMs: Date.now() - startedAt,
+        startMs,
+        workersStarted,
+      })
     } catch (err) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
@@ -346,17 +355,41 @@ function startWorkerThread(config) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)
     return
   }
+  // Each thread samples its own heap (V8 has one heap per isolate).
+  const heap = startHeap(config)
   process.on('exit', () => {
     const startedAt = Date.now()
     const facts = { pid, threadId, how: 'exit' }
     try {
       const result = recorder.finish(sidecar)
-      if (result) writeStatus(status, { ...result, ...facts, writeMs: Date.now() - startedAt })
+      const heapResult = finishHeap(heap, output)
+      if (result) writeStatus(status, { ...result, ...facts, ...heapResult, writeMs: Date.now() - startedAt })
     } catch (err) {
       stderrLine(`could not write worker thread ${threadId}'s trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
     }
   })
+}
+
+/** `--heap`: this thread's heap sampler, started now (null without --heap, or when it cannot start). */
+function startHeap(config) {
+  if (!config.heap) return null
+  try {
+    return require('./heap').startHeapRecording(config.heap)
+  } catch (err) {
+    stderrLine(`no heap profile for thread ${require('node:worker_threads').threadId}: ${err.message}`)
+    return null
+  }
+}
+
+/** The heap profile beside the trace: `{ heap: { path, size, samples } }` or `{ heapError }` for the status. */
+function finishHeap(heap, output) {
+  if (!heap) return {}
+  try {
+    return { heap: heap.finish(output) }
+  } catch (err) {
+    return { heapError: err.message }
+  }
 }
 
 // How long the watcher waits for the main thread to take a signal before writing the trace itself

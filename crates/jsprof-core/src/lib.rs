@@ -13,6 +13,8 @@
 //!   chunks, `jsprof record`'s files, and the files the CLI reads (a trace or a V8 profile).
 //! - `attribution`, `summary`, `sourcemap`, `export`: reading a valid trace: packages, summaries,
 //!   source maps, and one exporter per format.
+//! - `heap`: heap profiles (V8's sampling heap profiler): the trace's tables with bytes per stack, drawn
+//!   by the same views as a trace.
 //!
 //! What other crates (the napi binding, the fuzz targets, the tests and examples) may use is the list
 //! below and nothing else, so the compiler says what they need: an item is `pub` only when this list
@@ -25,6 +27,7 @@ mod convert;
 mod error;
 mod export;
 mod files;
+mod heap;
 mod interner;
 mod intervals;
 mod json_text;
@@ -45,7 +48,8 @@ pub use text::{markup as markup_text, visible as visible_text};
 // its timing and the weight of its samples.
 pub use trace::{Extension, Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
 
-// The V8 CPU profile format.
+// The V8 CPU profile format, and V8's sampling heap profile.
+pub use v8::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
 pub use v8::{
     CallFrame, CpuProfile, CpuProfileNode, InspectorColumns, Node, NodeKind, Profile, ProfileBuilder, Sample,
 };
@@ -75,3 +79,12 @@ pub use export::otlp::{partial_success as otlp_partial_success, to_otlp_profiles
 pub use export::pprof::{to_pprof, PprofOptions};
 pub use export::speedscope::{clock_name as speedscope_clock_name, to_speedscope};
 pub use export::unplaced;
+
+// Heap profiles: the type, its validation and conversions, and its views.
+pub use heap::views::{
+    to_heap_collapsed, to_heap_diff_flame_graph, to_heap_flame_graph, to_heap_flame_graph_html,
+    to_heap_otlp_profiles, to_heap_pprof,
+};
+pub use heap::{
+    read_heap_file, summarize_heap, FromV8Options, HeapInfo, HeapProfile, HeapRow, HeapSettings, HeapView,
+};

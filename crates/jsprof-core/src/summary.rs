@@ -118,7 +118,19 @@ pub fn summarize(
         )));
     }
     let weights = crate::trace::Weigher::new(trace, sample_interval).by_sample();
+    Ok(summarize_weighted(trace, &weights, None, by, attributor))
+}
 
+/// [`summarize`]'s rows for a valid trace whose samples weigh `weights` (a `Row`'s times are their
+/// sums) and each count `counts[i]` samples (1 each when `None`): a heap profile's entries weigh their
+/// bytes (`crate::heap`). The charging rules are the same for every weight.
+pub(crate) fn summarize_weighted(
+    trace: &ProfilerTrace,
+    weights: &[f64],
+    counts: Option<&[u64]>,
+    by: By,
+    attributor: &mut Attributor,
+) -> Vec<Row> {
     // Samples and time per stack, and per marker for samples without a stack.
     let mut per_stack = vec![(0u64, 0f64); trace.stacks.len()];
     let mut rows = Rows {
@@ -127,10 +139,11 @@ pub fn summarize(
     };
     for (i, sample) in trace.samples.iter().enumerate() {
         let weight = weights[i];
+        let count = counts.map_or(1, |c| c[i]);
         match sample.stack_id {
             Some(id) => {
                 let slot = &mut per_stack[id as usize];
-                slot.0 += 1;
+                slot.0 += count;
                 slot.1 += weight;
             }
             None => {
@@ -144,8 +157,8 @@ pub fn summarize(
                     None,
                 );
                 let tally = &mut rows.rows[id].2;
-                tally.self_samples += 1;
-                tally.total_samples += 1;
+                tally.self_samples += count;
+                tally.total_samples += count;
                 tally.self_time += weight;
                 tally.total_time += weight;
             }
@@ -171,7 +184,7 @@ pub fn summarize(
     let n = trace.stacks.len();
     let mut child_start = vec![0usize; n + 1];
     for (v, stack) in trace.stacks.iter().enumerate() {
-        if let (Some(p), true) = (stack.parent_id, subtree[v].0 > 0) {
+        if let (Some(p), true) = (stack.parent_id, held(subtree[v])) {
             child_start[p as usize + 1] += 1;
         }
     }
@@ -181,7 +194,7 @@ pub fn summarize(
     let mut fill = child_start.clone();
     let mut children = vec![0usize; child_start[n]];
     for (v, stack) in trace.stacks.iter().enumerate() {
-        if let (Some(p), true) = (stack.parent_id, subtree[v].0 > 0) {
+        if let (Some(p), true) = (stack.parent_id, held(subtree[v])) {
             children[fill[p as usize]] = v;
             fill[p as usize] += 1;
         }
@@ -199,7 +212,7 @@ pub fn summarize(
     let mut on_path: Vec<u32> = Vec::new();
     let mut walk: Vec<(usize, usize)> = Vec::new(); // (stack, next child index)
     for root in 0..n {
-        if trace.stacks[root].parent_id.is_some() || subtree[root].0 == 0 {
+        if trace.stacks[root].parent_id.is_some() || !held(subtree[root]) {
             continue;
         }
         walk.push((root, child_start[root]));
@@ -255,8 +268,8 @@ pub fn summarize(
                     tally.total_time += subtree[v].1;
                 }
                 on_path[row] += 1;
-                let (count, time) = per_stack[v];
-                if count > 0 {
+                if held(per_stack[v]) {
+                    let (count, time) = per_stack[v];
                     let charged = code_up[v].or(node_up[v]).unwrap_or(row);
                     let tally = &mut rows.rows[charged].2;
                     tally.self_samples += count;
@@ -281,7 +294,7 @@ pub fn summarize(
         .into_iter()
         // A by-package generated row is named per caller in the walk; the per-frame placeholder may
         // end up unused.
-        .filter(|(_, _, t)| t.total_samples > 0)
+        .filter(|(_, _, t)| t.total_samples > 0 || t.total_time > 0.0)
         .map(|(key, package, t)| Row {
             name: key.name,
             kind: key.kind,
@@ -294,7 +307,13 @@ pub fn summarize(
         })
         .collect();
     out.sort_by(compare_rows);
-    Ok(out)
+    out
+}
+
+/// Whether a stack's (samples, weight) holds anything: a sample, or (a heap profile read from an older
+/// file, whose entries have bytes but no sample count) a weight.
+fn held((count, weight): (u64, f64)) -> bool {
+    count > 0 || weight > 0.0
 }
 
 /// The kind and name of the row of a sample without a JS stack, by its marker: `idle` `(idle)` (no

@@ -14,7 +14,7 @@
 // kept-alive sockets, a total deadline per request (`timeoutMs`), bounded response bodies, the
 // environment's proxy settings, no password in any message.
 
-const { readOptions, received, any, func, number, object, oneOf } = require('../../args')
+const { readOptions, received, any, boolean, func, number, object, oneOf } = require('../../args')
 const { Transport, parseUrl, retryAfterMs } = require('./transport')
 
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_.]*$/
@@ -52,6 +52,8 @@ const AGAIN = Symbol('send again')
 /** The options of the queue, retries and requests, which both exporters take. */
 const PUSH_OPTIONS = {
   headers: object('of header names to values'),
+  // false: leave chunks' heap profiles (startContinuous({ heap })) unsent.
+  heap: boolean(),
   encode: func(),
   maxQueue: number({ min: 1, max: 1e6, integer: true }),
   maxQueueBytes: number({ min: 1, max: 2 ** 40 }),
@@ -76,6 +78,7 @@ const PUSH_DEFAULTS = {
  */
 class PushExporter {
   #encode
+  #heap
   #request
   #judge
   #maxQueue
@@ -109,10 +112,13 @@ class PushExporter {
    * `o`: the exporter's options as readOptions read them (PUSH_OPTIONS among them); `who` names the
    * backend (in the transport's messages); `credentials` come from the url.
    */
-  constructor(o, { who, credentials, encode, request, judge }) {
+  constructor(o, { who, credentials, encode, request, judge, heap = null }) {
     const encoder = o.encode || encode
     this.#encode = (chunk) => encoder(chunk.trace, chunk)
     this.#request = request
+    // A chunk's heap profile (startContinuous({ heap })) goes as a request of its own, through the same
+    // queue: `heap.encode(profile, chunk)` its body, `heap.request(body, chunk)` its HTTP request.
+    this.#heap = o.heap === false ? null : heap
     this.#judge = judge
     this.#credentials = credentials
     this.#maxQueue = o.maxQueue
@@ -145,6 +151,16 @@ class PushExporter {
     const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
     this.#queue.push({ body, chunk: meta, attempts: 0 })
     this.#queueBytes += body.length
+    if (this.#heap && chunk.heap) {
+      try {
+        const heapBody = this.#heap.encode(chunk.heap, chunk)
+        this.#queue.push({ body: heapBody, chunk: meta, attempts: 0, heap: true })
+        this.#queueBytes += heapBody.length
+      } catch (err) {
+        this.stats.encodeErrors++
+        this.lastError = err
+      }
+    }
     while (this.#queue.length > this.#maxQueue || (this.#queueBytes > this.#maxQueueBytes && this.#queue.length > 1)) {
       // The oldest waiting chunk goes first (never the one being sent, which is not in the queue).
       const dropped = this.#queue.shift()
@@ -206,7 +222,7 @@ class PushExporter {
 
   async #send(item) {
     for (let again = 0; ; again++) {
-      const { url, headers, body } = this.#request(item.body, item.chunk)
+      const { url, headers, body } = (item.heap ? this.#heap.request : this.#request)(item.body, item.chunk)
       const res = await this.#transport.post(url, { headers, body, credentials: this.#credentials })
       const verdict = this.#judge(res, this)
       if (verdict === AGAIN && again === 0) continue
@@ -298,6 +314,8 @@ class PyroscopeExporter extends PushExporter {
       { name: 'service_name', value: o.appName },
       ...Object.entries(o.labels || {}).map(([k, v]) => ({ name: k, value: String(v) })),
     ]
+    // A heap profile is Pyroscope's `memory` type (its Node SDK's: pprof sample type `space`/`bytes`).
+    const heapLabels = [{ name: '__name__', value: 'memory' }, ...labels.slice(1)]
     const spyName = o.spyName === undefined ? 'nodespy' : String(o.spyName)
     const ingestHeaders = { ...o.headers, 'content-type': 'application/octet-stream' }
     const pushHeaders = { ...o.headers, 'content-type': 'application/json', 'connect-protocol-version': '1' }
@@ -326,6 +344,28 @@ class PyroscopeExporter extends PushExporter {
           sampleRate: String(Math.round(1000 / chunk.sampleInterval)),
         }).toString()
         return { url: target, headers: ingestHeaders, body }
+      },
+      heap: {
+        encode: (profile) => require('../export').toPprof(profile),
+        request(body, chunk) {
+          if (exporter.#api !== 'ingest') {
+            const json = JSON.stringify({
+              series: [{ labels: heapLabels, samples: [{ rawProfile: Buffer.from(body).toString('base64') }] }],
+            })
+            return { url: pushUrl, headers: pushHeaders, body: Buffer.from(json) }
+          }
+          const fromS = Math.floor(chunk.startUnixMs / 1000)
+          const untilS = Math.max(fromS + 1, Math.ceil(chunk.endUnixMs / 1000))
+          const target = new URL(ingestUrl)
+          target.search = new URLSearchParams({
+            name,
+            from: String(fromS),
+            until: String(untilS),
+            format: 'pprof',
+            spyName,
+          }).toString()
+          return { url: target, headers: ingestHeaders, body }
+        },
       },
       judge: (res) => {
         if (res.status >= 200 && res.status < 300) {
@@ -390,6 +430,10 @@ class OtlpExporter extends PushExporter {
       credentials,
       encode: (trace) => exporters.toOtlpProfiles(trace, encodeOptions),
       request: (body) => ({ url, headers, body }),
+      heap: {
+        encode: (profile) => exporters.toOtlpProfiles(profile, encodeOptions),
+        request: (body) => ({ url, headers, body }),
+      },
       judge: (res, exporter) => {
         if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
         // 200 with a partial success: the backend kept the request but rejected some profiles

@@ -20,6 +20,8 @@ const {
   parseInterval,
   DEFAULT_INTERVAL_MS,
   MIN_INTERVAL_MS,
+  heapSettings,
+  heapLine,
 } = require('../common')
 const { TIME_ORIGIN_SOURCE } = require('../../clock')
 const { effectiveIntervalUs } = require('../../sampler/schedule')
@@ -37,6 +39,10 @@ Options:
       --duration <time>  how long to record: 500ms, 10s, 2m (default: 10s; Ctrl-C stops early)
   -o, --output <file>    where to write the trace (default: ./jsprof-<pid>-<date>.trace.json)
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
+      --heap             also write the process's heap profile beside the trace (t.json -> t.heap.json):
+                         what it allocated while attached and still holds at the end, by the code
+                         that allocated it (V8's sampling heap profiler)
+      --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
   -h, --help             show this help
 
 How: SIGUSR1 opens the process's inspector (on 127.0.0.1:9229 unless it was started with another
@@ -241,7 +247,13 @@ async function attach(args) {
   const { values, positionals } = parse(
     'attach',
     args,
-    { duration: { type: 'string' }, output: { type: 'string', short: 'o' }, interval: { type: 'string' } },
+    {
+      duration: { type: 'string' },
+      output: { type: 'string', short: 'o' },
+      interval: { type: 'string' },
+      heap: { type: 'boolean' },
+      'heap-interval': { type: 'string' },
+    },
     { positionals: 1 },
   )
   if (values.help) {
@@ -252,6 +264,7 @@ async function attach(args) {
   const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval('attach', values.interval)
   if (positionals.length === 0) throw usage('attach', 'missing the process id')
   if (values.output === '') throw usage('attach', '--output must not be empty')
+  const heap = heapSettings('attach', values)
   const pid = checkPid(positionals[0])
   const output = path.resolve(
     (values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`).split('{pid}').join(String(pid)),
@@ -305,6 +318,9 @@ async function attach(args) {
     throw new CliError(`cannot connect to the inspector of pid ${pid} on port ${inspector.port}: ${err.message}`)
   }
   let profile
+  let heapProfile = null
+  let heapStart
+  let heapEnd
   let origin
   let epochOrigin
   try {
@@ -317,6 +333,25 @@ async function attach(args) {
     // V8 there samples at the interval a Profiler here would (the sampler's rule: whole µs, at least 0.1 ms).
     await cdp.send('Profiler.setSamplingInterval', { interval: effectiveIntervalUs(intervalMs) })
     await cdp.send('Profiler.start')
+    if (heap) {
+      await cdp.send('HeapProfiler.enable')
+      // Another client's sampler (node --heap-prof, DevTools) answers: neither shared nor stopped.
+      const foreign = await cdp.send('HeapProfiler.getSamplingProfile').then(
+        () => true,
+        () => false,
+      )
+      if (foreign) {
+        await cdp.send('Profiler.stop').catch(() => {})
+        throw new CliError(
+          `pid ${pid} already runs V8's sampling heap profiler (node --heap-prof, DevTools): not touched`,
+        )
+      }
+      heapStart = await evaluate(cdp, 'performance.now()')
+      await cdp.send('HeapProfiler.startSampling', {
+        samplingInterval: heap.samplingInterval,
+        stackDepth: heap.stackDepth,
+      })
+    }
     const started = Date.now()
     const status = statusLine()
     await new Promise((resolve) => {
@@ -344,6 +379,11 @@ async function attach(args) {
     status.clear()
     profile = (await cdp.send('Profiler.stop')).profile
     await cdp.send('Profiler.disable')
+    if (heap) {
+      heapEnd = await evaluate(cdp, 'performance.now()')
+      heapProfile = (await cdp.send('HeapProfiler.stopSampling')).profile
+      await cdp.send('HeapProfiler.disable')
+    }
   } finally {
     if (opened) {
       // No answer comes: the connection closes with the inspector.
@@ -371,11 +411,46 @@ async function attach(args) {
     ),
   )
   const result = writeRecorded(output, recorded)
+  const heapResult = heapProfile && writeHeap(output, heapProfile, heap, { pid, epochOrigin, heapStart, heapEnd })
   info(
     `wrote ${result.path} (${result.samples} samples, ${formatDuration(result.durationMs)}; ` +
       `${opened ? (closed ? 'inspector closed again' : 'inspector NOT closed') : 'inspector was open before and stays open'})`,
   )
+  if (heapResult) heapLine({ heap: heapResult }, `pid ${pid}`)
   return 0
+}
+
+/**
+ * `--heap`: the process's heap profile beside the trace (`t.json` -> `t.heap.json`): what it allocated
+ * while attached and still holds, converted as `jsprof record --heap` writes it.
+ */
+function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, heapEnd }) {
+  const { binding, callNative } = require('../../native')
+  const { heapOutput } = require('../../record/heap')
+  const { writeOutputFile } = require('../../output')
+  const info = {
+    heap: {
+      samplingInterval: settings.samplingInterval,
+      stackDepth: settings.stackDepth,
+      view: 'inuse',
+      ...(Number.isFinite(heapStart) && { startTime: heapStart }),
+      ...(Number.isFinite(heapEnd) && { endTime: heapEnd }),
+    },
+    pid,
+    threadId: 0,
+    ...(Number.isFinite(epochOrigin) && { timeOrigin: epochOrigin }),
+  }
+  const { json } = callNative(() =>
+    binding.heapProfileFromV8(Buffer.from(JSON.stringify(v8Profile)), undefined, JSON.stringify(info), false),
+  )
+  const path = heapOutput(output)
+  writeOutputFile(path, json)
+  const profile = JSON.parse(json.toString('utf8'))
+  return {
+    path,
+    size: profile.samples.reduce((sum, s) => sum + s.size, 0),
+    samples: profile.samples.reduce((sum, s) => sum + s.count, 0),
+  }
 }
 
 /**

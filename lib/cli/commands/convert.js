@@ -13,7 +13,10 @@ const FORMATS = {
   speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true, clock: true },
   pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true, clock: true },
   collapsed: { fn: 'toCollapsed', suffix: '.collapsed.txt' },
+  heapprofile: { fn: 'toHeapProfile', suffix: '.heapprofile', heapOnly: true },
 }
+// What a heap profile converts to (it has bytes, not times).
+const HEAP_FORMATS = ['pprof', 'collapsed', 'heapprofile']
 
 const FORCE_OPTION = { force: { type: 'boolean', short: 'f' } }
 const FORCE_HELP = `  -f, --force           replace an existing file at the default output name`
@@ -28,6 +31,10 @@ Formats:
   speedscope   https://www.speedscope.app                          (<name>.speedscope.json)
   pprof        gzipped profile.proto: go tool pprof                 (<name>.pb.gz)
   collapsed    folded stacks 'a;b;c N': flamegraph.pl, inferno     (<name>.collapsed.txt)
+  heapprofile  V8 heap profile: Chrome DevTools' Memory panel       (<name>.heapprofile)
+
+A heap profile (jsprof record --heap, HeapProfiler, node --heap-prof's .heapprofile) converts to
+pprof (sample type space, or alloc_space), collapsed (bytes per stack) and heapprofile.
 
 Options:
       --to <format>     the output format (required)
@@ -68,7 +75,7 @@ function refusedAsCliError(what, make) {
 /** `dir/name.trace.json` -> `dir/name<suffix>`, never the input itself. */
 function derivedPath(input, suffix) {
   const dir = path.dirname(input)
-  const base = path.basename(input).replace(/(\.trace)?\.json$|\.cpuprofile$/i, '')
+  const base = path.basename(input).replace(/(\.trace|\.heap)?\.json$|\.cpuprofile$|\.heapprofile$/i, '')
   let candidate = path.join(dir, base + suffix)
   if (path.resolve(candidate) === path.resolve(input)) candidate = path.join(dir, `${base}.converted${suffix}`)
   return candidate
@@ -108,12 +115,22 @@ async function convert(args) {
   if (values.output === '') throw usage('convert', '--output must not be empty')
   const input = positionals[0]
   const read = readTrace(input)
-  const { trace } = await applySourceMaps(read.trace, values)
+  if (read.heap && !HEAP_FORMATS.includes(values.to)) {
+    throw usage('convert', `${input} is a heap profile: it converts to ${HEAP_FORMATS.join(', ')}, not ${values.to}`)
+  }
+  if (!read.heap && format.heapOnly) {
+    throw usage('convert', `${input} is not a heap profile: --to ${values.to} takes one`)
+  }
+  const { trace } = await applySourceMaps(read.heap ?? read.trace, values)
   // The recording's clock (time origin, pid), for the formats that show it.
   const options = format.clock ? { ...read.clock } : undefined
   // JSON formats as the text Rust writes (no object parsed to be stringified again).
   const data = refusedAsCliError(`--to ${values.to}`, () =>
-    format.json ? require('../../api/export').JSON_TEXT[format.fn](trace, options) : api(format.fn)(trace, options),
+    format.heapOnly
+      ? require('../../api/heap').heapProfileText(trace)
+      : format.json
+        ? require('../../api/export').JSON_TEXT[format.fn](trace, options)
+        : api(format.fn)(trace, options),
   )
   await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0
@@ -139,7 +156,8 @@ async function flamegraph(args) {
   if (positionals.length === 0) throw usage('flamegraph', 'missing the trace file')
   if (values.output === '') throw usage('flamegraph', '--output must not be empty')
   const input = positionals[0]
-  const { trace } = await applySourceMaps(readTrace(input).trace, values)
+  const read = readTrace(input)
+  const { trace } = await applySourceMaps(read.heap ?? read.trace, values)
   const format = values.html ? 'html' : 'svg'
   const text = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input), format })
   await emit('flamegraph', values, input, derivedPath(input, `.${format}`), text)

@@ -15,6 +15,7 @@ const {
   CliError,
   table,
   label,
+  formatBytes,
 } = require('../common')
 const { readTrace, timingOf } = require('../input')
 const { visible } = require('../../text')
@@ -32,6 +33,9 @@ const HELP = `Usage: jsprof diff <base> <new> [options]
 Compares two profiles (ProfilerTraces or V8 .cpuprofiles): for each function (default), package or
 resource, its self and total time as shares of each profile's samples, and the change in percentage
 points. What got slower comes first (largest growth of self or total share), what got faster last.
+Two heap profiles (two snapshots of one process) compare by bytes: Δ self is a row's growth in bytes
+as a percentage of the base profile's bytes (a leak is the row that grows, even when its share stays),
+and --fail-above takes that percentage.
 
 Options:
       --by <what>          function, package or resource (default: function)
@@ -58,6 +62,20 @@ function parsePct(text) {
     throw usage('diff', `--fail-above must be a number of percentage points from 0 to 100, got '${text}'`)
   }
   return n
+}
+
+/** A heap profile's rows as shares of its bytes (self and total), and its bytes. */
+function heapShares(profile, by) {
+  const rows = api('summarize')(profile, { by })
+  const size = rows.reduce((sum, row) => sum + row.selfSize, 0)
+  return {
+    size,
+    rows: rows.map((row) => ({
+      row,
+      self: size ? row.selfSize / size : 0,
+      total: size ? row.totalSize / size : 0,
+    })),
+  }
 }
 
 function shares(trace, by) {
@@ -136,10 +154,17 @@ async function diff(args) {
   if (positionals.length < 2) throw usage('diff', 'expected two profiles: <base> <new>')
   if (values.output === '') throw usage('diff', '--output must not be empty')
   const [baseFile, newFile] = positionals
-  const baseTrace = readTrace(baseFile).trace
-  const newTrace = readTrace(newFile).trace
-  const before = shares(baseTrace, by)
-  const after = shares(newTrace, by)
+  const baseRead = readTrace(baseFile)
+  const newRead = readTrace(newFile)
+  if (Boolean(baseRead.heap) !== Boolean(newRead.heap)) {
+    const [heapFile, otherFile] = baseRead.heap ? [baseFile, newFile] : [newFile, baseFile]
+    throw usage('diff', `${heapFile} is a heap profile and ${otherFile} is not: compare two of a kind`)
+  }
+  const heap = Boolean(baseRead.heap)
+  const baseTrace = heap ? baseRead.heap : baseRead.trace
+  const newTrace = heap ? newRead.heap : newRead.trace
+  const before = heap ? heapShares(baseTrace, by) : shares(baseTrace, by)
+  const after = heap ? heapShares(newTrace, by) : shares(newTrace, by)
 
   const rows = []
   for (const [b, a] of pairRows(before.rows, after.rows)) {
@@ -156,10 +181,22 @@ async function diff(args) {
       newTotal: a ? a.total : 0,
       totalDelta: (a ? a.total : 0) - (b ? b.total : 0),
     })
+    if (heap) {
+      // A heap grows in bytes, not only in shares (a leak can keep its share while the heap grows): Δ is
+      // the row's growth in bytes as a percentage of the base's bytes.
+      const r = rows[rows.length - 1]
+      r.baseSize = b ? b.row.selfSize : 0
+      r.newSize = a ? a.row.selfSize : 0
+      r.sizeDelta = r.newSize - r.baseSize
+      const grew = (x, y) => (before.size > 0 ? (x - y) / before.size : x > y ? Infinity : 0)
+      r.selfDelta = grew(r.newSize, r.baseSize)
+      r.totalDelta = grew(a ? a.row.totalSize : 0, b ? b.row.totalSize : 0)
+    }
   }
   // What got slower first: the largest growth (of self or total share) on top, what got faster last.
-  const growth = (r) => Math.max(r.selfDelta, r.totalDelta)
-  rows.sort((x, y) => growth(y) - growth(x) || y.selfDelta - x.selfDelta)
+  // (Heap profiles: the growth of a row's own bytes first, which is where a leak allocates.)
+  const growth = (r) => (heap ? r.selfDelta : Math.max(r.selfDelta, r.totalDelta))
+  rows.sort((x, y) => growth(y) - growth(x) || y.selfDelta - x.selfDelta || y.totalDelta - x.totalDelta)
 
   if (values.output !== undefined) {
     writeOutput(values.output, toDiffFlameGraph(baseTrace, newTrace, { title: `${baseFile} → ${newFile}` }), {
@@ -170,9 +207,30 @@ async function diff(args) {
 
   const shown = rows.slice(0, top)
   if (values.json) {
-    await writeStdout(
-      `${JSON.stringify({ base: baseFile, new: newFile, by, baseSamples: before.total, newSamples: after.total, rows: shown }, null, 2)}\n`,
-    )
+    const totals = heap
+      ? { baseSize: before.size, newSize: after.size }
+      : { baseSamples: before.total, newSamples: after.total }
+    await writeStdout(`${JSON.stringify({ base: baseFile, new: newFile, by, ...totals, rows: shown }, null, 2)}\n`)
+  } else if (heap) {
+    const header = ['Δ self', 'Δ bytes', 'bytes base', 'bytes new', 'self base', 'self new', 'kind', 'name']
+    const signed = (n) => `${n >= 0 ? '+' : '-'}${formatBytes(Math.abs(n))}`
+    const cells = shown.map((r) => [
+      pts(r.selfDelta),
+      signed(r.sizeDelta),
+      formatBytes(r.baseSize),
+      formatBytes(r.newSize),
+      pct(r.baseSelf),
+      pct(r.newSelf),
+      visible(r.kind ?? ''),
+      label(r),
+    ])
+    const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'r', 'l', 'l'])
+    if (process.stdout.isTTY && !('NO_COLOR' in process.env)) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
+    if (cells.length === 0) lines.push('(no samples)')
+    const summary =
+      `${visible(baseFile)} (${formatBytes(before.size)}) → ${visible(newFile)} (${formatBytes(after.size)}), ` +
+      `heap profiles by ${by}; Δ self: the growth of a row's own bytes, in % of the base's bytes (self base/new: shares)`
+    await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
   } else {
     const header = ['Δ self', 'self base', 'self new', 'Δ total', 'total base', 'total new', 'kind', 'name']
     const cells = shown.map((r) => [
@@ -197,8 +255,11 @@ async function diff(args) {
     if (grown.length > 0) {
       const first = grown[0]
       const more = grown.length > 1 ? ` and ${grown.length - 1} more` : ''
+      const what = heap
+        ? `% of the base's bytes (${first.sizeDelta >= 0 ? '+' : '-'}${formatBytes(Math.abs(first.sizeDelta))})`
+        : 'points of self time'
       throw new CliError(
-        `${label(first)} grew by ${pts(first.selfDelta)} points of self time${more}, above --fail-above ${failAbove}`,
+        `${label(first)} grew by ${pts(first.selfDelta)}${heap ? '' : ' '}${what}${more}, above --fail-above ${failAbove}`,
         1,
       )
     }

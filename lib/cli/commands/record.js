@@ -18,6 +18,8 @@ const {
   parseInterval,
   DEFAULT_INTERVAL_MS,
   MIN_INTERVAL_MS,
+  heapSettings,
+  heapLine,
 } = require('../common')
 
 const PRELOAD = path.resolve(__dirname, '..', '..', 'record', 'preload.js')
@@ -47,6 +49,11 @@ Options:
                          cluster workers), each into a trace of its own: t.json -> t.pid-<pid>.json
                          (or its own name when -o has '{pid}'). Processes still running when the
                          top one ends are not waited for.
+      --heap             also write each thread's heap profile beside its trace (t.json -> t.heap.json):
+                         the objects allocated while recording that are still alive at the end, by
+                         the code that allocated them (V8's sampling heap profiler; jsprof report,
+                         diff, flamegraph and convert read it). Not for a process killed without warning.
+      --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
   -h, --help             show this help
 
 On a terminal, a status line on stderr shows the time so far and the samples flushed (none when
@@ -68,7 +75,7 @@ Examples:
 
 /** Splits `[options] [--] command…`: options end at '--' or at the first word that is not one. */
 function splitArgs(args) {
-  const withValue = new Set(['-o', '--output', '--interval', '--flush-every'])
+  const withValue = new Set(['-o', '--output', '--interval', '--flush-every', '--heap-interval'])
   // (--children takes no value.)
   let i = 0
   while (i < args.length) {
@@ -183,6 +190,8 @@ async function record(args) {
     output: { type: 'string', short: 'o' },
     interval: { type: 'string' },
     'flush-every': { type: 'string' },
+    heap: { type: 'boolean' },
+    'heap-interval': { type: 'string' },
   })
   if (values.help) {
     process.stdout.write(`${HELP}\n`)
@@ -206,6 +215,7 @@ async function record(args) {
   // progress: the preload reports the samples it flushed, for the status line on a terminal.
   const config = {
     output,
+    heap: heapSettings('record', values),
     intervalUs: intervalMs * 1000,
     status,
     chunks,
@@ -278,6 +288,7 @@ async function record(args) {
         ? `; ${result.how}: samples up to the last flush`
         : `; written at exit in ${result.writeMs} ms`
       info(`wrote ${result.path} (${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
+      heapLine(result, 'main thread')
     } else if (!(result && result.error)) {
       const why = signal
         ? `it was killed by ${signal}`
@@ -294,6 +305,7 @@ async function record(args) {
         ? `; it did not exit (${t.threadId ? 'terminated, or the process ended first' : 'killed'}): samples up to its last flush`
         : ''
       info(`wrote ${t.path} (${whose(t, topPid)}, ${t.samples} samples, ${formatDuration(t.durationMs)}${how})`)
+      heapLine(t, whose(t, topPid))
     }
     const ownWorkers = others.filter((t) => t.pid === topPid && t.threadId > 0).length
     const unprofiled = (result && result.workersStarted) - ownWorkers

@@ -2,7 +2,18 @@
 // `jsprof report trace.json [--by package|function|resource] [--top N] [--json]`: where the time went,
 // as an aligned table (summarize() rows), or JSON for machines.
 
-const { api, parse, positiveInt, oneOf, usage, writeStdout, formatDuration, table, label } = require('../common')
+const {
+  api,
+  parse,
+  positiveInt,
+  oneOf,
+  usage,
+  writeStdout,
+  formatDuration,
+  formatBytes,
+  table,
+  label,
+} = require('../common')
 const { readTrace, timingOf } = require('../input')
 const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sourcemaps')
 const { visible } = require('../../text')
@@ -13,6 +24,8 @@ const DEFAULT_TOP = 20
 const HELP = `Usage: jsprof report <trace.json|profile.cpuprofile> [options]
 
 Prints where the time went: one row per package (default), function or resource, sorted by self time.
+For a heap profile (jsprof record --heap, HeapProfiler, a .heapprofile from node --heap-prof or
+DevTools): which code holds the bytes, sorted by self bytes.
 
 Options:
       --by <what>    package, function or resource (default: package)
@@ -57,6 +70,7 @@ async function report(args) {
   if (positionals.length === 0) throw usage('report', 'missing the trace file')
   const file = positionals[0]
   const read = readTrace(file)
+  if (read.heap) return heapReport(file, read, by, top, values)
   const { trace, notUsed } = await applySourceMaps(read.trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
@@ -93,6 +107,49 @@ async function report(args) {
   const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'l', 'l'])
   const color = process.stdout.isTTY && !('NO_COLOR' in process.env)
   if (color) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
+  if (cells.length === 0) lines.push('(no samples)')
+  await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
+  return 0
+}
+
+/** The report of a heap profile: which code holds the bytes (inuse) or allocated them (allocated). */
+async function heapReport(file, read, by, top, values) {
+  const { trace: heap } = await applySourceMaps(read.heap, values)
+  const all = api('summarize')(heap, { by })
+  const rows = all.slice(0, top)
+  const totalSize = all.reduce((sum, row) => sum + row.selfSize, 0)
+  const samples = all.reduce((sum, row) => sum + row.selfSamples, 0)
+  const settings = heap.jsprof.heap
+  const view = settings.view === 'allocated' ? 'allocated' : 'inuse'
+  if (values.json) {
+    const thread = read.thread ?? undefined
+    const { samplingInterval } = settings
+    await writeStdout(
+      `${JSON.stringify({ file, thread, by, view, size: totalSize, samples, samplingInterval, rows }, null, 2)}\n`,
+    )
+    return 0
+  }
+  const shown =
+    rows.length < all.length
+      ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}`
+      : ''
+  const what = view === 'allocated' ? 'allocated (collected or not)' : 'in use'
+  const every = settings.samplingInterval ? `, a sample every ${formatBytes(settings.samplingInterval)}` : ''
+  const summary =
+    `${visible(file)}${read.thread ? ` (${read.thread})` : ''}: heap profile, ${formatBytes(totalSize)} ${what} ` +
+    `in ${samples} samples${every}, by ${by}${shown}`
+  const header = ['self %', 'self', 'total %', 'total', 'samples', 'kind', 'name (version)']
+  const cells = rows.map((row) => [
+    percent(row.selfSize, totalSize),
+    formatBytes(row.selfSize),
+    percent(row.totalSize, totalSize),
+    formatBytes(row.totalSize),
+    String(row.selfSamples),
+    visible(row.kind ?? ''),
+    label(row),
+  ])
+  const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'l', 'l'])
+  if (process.stdout.isTTY && !('NO_COLOR' in process.env)) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
   if (cells.length === 0) lines.push('(no samples)')
   await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
   return 0

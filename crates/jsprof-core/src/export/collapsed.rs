@@ -32,10 +32,19 @@ fn folded(trace: &ProfilerTrace, labels: &[String], stack_id: u32) -> String {
 pub(crate) fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
     let durations = trace.sample_weights();
     let by_time = durations.iter().sum::<f64>() > 0.0;
+    let weights: Vec<f64> = durations
+        .iter()
+        .map(|&ms| if by_time { ms * 1000.0 } else { 1.0 })
+        .collect();
+    folded_weights(trace, &weights)
+}
+
+/// `(stack text, weight)` of a valid trace whose samples weigh `weights` (µs of time; a heap profile's
+/// bytes), sorted by stack text, rounded to whole numbers; stacks that weigh nothing are left out.
+pub(crate) fn folded_weights(trace: &ProfilerTrace, weights: &[f64]) -> BTreeMap<String, u64> {
     let mut per_stack = vec![0f64; trace.stacks.len()];
     let mut per_pseudo = [0f64; 3];
-    for (s, &ms) in trace.samples.iter().zip(&durations) {
-        let weight = if by_time { ms * 1000.0 } else { 1.0 };
+    for (s, &weight) in trace.samples.iter().zip(weights) {
         match (s.stack_id, Pseudo::of(s)) {
             (Some(id), None) => per_stack[id as usize] += weight,
             (_, p) => per_pseudo[p.map_or(0, |p| p as usize)] += weight,
@@ -67,14 +76,19 @@ pub(crate) fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
 pub fn to_collapsed(trace: &ProfilerTrace) -> Result<String> {
     // One line per distinct sampled stack, each the whole stack: refused past the limit.
     super::check_frame_references(super::distinct_frame_references(trace), "toCollapsed")?;
+    Ok(folded_text(folded_counts(trace)))
+}
+
+/// The lines of `(stack, count)` pairs.
+pub(crate) fn folded_text(counts: BTreeMap<String, u64>) -> String {
     let mut out = String::new();
-    for (stack, count) in folded_counts(trace) {
+    for (stack, count) in counts {
         out.push_str(&stack);
         out.push(' ');
         out.push_str(&count.to_string());
         out.push('\n');
     }
-    Ok(out)
+    out
 }
 
 pub(crate) fn sanitize(label: &str) -> String {

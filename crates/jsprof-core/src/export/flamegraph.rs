@@ -143,8 +143,69 @@ pub(crate) struct FlameTree {
     pub nodes: Vec<FlameNode>,
 }
 
+/// What a flame graph's widths measure: a trace's time, or a heap profile's bytes (`crate::heap`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    Ms,
+    Bytes,
+}
+
+impl Unit {
+    /// A value for a tooltip: `12.5 ms`, `1.50 MiB`.
+    fn format(self, value: f64) -> String {
+        match self {
+            Unit::Ms => milliseconds(value),
+            Unit::Bytes => bytes(value),
+        }
+    }
+
+    /// What a share is of, in the differential graph's tooltips.
+    fn of_what(self) -> &'static str {
+        match self {
+            Unit::Ms => "of the time",
+            Unit::Bytes => "of the bytes",
+        }
+    }
+
+    /// The HTML page's name of the unit.
+    fn code(self) -> &'static str {
+        match self {
+            Unit::Ms => "ms",
+            Unit::Bytes => "bytes",
+        }
+    }
+}
+
+/// `512 B`, `1.50 KiB`, `12.3 MiB`: bytes for a tooltip (3 significant digits from KiB up).
+pub(crate) fn bytes(value: f64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if value < 1024.0 {
+        return format!("{} B", value.round());
+    }
+    let mut v = value / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    let digits = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{v:.digits$} {}", UNITS[unit])
+}
+
 impl FlameTree {
     pub(crate) fn new(trace: &ProfilerTrace) -> FlameTree {
+        FlameTree::weighted(trace, &trace.sample_weights(), None)
+    }
+
+    /// The tree of a valid trace whose samples weigh `weights` (summed into `ms`/`self_ms`: a heap
+    /// profile's bytes) and each count `counts[i]` samples (1 each when `None`).
+    pub(crate) fn weighted(trace: &ProfilerTrace, weights: &[f64], counts: Option<&[u64]>) -> FlameTree {
         let attributions = frame_attributions(trace);
         let labels: Vec<String> = (0..trace.frames.len() as u32)
             .map(|f| frame_label(trace, f))
@@ -173,8 +234,8 @@ impl FlameTree {
         // Stack id -> node, resolved through parents without recursion (validated traces are acyclic).
         let mut stack_node: Vec<Option<usize>> = vec![None; trace.stacks.len()];
         let mut pending = Vec::new();
-        let durations = trace.sample_weights();
-        for (sample, &ms) in trace.samples.iter().zip(&durations) {
+        for (i, (sample, &ms)) in trace.samples.iter().zip(weights).enumerate() {
+            let count = counts.map_or(1, |c| c[i]);
             let node = match (sample.stack_id, Pseudo::of(sample)) {
                 (Some(stack), _) => {
                     let mut cursor = Some(stack as usize);
@@ -207,7 +268,7 @@ impl FlameTree {
                     })
                 }
             };
-            nodes[node].self_samples += 1;
+            nodes[node].self_samples += count;
             nodes[node].self_ms += ms;
         }
         // Totals: children were created after their parents.
@@ -319,7 +380,7 @@ fn thousands(n: u64) -> String {
     groups.join(",")
 }
 
-fn check_width(options: &FlameGraphOptions) -> Result<()> {
+pub(crate) fn check_width(options: &FlameGraphOptions) -> Result<()> {
     match options.width {
         Some(w) if !(10..=100_000).contains(&w) => Err(Error::invalid(format!(
             "options.width must be between 10 and 100000 px, got {w}"
@@ -341,15 +402,19 @@ const BOTTOM: f64 = 12.0;
 /// (`label (T ms, N samples, P%; kind: …)`, widths and shares by time), a `<rect>` filled by kind and its label, cut to fit.
 pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
-    let tree = FlameTree::new(trace);
+    Ok(draw_svg(&FlameTree::new(trace), options, Unit::Ms))
+}
+
+/// The SVG of a tree whose weights are `unit`s.
+pub(crate) fn draw_svg(tree: &FlameTree, options: &FlameGraphOptions, unit: Unit) -> String {
     let total = tree.total();
-    let layout = Layout::new(&tree, options);
-    Ok(layout.svg(options, LEGEND, |_, n| {
+    let layout = Layout::new(tree, options);
+    layout.svg(options, LEGEND, |_, n| {
         let line = tooltip(n);
         let mut title = format!(
             "{} ({}, {} sample{}, {}%",
             visible(&n.label),
-            milliseconds(n.ms),
+            unit.format(n.ms),
             thousands(n.samples),
             if n.samples == 1 { "" } else { "s" },
             percent(n.weight, total)
@@ -360,7 +425,7 @@ pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Res
         }
         title.push(')');
         (node_colour(n), title)
-    }))
+    })
 }
 
 /// Where each frame of a tree is drawn: an SVG of `options.width`, root at the bottom, widths by weight.
@@ -491,7 +556,22 @@ pub fn to_diff_flame_graph(
     options: &FlameGraphOptions,
 ) -> Result<String> {
     check_width(options)?;
-    let (was, tree) = (FlameTree::new(base), FlameTree::new(new));
+    Ok(draw_diff(
+        &FlameTree::new(base),
+        &FlameTree::new(new),
+        options,
+        Unit::Ms,
+    ))
+}
+
+/// The differential SVG of two trees whose weights are `unit`s.
+pub(crate) fn draw_diff(
+    was: &FlameTree,
+    tree: &FlameTree,
+    options: &FlameGraphOptions,
+    unit: Unit,
+) -> String {
+    let (was, tree) = (was, tree);
     // The base's children of each node by label, and by unplaced label (`None`: more than one).
     let mut exact: HashMap<(usize, &str), usize> = HashMap::new();
     let mut loose: HashMap<(usize, Cow<str>), Option<usize>> = HashMap::new();
@@ -524,26 +604,31 @@ pub fn to_diff_flame_graph(
         }
     };
     let shares: Vec<(f64, f64)> = (0..tree.nodes.len())
-        .map(|i| (share(&tree, i), matched[i].map_or(0.0, |b| share(&was, b))))
+        .map(|i| (share(tree, i), matched[i].map_or(0.0, |b| share(was, b))))
         .collect();
-    let layout = Layout::new(&tree, options);
+    let layout = Layout::new(tree, options);
     let largest = (0..tree.nodes.len())
         .filter(|&i| layout.boxes[i].is_some())
         .map(|i| (shares[i].0 - shares[i].1).abs())
         .fold(0.0, f64::max);
-    Ok(layout.svg(options, DIFF_LEGEND, |i, n| {
+    let legend = match unit {
+        Unit::Ms => DIFF_LEGEND,
+        Unit::Bytes => "width: share of the new profile's bytes · red: grew since the base · blue: shrank · hover for figures",
+    };
+    layout.svg(options, legend, |i, n| {
         let (now, before) = shares[i];
         let delta = now - before;
         let title = format!(
-            "{} — {:.2}% of the time (base {:.2}%, {}{:.2} points)",
+            "{} — {:.2}% {} (base {:.2}%, {}{:.2} points)",
             visible(&n.label),
             now * 100.0,
+            unit.of_what(),
             before * 100.0,
             if delta >= 0.0 { "+" } else { "" },
             delta * 100.0
         );
         (diff_colour(delta, largest), title)
-    }))
+    })
 }
 
 /// Grey for no change; red (grew) or blue (shrank), deeper the closer `delta` is to `largest`.
@@ -584,7 +669,11 @@ const HTML_TEMPLATE: &str = include_str!("flamegraph.html");
 /// and source location.
 pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
-    let tree = FlameTree::new(trace);
+    Ok(draw_html(&FlameTree::new(trace), options, Unit::Ms))
+}
+
+/// The HTML page of a tree whose weights are `unit`s.
+pub(crate) fn draw_html(tree: &FlameTree, options: &FlameGraphOptions, unit: Unit) -> String {
     let title = options.title.as_deref().unwrap_or("Flame Graph");
     // The page draws its own colour legend.
     let subtitle = options.subtitle.as_deref().unwrap_or("");
@@ -636,6 +725,7 @@ pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -
         colours.push(((r as u32) << 16) | ((g as u32) << 8) | b as u32);
     }
     let data = serde_json::json!({
+        "unit": unit.code(),
         "title": visible(title),
         "subtitle": visible(subtitle),
         "labels": labels,
@@ -651,7 +741,7 @@ pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -
         .split_once("{{TITLE}}")
         .expect("template has {{TITLE}}");
     let (middle, tail) = rest.split_once("{{DATA}}").expect("template has {{DATA}}");
-    Ok([head, &markup_text(title), middle, &json, tail].concat())
+    [head, &markup_text(title), middle, &json, tail].concat()
 }
 
 /// JSON text that can sit inside a `<script>` element: `<`, `>` and `&` (only ever inside JSON

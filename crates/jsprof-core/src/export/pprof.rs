@@ -168,18 +168,68 @@ pub struct PprofOptions {
     pub time_origin_ms: Option<f64>,
 }
 
+/// What a profile's samples measure and when it was taken: the part of a `profile.proto` that differs
+/// between a CPU trace and a heap profile (`crate::heap`). The rest — functions, locations, one sample
+/// per distinct stack with its `package`/`kind` labels — is [`profile_of`]'s, the same for both.
+pub(crate) struct Measure<'a> {
+    /// `(type, unit)` of each value, e.g. `("cpu", "nanoseconds")`.
+    pub sample_types: Vec<(&'a str, &'a str)>,
+    pub default_sample_type: &'a str,
+    pub period_type: (&'a str, &'a str),
+    pub period: i64,
+    /// Adds trace sample `i`'s values to its stack's (one per sample type).
+    pub add: &'a dyn Fn(usize, &mut [i64]),
+    pub time_nanos: i64,
+    pub duration_nanos: i64,
+    pub comment: &'a str,
+}
+
 pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
+    let durations = trace.sample_weights();
+    let (first, last) = time_span(&trace.samples);
+    let period = ns(trace.sample_interval());
+    let add = |i: usize, value: &mut [i64]| {
+        value[0] += 1;
+        value[1] = value[1].saturating_add(ns(durations[i]));
+    };
+    profile_of(
+        trace,
+        &Measure {
+            sample_types: vec![("samples", "count"), ("cpu", "nanoseconds")],
+            default_sample_type: "cpu",
+            period_type: ("cpu", "nanoseconds"),
+            period,
+            add: &add,
+            time_nanos: if first.is_finite() {
+                ns(first + options.time_origin_ms.unwrap_or(0.0))
+            } else {
+                0
+            },
+            duration_nanos: if first.is_finite() {
+                ns(last - first) + period
+            } else {
+                0
+            },
+            comment: if options.time_origin_ms.is_some() {
+                "jsprof-node: times are Unix epoch times"
+            } else {
+                "jsprof-node: times are ms from the trace's time origin (its epoch was not given)"
+            },
+        },
+    )
+}
+
+/// The profile message of a validated trace whose samples `measure` values.
+pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
     let mut strings = Strings::new();
-    let sample_type = vec![
-        ValueType {
-            r#type: strings.id("samples"),
-            unit: strings.id("count"),
-        },
-        ValueType {
-            r#type: strings.id("cpu"),
-            unit: strings.id("nanoseconds"),
-        },
-    ];
+    let sample_type = measure
+        .sample_types
+        .iter()
+        .map(|(t, u)| ValueType {
+            r#type: strings.id(t),
+            unit: strings.id(u),
+        })
+        .collect();
     let attributions = frame_attributions(trace);
     let mut function = Vec::with_capacity(trace.frames.len() + 3);
     let mut location = Vec::with_capacity(trace.frames.len() + 3);
@@ -228,9 +278,9 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
     }
     let (package_key, kind_key) = (strings.id("package"), strings.id("kind"));
 
-    let durations = trace.sample_weights();
     // One pprof sample per distinct stack (or pseudo-frame): its locations are listed once, so the
     // work is the distinct stacks' frames, not every sample's.
+    let width = measure.sample_types.len();
     let (stacks, group_of) = super::charged_stacks(trace, &attributions);
     let mut sample: Vec<Sample> = stacks
         .into_iter()
@@ -240,7 +290,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
                 Ok(_) => group.frames.iter().rev().map(|&f| f as u64 + 1).collect(),
                 Err((p, _)) => vec![pseudo_base + p as u64],
             },
-            value: vec![0, 0],
+            value: vec![0; width],
             label: vec![
                 Label {
                     key: package_key,
@@ -256,53 +306,41 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
         })
         .collect();
     for (i, &g) in group_of.iter().enumerate() {
-        let value = &mut sample[g as usize].value;
-        value[0] += 1;
-        value[1] = value[1].saturating_add(ns(durations[i]));
+        (measure.add)(i, &mut sample[g as usize].value);
     }
 
-    let (first, last) = time_span(&trace.samples);
-    let period = ns(trace.sample_interval());
-    let comment = vec![strings.id(if options.time_origin_ms.is_some() {
-        "jsprof-node: times are Unix epoch times"
-    } else {
-        "jsprof-node: times are ms from the trace's time origin (its epoch was not given)"
-    })];
+    let comment = vec![strings.id(measure.comment)];
     Profile {
         sample_type,
         sample,
         location,
         function,
-        time_nanos: if first.is_finite() {
-            ns(first + options.time_origin_ms.unwrap_or(0.0))
-        } else {
-            0
-        },
-        duration_nanos: if first.is_finite() {
-            ns(last - first) + period
-        } else {
-            0
-        },
+        time_nanos: measure.time_nanos,
+        duration_nanos: measure.duration_nanos,
         period_type: Some(ValueType {
-            r#type: strings.id("cpu"),
-            unit: strings.id("nanoseconds"),
+            r#type: strings.id(measure.period_type.0),
+            unit: strings.id(measure.period_type.1),
         }),
-        period,
+        period: measure.period,
         comment,
-        default_sample_type: strings.id("cpu"),
+        default_sample_type: strings.id(measure.default_sample_type),
         string_table: strings.0.into_values(),
         ..Default::default()
     }
 }
 
+/// Gzips an encoded `profile.proto` message.
+pub(crate) fn gzip(bytes: &[u8]) -> Result<Vec<u8>> {
+    let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 64), Compression::default());
+    gz.write_all(bytes)
+        .and_then(|_| gz.finish())
+        .map_err(|e| Error::invalid(format!("gzip failed: {e}")))
+}
+
 /// The gzipped bytes of `to_profile` (the `profile.proto` message).
 pub fn to_pprof(trace: &ProfilerTrace, options: &PprofOptions) -> Result<Vec<u8>> {
     super::check_frame_references(super::distinct_frame_references(trace), "toPprof")?;
-    let bytes = to_profile(trace, options).encode_to_vec();
-    let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 3 + 64), Compression::default());
-    gz.write_all(&bytes)
-        .and_then(|_| gz.finish())
-        .map_err(|e| Error::invalid(format!("gzip failed: {e}")))
+    gzip(&to_profile(trace, options).encode_to_vec())
 }
 
 #[cfg(test)]

@@ -9,14 +9,19 @@
 //!   ([`Profile::from_inspector`]).
 //! - [`write`](mod@write): the JSON written back ([`CpuProfile`]), for `toCpuProfile` and `jsprof record`'s
 //!   side file.
+//! - [`heap`]: V8's *sampling heap profile* (`.heapprofile`), read and written without recursion; its tree
+//!   goes through the same [`ProfileBuilder`], so its nodes are a [`Profile`]'s.
 //!
 //! The one pass from JSON text straight to a trace (`crate::convert::one_pass`) also validates through
 //! [`ProfileBuilder`].
 
+mod heap;
 mod inspector;
 mod read;
 mod write;
 
+pub(crate) use heap::{heap_file_kind, HeapFileKind};
+pub use heap::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
 pub use inspector::InspectorColumns;
 pub(crate) use read::RawCallFrame;
 pub use write::{CallFrame, CpuProfile, CpuProfileNode};

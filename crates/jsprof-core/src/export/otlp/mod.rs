@@ -117,7 +117,7 @@ const SCOPE: &str = "jsprof-node";
 
 /// An epoch time in ns, exact to the ns: the origin (about 1.7e12 ms) in whole ms and its fraction
 /// apart, since in ns it is past the integers an f64 holds exactly (2^53).
-fn epoch_ns(origin_ms: f64, ms: f64) -> u64 {
+pub(crate) fn epoch_ns(origin_ms: f64, ms: f64) -> u64 {
     let whole = origin_ms.trunc();
     let ns = (whole as i64)
         .saturating_mul(1_000_000)
@@ -256,6 +256,56 @@ pub(crate) fn to_request(
     trace: &ProfilerTrace,
     options: &OtlpOptions,
 ) -> Result<ExportProfilesServiceRequest> {
+    let origin = options.time_origin_ms.unwrap_or(0.0);
+    let durations = trace.sample_weights();
+    let (first, last) = time_span(&trace.samples);
+    let period = ns(trace.sample_interval());
+    let value = |i: usize| ns(durations[i]);
+    let timestamp = |i: usize| epoch_ns(origin, trace.samples[i].timestamp);
+    request_of(
+        trace,
+        options,
+        &Measure {
+            sample_type: ("cpu", "nanoseconds"),
+            period_type: ("cpu", "nanoseconds"),
+            period,
+            value: &value,
+            timestamp: Some(&timestamp),
+            time_unix_nano: if first.is_finite() {
+                epoch_ns(origin, first)
+            } else {
+                0
+            },
+            duration_nano: if first.is_finite() {
+                (ns(last - first) + period).max(0) as u64
+            } else {
+                0
+            },
+        },
+    )
+}
+
+/// What a profile's samples measure and when it was taken: what differs between a CPU trace and a heap
+/// profile (`crate::heap`); the dictionary, stacks and attributes are [`request_of`]'s, the same for both.
+pub(crate) struct Measure<'a> {
+    /// `(type, unit)`.
+    pub sample_type: (&'a str, &'a str),
+    pub period_type: (&'a str, &'a str),
+    pub period: i64,
+    /// Trace sample `i`'s value.
+    pub value: &'a dyn Fn(usize) -> i64,
+    /// Trace sample `i`'s epoch time (ns), when samples have times.
+    pub timestamp: Option<&'a dyn Fn(usize) -> u64>,
+    pub time_unix_nano: u64,
+    pub duration_nano: u64,
+}
+
+/// The export request of a validated trace whose samples `measure` values.
+pub(crate) fn request_of(
+    trace: &ProfilerTrace,
+    options: &OtlpOptions,
+    measure: &Measure,
+) -> Result<ExportProfilesServiceRequest> {
     let mut strings: Interner<String> = Interner::new();
     let mut s = |text: &str| strings.id(text) as i32;
     s("");
@@ -303,8 +353,6 @@ pub(crate) fn to_request(
 
     let (package_key, kind_key) = (s(PACKAGE_KEY), s(KIND_KEY));
     let mut attributes = Attributes::new();
-    let origin = options.time_origin_ms.unwrap_or(0.0);
-    let durations = trace.sample_weights();
     let mut stack_table = vec![Stack::default()];
     // One Sample per distinct stack (or pseudo-frame): its identity is its stack and its attributes,
     // which the stack decides.
@@ -329,13 +377,20 @@ pub(crate) fn to_request(
     }
     for (i, &g) in group_of.iter().enumerate() {
         let out = &mut samples[g as usize];
-        out.values.push(ns(durations[i]));
-        out.timestamps_unix_nano
-            .push(epoch_ns(origin, trace.samples[i].timestamp));
+        match measure.timestamp {
+            // One value per sample, with its time.
+            Some(timestamp) => {
+                out.values.push((measure.value)(i));
+                out.timestamps_unix_nano.push(timestamp(i));
+            }
+            // Without times, one value per stack: the sum.
+            None => match out.values.first_mut() {
+                Some(sum) => *sum = sum.saturating_add((measure.value)(i)),
+                None => out.values.push((measure.value)(i)),
+            },
+        }
     }
 
-    let (first, last) = time_span(&trace.samples);
-    let period = ns(trace.sample_interval());
     let mut profile_attributes = Vec::new();
     for (key, value) in &options.attributes {
         check_key(key, "profile")?;
@@ -343,25 +398,21 @@ pub(crate) fn to_request(
         let key = s(key);
         profile_attributes.push(attributes.any(key, value));
     }
-    let cpu = ValueType {
-        type_strindex: s("cpu"),
-        unit_strindex: s("nanoseconds"),
+    let sample_type = ValueType {
+        type_strindex: s(measure.sample_type.0),
+        unit_strindex: s(measure.sample_type.1),
+    };
+    let period_type = ValueType {
+        type_strindex: s(measure.period_type.0),
+        unit_strindex: s(measure.period_type.1),
     };
     let profile = Profile {
-        sample_type: Some(cpu),
+        sample_type: Some(sample_type),
         samples,
-        time_unix_nano: if first.is_finite() {
-            epoch_ns(origin, first)
-        } else {
-            0
-        },
-        duration_nano: if first.is_finite() {
-            (ns(last - first) + period).max(0) as u64
-        } else {
-            0
-        },
-        period_type: Some(cpu),
-        period,
+        time_unix_nano: measure.time_unix_nano,
+        duration_nano: measure.duration_nano,
+        period_type: Some(period_type),
+        period: measure.period,
         attribute_indices: profile_attributes,
         ..Default::default()
     };
