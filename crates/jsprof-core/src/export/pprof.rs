@@ -2,9 +2,10 @@
 //! `cpu/nanoseconds` (each sample's time by the trace's one rule, `trace/weights.rs`; period = the
 //! trace's interval). One function and one location per trace frame; stackless samples get a
 //! location of their own pseudo-function (`(idle)`, `(garbage collector)`, `(program)`). Samples with the
-//! same stack and labels are merged. Every sample carries the labels `package` (the npm package of its
-//! leaf frame, or `(app)`, `(node)`, `(native)`, `(vm)`, `(idle)`) and `kind` (`app`, `dependency`,
-//! `node`, `native`, `vm`, `idle`), so `go tool pprof -tagfocus=package=lodash` works.
+//! same stack and labels are merged. Every sample carries the labels `package` and `kind` of the code its
+//! time is charged to, named as `summarize` names its rows (a package's name, or `(app)`, `(node)`,
+//! `(native)`, `(generated, called from …)`; `(idle)`, `(gc)`, `(other)` without a stack), so
+//! `go tool pprof -tagfocus=package=lodash` gives `jsprof report`'s share.
 //!
 //! The message structs are written by hand from `profile.proto` (field numbers as in
 //! github.com/google/pprof/proto/profile.proto), so no `protoc` is needed to build.

@@ -73,8 +73,8 @@ use proto::{
     Sample, ScopeProfiles, Stack, ValueType,
 };
 
-/// The attribute keys of each sample: the npm package (or `(app)`, `(node)`, `(native)`, `(idle)`,
-/// `(vm)`, `(generated, called from …)`) and the kind of code its time is charged to.
+/// The attribute keys of each sample: the package its time is charged to and the kind of code, named
+/// as `summarize` names its rows (`attribution::package_name`, `summary::stackless_row`).
 pub(crate) const PACKAGE_KEY: &str = "jsprof.package";
 pub(crate) const KIND_KEY: &str = "jsprof.kind";
 
