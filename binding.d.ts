@@ -55,9 +55,11 @@ export declare class Recording {
   get isFull(): boolean
   /**
    * Builds the trace off the main thread. The recording hands its samples to the task and is empty
-   * afterwards, so what it held is released as soon as the trace is built.
+   * afterwards, so what it held is released as soon as the trace is built. With `clock`, the trace
+   * has a `jsprof` member: the clock and what weighing its samples needs (see
+   * `jsprof_core::Recording::into_trace_with`); without, it is a plain spec trace (a `Profiler`'s).
    */
-  build(timeOriginUs: number): Promise<TraceParts>
+  build(timeOriginUs: number, clock?: TraceSidecar | undefined | null): Promise<TraceParts>
   /**
    * Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
    * times a request's own code ran. Drops samples already kept outside them.
@@ -69,9 +71,9 @@ export declare class Recording {
    * The trace as JSON text, built on the calling thread: for the few samples of one request or a
    * short Profiler this is cheaper than a thread-pool hop (`build`) and than typed-array columns
    * (one string, one `JSON.parse`; the members are already in WebIDL's order). The recording is
-   * empty afterwards.
+   * empty afterwards. `clock` as for `build`.
    */
-  buildJson(timeOriginUs: number): string
+  buildJson(timeOriginUs: number, clock?: TraceSidecar | undefined | null): string
   /**
    * The trace file of the kept samples (timestamps relative to `timeOriginUs`, V8's clock), built on
    * the calling thread: `jsprof record` writes it inside 'exit', where no other turn comes. The
@@ -202,16 +204,6 @@ export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | u
 export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /**
- * The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
- * checks them as it checks the same options given.
- */
-export interface FileSidecar {
-  timeOrigin?: number
-  pid?: number
-  threadId?: number
-}
-
-/**
  * A heap profile converted from V8's, and the largest ordinal among V8's samples (0 for none): where a
  * profiler that starts on a running sampler, or takes the next chunk, starts.
  */
@@ -270,12 +262,15 @@ export interface OtlpPartialSuccess {
   errorMessage: string
 }
 
-/** What `readProfileFile` read: the trace, its format, and a trace file's sidecar. */
+/** What `readProfileFile` read: the trace, its format, and a trace file's `jsprof` member. */
 export interface ProfileFile {
   trace: TraceHandle
   format: 'trace' | 'cpuprofile'
-  /** A trace file's `jsprof` member (`jsprof record`'s), when it is an object. */
-  sidecar?: FileSidecar
+  /**
+   * A trace file's `jsprof` member (`jsprof record`'s, a request profile's …) as JSON text, checked
+   * with the trace (`jsprof_core::Extension`); absent when the file has none.
+   */
+  jsprof?: string
 }
 
 /**
@@ -368,7 +363,7 @@ export declare function traceFromChunkLines(lines: Uint8Array, intervalUs: numbe
  * `{ timestamp, stackId?, marker? }` objects.
  */
 export interface TraceParts {
-  /** `{"frames":[…],"resources":[…]}` */
+  /** `{"frames":[…],"jsprof":{…},"resources":[…]}` (`jsprof` only when the trace has the member) */
   tables: string
   stackFrames: Uint32Array
   /** -1 where the stack has no parent. */
@@ -380,7 +375,10 @@ export interface TraceParts {
   markers: Uint8Array
 }
 
-/** The `jsprof` member of a recorded trace (see `jsprof_core::Sidecar`). */
+/**
+ * The clock fields of a trace's `jsprof` member (see `jsprof_core::Extension`), as the recorder
+ * knows them: the process, the thread (0: main), the Unix epoch (ms) of its time origin.
+ */
 export interface TraceSidecar {
   pid?: number
   threadId?: number
@@ -391,8 +389,13 @@ export interface TraceTiming {
   samples: number
   /** Latest minus earliest sample time, ms. */
   durationMs: number
-  /** The median gap between samples in time order, ms (0 with fewer than 2). */
+  /**
+   * The trace's interval, ms: its `jsprof.sampleInterval`, else the median gap between samples in
+   * time order (0 with fewer than 2).
+   */
   intervalMs: number
+  /** The time the samples stand for, ms (the sum of their weights). */
+  sampledMs: number
 }
 
 /**

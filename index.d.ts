@@ -37,11 +37,39 @@ export interface ProfilerSample {
   marker?: ProfilerMarker
 }
 
+/**
+ * jsprof-node's extension member of a trace, `jsprof`, beside the spec's four (never on a `Profiler`'s
+ * trace, which is exactly the spec's): what jsprof-node knows of a trace beyond them. Written by
+ * `jsprof record`/`attach`, request profiles and continuous chunks; checked with the trace by every
+ * function that takes one. (docs/exports.md#the-jsprof-member)
+ */
+export interface ProfilerTraceExtension {
+  /** The recorded process. */
+  pid?: number
+  /**
+   * ms between the samples as they were kept: the trace's interval when it has too few gaps within runs
+   * to show the rate V8 really delivered (docs/analysis.md#how-long-a-sample-stands-for).
+   */
+  sampleInterval?: number
+  /** The recorded thread: 0 for a main thread, a worker's `threadId`. */
+  threadId?: number
+  /** The Unix epoch (ms) of the `performance.timeOrigin` the timestamps count from. */
+  timeOrigin?: number
+  /**
+   * A trace cut out of a longer run (a request profile): the `[begin, end]` windows (ms, the timestamps'
+   * clock; ascending, disjoint) its samples were kept from. Consecutive samples of one window are
+   * consecutive samples of the run; between windows, other code ran.
+   */
+  windows?: Array<[number, number]>
+}
+
 export interface ProfilerTrace {
   resources: ProfilerResource[]
   frames: ProfilerFrame[]
   stacks: ProfilerStack[]
   samples: ProfilerSample[]
+  /** jsprof-node's extension member (absent on a spec trace). */
+  jsprof?: ProfilerTraceExtension
 }
 
 export interface ProfilerInitOptions {
@@ -127,13 +155,17 @@ export type SummaryBy = 'package' | 'function' | 'resource'
 export interface SummarizeOptions {
   /** What the rows are (default `'package'`). Unknown strings throw `RangeError`. */
   by?: SummaryBy
-  /** ms the last sample weighs (default: the median gap between samples). */
+  /**
+   * ms the trace was sampled at, in place of its own (default: the median gap between samples within
+   * runs, or its `jsprof.sampleInterval` when it has few): what the last sample of a run weighs, and half
+   * the most a sample may weigh. 0: the last sample weighs 0 and no gap is capped.
+   */
   sampleInterval?: number
 }
 
 export interface SummaryRow {
   /**
-   * `package`: the package name, `(app)` for app code without a package.json, `node`, `native`, and for
+   * `package`: the package name, `(app)` for app code without a package.json, `(node)`, `(native)`, and for
    * generated code (`new Function`, `eval`) `(generated, called from <package>)`: the package of the code
    * that called it (a V8 profile does not say which code compiled it), or `(generated)`.
    * `function`: `name (resource:line:column)`, `(anonymous)` for unnamed functions, `name (native)` for
@@ -166,15 +198,17 @@ export declare function summarize(profile: HeapProfile, options?: { by?: Summary
 
 /**
  * V8's `.cpuprofile` (Chrome DevTools, VS Code). Sample times are `timestamp * 1000` µs, so
- * `fromCpuProfile(toCpuProfile(trace), { timeOrigin: 0 })` gives back the same samples, stacks and times.
+ * `fromCpuProfile(toCpuProfile(trace), { timeOrigin: 0 })` gives back the same samples, stacks and times
+ * (not the `jsprof` member: the format has no place for it, and DevTools weighs each sample by the gap to
+ * the next, so a request profile's samples read as the time between them there).
  */
 export declare function toCpuProfile(trace: ProfilerTrace): CpuProfile
 
 /**
  * The clock of a trace, which the spec's trace does not hold: the Unix epoch (ms) of the
  * `performance.timeOrigin` its timestamps count from (pass `performance.timeOrigin` for a trace of
- * this thread), and the pid. Default: the trace's sidecar member `jsprof: { timeOrigin, pid }`, which
- * `jsprof record` and `jsprof attach` write; else 0 (1970) and pid 1.
+ * this thread), and the pid. Default: the trace's member `jsprof: { timeOrigin, pid }`, which
+ * `jsprof record`, `jsprof attach`, request profiles and continuous chunks write; else 0 (1970) and pid 1.
  */
 export interface ExportClockOptions {
   timeOrigin?: number
@@ -312,7 +346,11 @@ export interface RequestProfile {
   sampleInterval: number
   /** True when the trace hit maxBufferSize. */
   truncated: boolean
-  /** Only the samples taken while this request's own code ran. */
+  /**
+   * Only the samples taken while this request's own code ran; its `jsprof` member has the clock, the
+   * interval and the windows (the intervals of its own code that hold samples), so every view weighs
+   * its samples by the time they stand for, not the time between them.
+   */
   trace: ProfilerTrace
 }
 
@@ -363,6 +401,7 @@ export interface ContinuousChunk {
   endUnixMs: number
   sampleInterval: number
   truncated: boolean
+  /** Its `jsprof` member has the clock (pushed profiles carry their time) and the interval. */
   trace: ProfilerTrace
   /** With `heap`: the heap profile at the chunk's end (null when taking it failed: see heapError). */
   heap?: HeapProfile | null

@@ -1,6 +1,10 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { spawnSync } from 'node:child_process'
 import { startContinuous, pyroscopeExporter, otlpExporter } from 'jsprof-node'
 import { burn, pprofEncoder, decodePprof } from './prod-helpers.mjs'
 
@@ -92,6 +96,55 @@ test(`continuous chunks arrive as pprof a real decoder reads (encoder: ${encoder
     total += totals.get('backendWork') || 0
   }
   assert.ok(total > 0, 'backendWork is in the decoded profiles')
+})
+
+test("pushed pprof carries its time: go tool pprof shows the chunk's date, not 1970 (the default encoder)", async (t) => {
+  const ingest = await ingestServer()
+  const exporter = pyroscopeExporter({ url: ingest.url, appName: 'shop.api' })
+  const chunks = []
+  const handle = startContinuous({
+    sampleInterval: 2,
+    chunkSeconds: 0.15,
+    onChunk(chunk) {
+      chunks.push(chunk)
+      exporter.push(chunk)
+    },
+  })
+  const end = performance.now() + 400
+  while (performance.now() < end) {
+    backendWork(5)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await handle.stop()
+  await exporter.flush()
+  ingest.server.close()
+  assert.equal(ingest.received.length, chunks.length)
+  let withSamples
+  for (const [i, r] of ingest.received.entries()) {
+    const { profile } = decodePprof(r.body)
+    if (profile.sample.length === 0) continue
+    withSamples = r
+    // The first sample's time on the Unix clock, within the chunk it came in (and the push's from/until).
+    const ms = Number(profile.timeNanos) / 1e6
+    assert.ok(
+      ms >= chunks[i].startUnixMs - 50 && ms <= chunks[i].endUnixMs + 50,
+      `${ms} in [${chunks[i].startUnixMs}, ${chunks[i].endUnixMs}]`,
+    )
+    assert.ok(ms / 1000 >= Number(r.query.from) - 1 && ms / 1000 <= Number(r.query.until))
+  }
+  assert.ok(withSamples, 'a chunk with samples')
+  if (spawnSync('go', ['version']).status !== 0) return t.skip('go is not installed (.ci/run installs golang-go)')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-push-time-'))
+  try {
+    fs.writeFileSync(path.join(dir, 'pushed.pb.gz'), withSamples.body)
+    const raw = spawnSync('go', ['tool', 'pprof', '-raw', 'pushed.pb.gz'], { cwd: dir, encoding: 'utf8' })
+    assert.equal(raw.status, 0, raw.stderr)
+    const year = new Date(chunks[0].startUnixMs).getUTCFullYear()
+    assert.match(raw.stdout, new RegExp(`^Time: ${year}-`, 'm'), raw.stdout.slice(0, 300))
+    assert.doesNotMatch(raw.stdout, /1970|epoch was not given/)
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
 })
 
 test('retries a 503 with backoff, then succeeds', async () => {

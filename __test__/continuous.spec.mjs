@@ -52,6 +52,14 @@ test('continuous chunks: complete traces, no sample lost or shared at a hand-off
     // Each chunk is a complete, self-contained trace.
     for (const s of chunk.trace.samples) if (s.stackId !== undefined) assert.ok(s.stackId < chunk.trace.stacks.length)
     assert.ok(chunk.endUnixMs >= chunk.startUnixMs)
+    // Beside the spec's members, in WebIDL's order: the thread's clock and the interval (issue 23).
+    assert.deepEqual(Object.keys(chunk.trace), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
+    assert.deepEqual(chunk.trace.jsprof, {
+      pid: process.pid,
+      sampleInterval: chunk.sampleInterval,
+      threadId: 0,
+      timeOrigin: performance.timeOrigin,
+    })
   }
   for (let k = 1; k < chunks.length; k++) {
     const prev = chunks[k - 1]

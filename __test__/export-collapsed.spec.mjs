@@ -2,7 +2,7 @@ import { test } from 'node:test'
 import assert from 'node:assert/strict'
 
 import { toCollapsed } from 'jsprof-node'
-import { realTrace, handTrace, expand } from './export-helpers.mjs'
+import { realTrace, handTrace, expand, ruleWeights } from './export-helpers.mjs'
 
 /** Parses folded stacks back: Map(stack text -> count); checks the line syntax on the way. */
 function parseCollapsed(text) {
@@ -25,20 +25,11 @@ const label = (f, resources) => {
 }
 
 /**
- * Each sample's weight in µs, computed here independently of the exporter: the gap to the next sample in
- * time order, the last one the median gap; a trace spanning no time weighs 1 per sample.
+ * Each sample's weight in µs, computed here independently of the exporter by the documented rule
+ * (docs/analysis.md, "How long a sample stands for"); a trace spanning no time weighs 1 per sample.
  */
-function weights(samples) {
-  const order = samples.map((_, i) => i).sort((a, b) => samples[a].timestamp - samples[b].timestamp)
-  const ms = new Array(samples.length).fill(0)
-  const gaps = []
-  for (let k = 0; k + 1 < order.length; k++) {
-    ms[order[k]] = samples[order[k + 1]].timestamp - samples[order[k]].timestamp
-    gaps.push(ms[order[k]])
-  }
-  gaps.sort((a, b) => a - b)
-  const h = gaps.length >> 1
-  if (order.length) ms[order.at(-1)] = gaps.length === 0 ? 0 : gaps.length % 2 ? gaps[h] : (gaps[h - 1] + gaps[h]) / 2
+function weights(trace) {
+  const ms = ruleWeights(trace)
   const total = ms.reduce((a, b) => a + b, 0)
   return total > 0 ? ms.map((v) => v * 1000) : ms.map(() => 1)
 }
@@ -46,7 +37,7 @@ function weights(samples) {
 /** The expected weights per stack (whole µs, zero left out), computed here from the trace. */
 function expectedCounts(trace) {
   const counts = new Map()
-  const w = weights(trace.samples)
+  const w = weights(trace)
   for (const [i, s] of trace.samples.entries()) {
     let key
     if (s.stackId === undefined) {
@@ -100,7 +91,7 @@ test('a real trace parses back to the same time per stack', async () => {
   assert.deepEqual(counts, expectedCounts(trace))
   let total = 0
   for (const n of counts.values()) total += n
-  const span = weights(trace.samples).reduce((a, b) => a + b, 0)
+  const span = weights(trace).reduce((a, b) => a + b, 0)
   assert.ok(
     Math.abs(total - span) <= counts.size,
     `${total} µs vs the trace's ${span}: off by rounding per line at most`,

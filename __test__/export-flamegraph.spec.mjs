@@ -55,7 +55,7 @@ test('hand-made trace: one frame per call-tree node, time, title and fills by ki
   assert.match(chunk.title, /; kind: dependency(, package: [^)]+)?\)$/)
   assert.match(now.title, /; kind: native\)$/)
   assert.match(timers.title, /; kind: node\)$/)
-  assert.match(gc.title, /; kind: vm, garbage collector\)$/)
+  assert.match(gc.title, /; kind: gc\)$/)
   // Distinct colour families per kind: app warm orange, dependency blue, node green, native purple.
   const rgb = (f) =>
     f.fill

@@ -162,3 +162,51 @@ export function expand(trace) {
     return { t: s.timestamp, stack }
   })
 }
+
+/**
+ * The interval I of the documented rule (docs/analysis.md, "How long a sample stands for"), written here
+ * apart from Rust's: the median gap between consecutive samples of one run (within one of
+ * `jsprof.windows`, or anywhere without windows); with fewer than 4 such gaps, `jsprof.sampleInterval`
+ * when the trace carries one, else their median (0 for none).
+ */
+export function ruleInterval(trace) {
+  const times = trace.samples.map((s) => s.timestamp).sort((a, b) => a - b)
+  const windows = trace.jsprof?.windows
+  const windowOf = (x) => (windows ? windows.findIndex(([b, e]) => b <= x && x <= e) : 0)
+  const gaps = []
+  for (let k = 0; k + 1 < times.length; k++) {
+    const w = windowOf(times[k])
+    if (w !== -1 && windowOf(times[k + 1]) === w) gaps.push(times[k + 1] - times[k])
+  }
+  const carried = trace.jsprof?.sampleInterval
+  if (carried !== undefined && gaps.length < 4) return carried
+  gaps.sort((a, b) => a - b)
+  const h = gaps.length >> 1
+  return gaps.length === 0 ? 0 : gaps.length % 2 ? gaps[h] : (gaps[h - 1] + gaps[h]) / 2
+}
+
+/**
+ * Each sample's weight in ms by the documented rule, written here apart from Rust's: a sample weighs the
+ * gap to the next one when both lie in one run (one of `jsprof.windows`, or anywhere without windows), at
+ * most 2 I; the last of a run weighs I (at most the gap to the next sample); with I = 0 nothing is capped.
+ */
+export function ruleWeights(trace) {
+  const samples = trace.samples
+  const order = samples.map((_, i) => i).sort((a, b) => samples[a].timestamp - samples[b].timestamp || a - b)
+  const t = (k) => samples[order[k]].timestamp
+  const interval = ruleInterval(trace)
+  const windows = trace.jsprof?.windows
+  const windowOf = (x) => (windows ? windows.findIndex(([b, e]) => b <= x && x <= e) : 0)
+  const ms = new Array(samples.length).fill(0)
+  for (let k = 0; k < order.length; k++) {
+    if (k + 1 === order.length) {
+      ms[order[k]] = interval
+      continue
+    }
+    const gap = t(k + 1) - t(k)
+    const w = windowOf(t(k))
+    const oneRun = w !== -1 && windowOf(t(k + 1)) === w
+    ms[order[k]] = oneRun ? (interval > 0 ? Math.min(gap, 2 * interval) : gap) : Math.min(gap, interval)
+  }
+  return ms
+}

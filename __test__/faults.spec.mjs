@@ -296,38 +296,88 @@ for (const [what, options, expectFile] of [
 ]) {
   test(`under ${what}: no inspector noise on stderr, and both Node's output and our traces are complete`, async () => {
     // V8 reports console profiles to every session with the Profiler domain on: Node's own session
-    // would print "Cannot retrieve id from the response message" for each bridged restart.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-nodeprof-'))
-    try {
-      const r = await runChild(
-        `
+    // would print "Cannot retrieve id from the response message" for each bridged restart. So these
+    // harvests restart V8 without the bridge. "Complete" is checked against what V8 itself sampled:
+    // every sample V8 took inside a Profiler's window (outside the engine's own harvests) is in its
+    // trace. A window in which V8 took no sample at all (its sampler thread starved on a loaded machine:
+    // seen both with and without the bridge, docs/bench.md#sampler-starvation) says nothing: that
+    // capture is run again, never accepted as complete.
+    let last
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-nodeprof-'))
+      try {
+        const r = await runChild(
+          `
+        const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler/index.js')
+        const { timeOriginUs } = require(${JSON.stringify(root)} + '/lib/clock.js')
+        // What V8 itself handed out at each harvest (sample times, ms): the engine's session, watched
+        // from before the first Profiler.
+        const v8Samples = []
+        {
+          const session = getSampler().session
+          for (const m of ['take', 'stop']) {
+            const own = session[m].bind(session)
+            session[m] = () => {
+              const taken = own()
+              for (const p of taken) {
+                let t = p.startTime
+                for (const d of p.timeDeltas || []) v8Samples.push(((t += d) - timeOriginUs()) / 1000)
+              }
+              return taken
+            }
+          }
+        }
         ;(async () => {
           const traces = []
           for (let round = 0; round < 4; round++) {
             const a = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+            const aFrom = performance.now()
             const b = new Profiler({ sampleInterval: 2, maxBufferSize: 100000 })
+            const bFrom = performance.now()
             burn(15)
-            traces.push(summary(await b.stop()))
+            const bTo = performance.now()
+            const tb = await b.stop()
+            traces.push({ ...summary(tb), interval: 2, from: bFrom, to: bTo, times: tb.samples.map((s) => s.timestamp) })
             burn(15)
-            traces.push(summary(await a.stop()))
+            const aTo = performance.now()
+            const ta = await a.stop()
+            traces.push({ ...summary(ta), interval: 1, from: aFrom, to: aTo, times: ta.samples.map((s) => s.timestamp) })
           }
-          const { getSampler } = require(${JSON.stringify(root)} + '/lib/sampler/index.js')
-          report({ traces, stats: getSampler().session.stats })
+          // The engine's own harvest windows (ms), whose samples it drops from every trace.
+          const harvests = getSampler().stats.recentOwnWindows.map((w) => w.map((us) => (us - timeOriginUs()) / 1000))
+          report({ traces, stats: getSampler().session.stats, v8Samples, harvests })
         })()
       `,
-        options(dir),
-      )
-      assertNoCrash(r)
-      assert.equal(r.status, 0, r.stderr)
-      assert.equal(r.stderr, '', 'nothing on stderr')
-      const { traces, stats } = r.lines[0]
-      for (const t of traces) assert.ok(t.samples > 0, JSON.stringify(traces))
-      assert.equal(stats.bridgedRestarts, 0, JSON.stringify(stats))
-      const written = fs.readdirSync(dir).filter((f) => expectFile.test(f))
-      assert.equal(written.length, 1, `node wrote its own output: ${fs.readdirSync(dir)}`)
-      assert.ok(fs.statSync(path.join(dir, written[0])).size > 0)
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true })
+          options(dir),
+        )
+        assertNoCrash(r)
+        assert.equal(r.status, 0, r.stderr)
+        assert.equal(r.stderr, '', 'nothing on stderr')
+        const { traces, stats, v8Samples, harvests } = r.lines[0]
+        assert.equal(stats.bridgedRestarts, 0, JSON.stringify(stats))
+        const written = fs.readdirSync(dir).filter((f) => expectFile.test(f))
+        assert.equal(written.length, 1, `node wrote its own output: ${fs.readdirSync(dir)}`)
+        assert.ok(fs.statSync(path.join(dir, written[0])).size > 0)
+        let starved = false
+        for (const t of traces) {
+          const ours = (x) => harvests.some(([from, to]) => x >= from - 0.001 && x <= to + 0.001)
+          const taken = v8Samples.filter((x) => x > t.from && x < t.to && !ours(x))
+          const kept = new Set(t.times.map((x) => Math.round(x * 1000)))
+          const missing = taken.filter((x) => !kept.has(Math.round(x * 1000)))
+          if (t.interval === 1)
+            assert.deepEqual(missing, [], `samples V8 took that the trace lost: ${JSON.stringify(t)}`)
+          else if (taken.length > 0) assert.ok(t.samples > 0, `V8 sampled ${taken.length} times, the trace kept none`)
+          if (t.samples === 0 && taken.length === 0) starved = true
+          else assert.ok(t.samples > 0, JSON.stringify(traces.map((x) => x.samples)))
+        }
+        last = traces.map((t) => t.samples)
+        if (!starved) return
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true })
+      }
     }
+    assert.fail(
+      `V8 took no sample in some Profiler's window in 4 captures (a starved sampler): ${JSON.stringify(last)}`,
+    )
   })
 }

@@ -229,3 +229,86 @@ test('format is checked: svg (default) or html', () => {
   assert.throws(() => toFlameGraph(t, { format: 'png' }), TypeError)
   assert.throws(() => toFlameGraph(t, { format: 1 }), TypeError)
 })
+
+/**
+ * A deep trace, as an eslint run gives one: 60% of the time in shallow stacks (main -> rule<k>, 20
+ * rules), 40% in one traversal 80 frames deep (drawn: wider than the window is tall), and a few samples
+ * 400 frames deep (too narrow to draw, but as deep as a graph could be).
+ */
+function deepTrace() {
+  const t = { resources: ['file:///app/lint.js'], frames: [], stacks: [], samples: [] }
+  const frame = (name, line) => {
+    t.frames.push({ name, resourceId: 0, line, column: 1 })
+    return t.frames.length - 1
+  }
+  const push = (frameId, parentId) => {
+    t.stacks.push(parentId === undefined ? { frameId } : { frameId, parentId })
+    return t.stacks.length - 1
+  }
+  const main = push(frame('main', 1))
+  const rules = Array.from({ length: 20 }, (_, k) => push(frame(`rule${k}`, 10 + k), main))
+  let deep = main
+  const traverse = frame('traverse', 100)
+  const chain = []
+  for (let d = 0; d < 400; d++) chain.push((deep = push(traverse, deep)))
+  const at = (stackId) => t.samples.push({ timestamp: t.samples.length, stackId, marker: 'script' })
+  for (let i = 0; i < 6000; i++) at(rules[i % 20])
+  for (let i = 0; i < 4000; i++) at(chain[79])
+  for (let i = 0; i < 3; i++) at(chain[399])
+  return t
+}
+
+test(
+  'a deep trace: the page shows the graph at 1400×900, root first, as tall as its drawn frames',
+  { skip, timeout: 120000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-deep-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'deep.html')
+    writeFileSync(file, toFlameGraph(deepTrace(), { format: 'html', title: 'lint' }))
+    const browser = await launchChromium(t)
+    const page = await browser.newPage()
+    await page.setViewport({ width: 1400, height: 900 })
+    const errors = []
+    page.on('pageerror', (e) => errors.push(e.message))
+    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' })
+    // What a person sees without scrolling: frames whose box lies in the window.
+    const inView = () =>
+      page.$$eval('#chart .f', (els) =>
+        els
+          .map((e) => ({ text: e.textContent, r: e.getBoundingClientRect() }))
+          .filter(({ r }) => r.bottom > 0 && r.top < window.innerHeight && r.width >= 1)
+          .map(({ text, r }) => ({ text, top: r.top, bottom: r.bottom })),
+      )
+    let seen = await inView()
+    assert.ok(
+      seen.some((f) => f.text === 'all'),
+      'the root is in view at once',
+    )
+    assert.ok(seen.some((f) => f.text.startsWith('main (')))
+    assert.ok(seen.filter((f) => f.text.startsWith('rule')).length === 20, 'the wide frames near the root are in view')
+    assert.ok(seen.length >= 40, `${seen.length} frames in view`)
+    // As tall as its drawn frames (81 rows of 18 px: all, main, 80 traverse), not the 402 of the deepest
+    // stack, whose frames are too narrow to draw.
+    const height = await page.$eval('#chart', (e) => e.offsetHeight)
+    assert.equal(height, 82 * 18)
+    // The deepest drawn frame is a scroll down.
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight))
+    seen = await inView()
+    assert.ok(seen.filter((f) => f.text.startsWith('traverse (')).length > 5)
+    // Root at the bottom, flamegraph.pl's way: the page scrolls to show the root.
+    await page.evaluate(() => window.scrollTo(0, 0))
+    await page.click('#flip')
+    seen = await inView()
+    const root = seen.find((f) => f.text === 'all')
+    assert.ok(root, 'the root is in view after flipping')
+    assert.ok(
+      seen.every((f) => f.top <= root.top),
+      'and it is the lowest frame',
+    )
+    assert.equal(await page.$eval('#flip', (e) => e.textContent), 'Root at top')
+    await page.click('#flip')
+    assert.ok((await inView()).some((f) => f.text === 'all'))
+    assert.deepEqual(errors, [])
+  },
+)

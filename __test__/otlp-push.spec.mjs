@@ -65,8 +65,10 @@ function decode(body) {
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import ExportProfilesServiceRequest
 r = ExportProfilesServiceRequest(); r.ParseFromString(open(sys.argv[1], 'rb').read())
 p = r.resource_profiles[0].scope_profiles[0].profiles[0]
+times = [t for s in p.samples for t in s.timestamps_unix_nano]
 print(json.dumps({'service': [kv.value.string_value for kv in r.resource_profiles[0].resource.attributes if kv.key == 'service.name'][0],
-  'samples': sum(len(s.timestamps_unix_nano) for s in p.samples), 'names': sorted(set(r.dictionary.string_table))}))`,
+  'samples': sum(len(s.timestamps_unix_nano) for s in p.samples), 'names': sorted(set(r.dictionary.string_table)),
+  'timeMs': p.time_unix_nano / 1e6, 'firstMs': min(times) / 1e6 if times else None, 'lastMs': max(times) / 1e6 if times else None}))`,
         path.join(dir, 'b.pb'),
       ],
       { encoding: 'utf8' },
@@ -86,7 +88,15 @@ test('continuous chunks arrive as OTLP/HTTP protobuf at /v1development/profiles,
       serviceName: 'checkout',
       resource: { 'deployment.environment.name': 'test' },
     })
-    const profiler = startContinuous({ sampleInterval: 1, chunkSeconds: 0.3, onChunk: exporter.push })
+    const chunks = []
+    const profiler = startContinuous({
+      sampleInterval: 1,
+      chunkSeconds: 0.3,
+      onChunk(chunk) {
+        chunks.push(chunk)
+        exporter.push(chunk)
+      },
+    })
     const t0 = Date.now()
     function otlpBusyWork() {
       let x = 0
@@ -117,6 +127,14 @@ test('continuous chunks arrive as OTLP/HTTP protobuf at /v1development/profiles,
       decoded.some((d) => d.names.some((n) => n.endsWith('otlp-push.spec.mjs'))),
       'this file is in some chunk',
     )
+    // Each push carries its time: its samples on the Unix clock, within the chunk they came in.
+    for (const [i, d] of decoded.entries()) {
+      if (d.samples === 0) continue
+      const { startUnixMs: from, endUnixMs: until } = chunks[i]
+      for (const ms of [d.timeMs, d.firstMs, d.lastMs]) {
+        assert.ok(ms >= from - 50 && ms <= until + 50, `${ms} in [${from}, ${until}]`)
+      }
+    }
   } finally {
     await srv.close()
   }

@@ -447,6 +447,56 @@ test('jsprof report, convert and flamegraph map by default and take --no-source-
   assert.match(warned.stderr, /warning: source map not used: .*server\.js\.map: not a valid source map/)
 })
 
+test('maps named but missing (packages that ship the comment without the map): one warning line with the count', () => {
+  // Eight "packages" whose files end in a sourceMappingURL comment naming a map they do not ship, and one
+  // whose map is not JSON.
+  const base = path.join(dir, 'many-missing')
+  const resources = []
+  for (let i = 0; i < 9; i++) {
+    const pkg = path.join(base, 'node_modules', `pkg${i}`)
+    fs.mkdirSync(pkg, { recursive: true })
+    fs.writeFileSync(path.join(pkg, 'index.js'), `function f${i}() {}\n//# sourceMappingURL=index.js.map\n`)
+    if (i === 8) fs.writeFileSync(path.join(pkg, 'index.js.map'), 'not json')
+    resources.push(pathToFileURL(path.join(pkg, 'index.js')).href)
+  }
+  const trace = {
+    resources,
+    frames: resources.map((_, i) => ({ name: `f${i}`, resourceId: i, line: 1, column: 1 })),
+    stacks: resources.map((_, i) => ({ frameId: i })),
+    samples: resources.map((_, i) => ({ timestamp: i, stackId: i })),
+  }
+  const file = path.join(dir, 'many-missing.trace.json')
+  fs.writeFileSync(file, JSON.stringify(trace))
+  const jsprof = (args) =>
+    spawnSync(process.execPath, [path.join(ROOT, 'bin', 'jsprof.js'), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    })
+  for (const command of [
+    ['report', file],
+    ['convert', file, '--to', 'collapsed', '-o', '-'],
+    ['flamegraph', file, '-o', '-'],
+  ]) {
+    const r = jsprof(command)
+    assert.equal(r.status, 0, r.stderr)
+    const warnings = r.stderr.split('\n').filter((l) => l.includes('warning'))
+    assert.equal(warnings.length, 1, r.stderr)
+    assert.match(
+      warnings[0],
+      /^jsprof: warning: 9 source maps not used \(8 not found, 1 invalid\), first: .*pkg0.*index\.js\.map.* \(--source-map-warnings lists each\)$/,
+    )
+  }
+  const each = jsprof(['report', file, '--source-map-warnings'])
+  assert.equal(each.stderr.split('\n').filter((l) => l.includes('warning: source map not used')).length, 9, each.stderr)
+  const json = JSON.parse(jsprof(['report', file, '--json']).stdout)
+  assert.equal(json.sourceMapsNotUsed.length, 9)
+  assert.deepEqual(
+    json.sourceMapsNotUsed.map((r) => r.reason).sort(),
+    [...Array(8).fill('mapNotFound'), 'mapInvalid'].sort(),
+  )
+  assert.equal(json.sourceMapsNotUsed[0].resource, resources[0])
+})
+
 test('a broken map and a missing map leave frames as they are and say why', async () => {
   const broken = path.join(dir, 'broken')
   const missing = path.join(dir, 'missing')

@@ -62,10 +62,10 @@ test('by package: builtins charge their caller, node-only stacks charge node, ma
     ['lodash', 'dependency', 3, 3, 3.5, 3.5], // two samples through JSON.parse, one in map itself
     ['(app)', 'app', 2, 5, 2, 5.5], // rec (recursion counted once) and the anonymous function
     ['(gc)', 'gc', 1, 1, 2, 2],
-    ['native', 'native', 1, 4, 1, 4], // the JSON.parse-only stack; JSON.parse is on 4 stacks
+    ['(native)', 'native', 1, 4, 1, 4], // the JSON.parse-only stack; JSON.parse is on 4 stacks
     ['(idle)', 'idle', 1, 1, 1, 1],
+    ['(node)', 'node', 1, 1, 1, 1], // timers > JSON.parse: no app code, the node frame is charged
     ['(other)', 'other', 1, 1, 1, 1],
-    ['node', 'node', 1, 1, 1, 1], // timers > JSON.parse: no app code, the node frame is charged
   ])
   const trace = handMade()
   assert.equal(

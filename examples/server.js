@@ -49,16 +49,17 @@ function printProfile(p) {
     `\n${p.method} ${p.url} -> ${p.statusCode} in ${p.durationMs.toFixed(1)} ms: ` +
       `${trace.samples.length} samples of its own code (${withStack} with a JS stack, every ${p.sampleInterval} ms)`,
   )
-  const hot = summarize(trace, { by: 'function', sampleInterval: p.sampleInterval }).filter((r) => r.selfSamples > 0)
+  const hot = summarize(trace, { by: 'function' }).filter((r) => r.selfSamples > 0)
   for (const row of hot.slice(0, 3)) {
     console.log(`   ${String(row.selfSamples).padStart(4)} self  ${row.name}`)
   }
-  const packages = summarize(trace, { by: 'package', sampleInterval: p.sampleInterval })
+  const packages = summarize(trace, { by: 'package' })
   console.log(
     `   package report: ${
       packages
         .filter((r) => r.selfSamples > 0)
-        .map((r) => `${r.name} (${r.kind}) ${r.selfSamples}`)
+        // A package's row says its kind; `(node)`, `(gc)`, … are their kind already.
+        .map((r) => `${r.name}${r.name.startsWith('(') ? '' : ` (${r.kind})`} ${r.selfSamples}`)
         .join(', ') || 'no samples'
     }`,
   )

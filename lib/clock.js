@@ -44,4 +44,20 @@ function timeOriginUs() {
   return originUs
 }
 
-module.exports = { nowUs, timeOriginUs, TIME_ORIGIN_SOURCE }
+let clock
+/**
+ * This thread's clock as a trace's `jsprof` member states it: `{ pid, threadId, timeOrigin }`, the
+ * time origin as the Unix epoch in ms of `performance.timeOrigin`, which the timestamps count from.
+ */
+function traceClock() {
+  if (clock === undefined) {
+    clock = {
+      pid: process.pid,
+      threadId: require('node:worker_threads').threadId,
+      timeOrigin: require('node:perf_hooks').performance.timeOrigin,
+    }
+  }
+  return clock
+}
+
+module.exports = { nowUs, timeOriginUs, traceClock, TIME_ORIGIN_SOURCE }

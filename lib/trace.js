@@ -6,7 +6,9 @@
 // (docs/bench.md#the-goal-and-why-sample-heavy-profiles-miss-it).
 // Every dictionary has its members in lexicographic order, as WebIDL builds them (and so as
 // JSON.stringify of Chrome's trace reads): trace {frames, resources, samples, stacks}, frame {column,
-// line, name, resourceId}, stack {frameId, parentId}, sample {marker, stackId, timestamp}.
+// line, name, resourceId}, stack {frameId, parentId}, sample {marker, stackId, timestamp}. A trace of
+// ours that is not a Profiler's (a request profile, a continuous chunk) has the extension member
+// `jsprof` where that order puts it, after `frames` (crates/jsprof-core/src/trace/extension.rs).
 
 const MARKERS = [undefined, 'script', 'gc', 'other', 'style', 'layout', 'paint']
 
@@ -22,9 +24,10 @@ function makeSample(marker, stackId, timestamp) {
   return marker === undefined ? { stackId, timestamp } : { marker, stackId, timestamp }
 }
 
-/** A ProfilerTrace with its members in WebIDL's order. */
-function makeTrace(frames, resources, samples, stacks) {
-  return { frames, resources, samples, stacks }
+/** A ProfilerTrace with its members in WebIDL's order; `jsprof` only when given (not undefined). */
+function makeTrace(frames, resources, samples, stacks, jsprof) {
+  if (jsprof === undefined) return { frames, resources, samples, stacks }
+  return { frames, jsprof, resources, samples, stacks }
 }
 
 function assembleTrace(parts) {
@@ -42,20 +45,33 @@ function assembleTrace(parts) {
     const stackId = stackIds[i]
     samples[i] = makeSample(MARKERS[markers[i]], stackId >= 0 ? stackId : undefined, timestamps[i])
   }
-  return makeTrace(tables.frames, tables.resources, samples, stacks)
+  return makeTrace(tables.frames, tables.resources, samples, stacks, tables.jsprof)
 }
 
 /**
  * The trace of a Rust Recording, timestamps relative to `originUs`: built at once when it is small,
- * else off the main thread (a promise). The recording is empty afterwards.
+ * else off the main thread (a promise). The recording is empty afterwards. With `clock` (`{ pid,
+ * threadId, timeOrigin }`) the trace has the `jsprof` member: the clock, and what weighing its samples
+ * needs, which the recording knows (the interval, a request's windows); without, it is a plain spec
+ * trace (a Profiler's).
  */
-function buildTrace(recording, originUs) {
-  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES) return JSON.parse(recording.buildJson(originUs))
-  return recording.build(originUs).then(assembleTrace)
+function buildTrace(recording, originUs, clock) {
+  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES) return JSON.parse(recording.buildJson(originUs, clock))
+  return recording.build(originUs, clock).then(assembleTrace)
 }
 
-function emptyTrace() {
-  return makeTrace([], [], [], [])
+/**
+ * A trace of no samples. With `clock` (as buildTrace takes it), its `jsprof` member says so and the
+ * interval (`intervalUs`) it was sampled at, as a Recording's trace would (members in lexicographic
+ * order); with `cut`, also that it was cut to windows, none of which holds a sample.
+ */
+function emptyTrace(clock, intervalUs, cut = false) {
+  if (clock === undefined) return makeTrace([], [], [], [])
+  const { pid, threadId, timeOrigin } = clock
+  const jsprof = cut
+    ? { pid, sampleInterval: intervalUs / 1000, threadId, timeOrigin, windows: [] }
+    : { pid, sampleInterval: intervalUs / 1000, threadId, timeOrigin }
+  return makeTrace([], [], [], [], jsprof)
 }
 
 module.exports = { assembleTrace, buildTrace, emptyTrace, makeSample, makeTrace }

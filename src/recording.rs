@@ -61,13 +61,16 @@ impl Recording {
     }
 
     /// Builds the trace off the main thread. The recording hands its samples to the task and is empty
-    /// afterwards, so what it held is released as soon as the trace is built.
+    /// afterwards, so what it held is released as soon as the trace is built. With `clock`, the trace
+    /// has a `jsprof` member: the clock and what weighing its samples needs (see
+    /// `jsprof_core::Recording::into_trace_with`); without, it is a plain spec trace (a `Profiler`'s).
     #[napi(ts_return_type = "Promise<TraceParts>")]
-    pub fn build(&mut self, time_origin_us: f64) -> AsyncTask<BuildTrace> {
+    pub fn build(&mut self, time_origin_us: f64, clock: Option<TraceSidecar>) -> AsyncTask<BuildTrace> {
         let recording = self.inner.take();
         AsyncTask::new(BuildTrace {
             recording,
             time_origin_us,
+            clock: clock.map(|c| c.clock()),
         })
     }
 
@@ -87,12 +90,15 @@ impl Recording {
     /// The trace as JSON text, built on the calling thread: for the few samples of one request or a
     /// short Profiler this is cheaper than a thread-pool hop (`build`) and than typed-array columns
     /// (one string, one `JSON.parse`; the members are already in WebIDL's order). The recording is
-    /// empty afterwards.
+    /// empty afterwards. `clock` as for `build`.
     #[napi(catch_unwind)]
-    pub fn build_json(&mut self, time_origin_us: f64) -> Result<String> {
+    pub fn build_json(&mut self, time_origin_us: f64, clock: Option<TraceSidecar>) -> Result<String> {
         let recording = self.inner.take();
-        serde_json::to_string(&recording.into_trace(time_origin_us))
-            .map_err(|e| Error::from_reason(e.to_string()))
+        let trace = match clock {
+            Some(clock) => recording.into_trace_with(time_origin_us, clock.clock()),
+            None => recording.into_trace(time_origin_us),
+        };
+        serde_json::to_string(&trace).map_err(|e| Error::from_reason(e.to_string()))
     }
 
     /// The trace file of the kept samples (timestamps relative to `timeOriginUs`, V8's clock), built on
@@ -101,7 +107,10 @@ impl Recording {
     #[napi(catch_unwind)]
     pub fn build_file(&mut self, time_origin_us: f64, sidecar: TraceSidecar) -> RecordedTrace {
         let recording = self.inner.take();
-        recorded(&recording.into_trace(time_origin_us), &sidecar)
+        recorded(
+            recording.into_trace_with(time_origin_us, sidecar.clock()),
+            &sidecar,
+        )
     }
 
     /// Converts the samples as each chunk comes and lets the chunk go (see
@@ -117,6 +126,7 @@ impl Recording {
 pub struct BuildTrace {
     recording: core::Recording,
     time_origin_us: f64,
+    clock: Option<core::Extension>,
 }
 
 impl Task for BuildTrace {
@@ -126,7 +136,10 @@ impl Task for BuildTrace {
     fn compute(&mut self) -> Result<PlainParts> {
         guarded("building a trace", || {
             let recording = self.recording.take();
-            PlainParts::from_trace(recording.into_trace(self.time_origin_us))
+            PlainParts::from_trace(match self.clock.take() {
+                Some(clock) => recording.into_trace_with(self.time_origin_us, clock),
+                None => recording.into_trace(self.time_origin_us),
+            })
         })
     }
 

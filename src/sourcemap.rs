@@ -148,6 +148,7 @@ impl Columns {
             frames,
             stacks,
             samples: Vec::new(),
+            jsprof: None,
         };
         trace.validate().map_err(core_error)?;
         Ok(trace)

@@ -2,19 +2,26 @@
 //! samples on the way): from a side file's chunk lines (`traceFromChunkLines`) or from a V8 CPU
 //! profile (`traceFileFromCpuProfile`, `jsprof attach`'s). The formats: `jsprof_core::trace_file_json`.
 
-use jsprof_core::{span_ms, trace_file_json, trace_from_lines, ProfilerTrace, Sidecar};
+use jsprof_core::{span_ms, trace_file_json, trace_from_lines, Extension, ProfilerTrace};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::core_error;
 use crate::own_code::own_code;
 
-/// The `jsprof` member of a recorded trace (see `jsprof_core::Sidecar`).
+/// The clock fields of a trace's `jsprof` member (see `jsprof_core::Extension`), as the recorder
+/// knows them: the process, the thread (0: main), the Unix epoch (ms) of its time origin.
 #[napi(object)]
 pub struct TraceSidecar {
     pub pid: Option<u32>,
     pub thread_id: Option<u32>,
     pub time_origin: Option<f64>,
+}
+
+impl TraceSidecar {
+    pub(crate) fn clock(&self) -> Extension {
+        Extension::clock(self.pid, self.thread_id, self.time_origin)
+    }
 }
 
 /// A trace file's bytes and what `jsprof record` says about it.
@@ -25,13 +32,13 @@ pub struct RecordedTrace {
     pub duration_ms: f64,
 }
 
-/// The trace file of `trace` with `sidecar`, and what `jsprof record` says about it.
-pub(crate) fn recorded(trace: &ProfilerTrace, sidecar: &TraceSidecar) -> RecordedTrace {
-    let sidecar = Sidecar::new(sidecar.pid, sidecar.thread_id, sidecar.time_origin);
+/// The trace file of `trace` with `sidecar`'s clock in its `jsprof` member, and what `jsprof record`
+/// says about it.
+pub(crate) fn recorded(mut trace: ProfilerTrace, sidecar: &TraceSidecar) -> RecordedTrace {
     RecordedTrace {
-        json: trace_file_json(trace, &sidecar).into(),
+        json: trace_file_json(&mut trace, &sidecar.clock()).into(),
         samples: trace.samples.len() as u32,
-        duration_ms: span_ms(trace),
+        duration_ms: span_ms(&trace),
     }
 }
 
@@ -46,7 +53,7 @@ pub fn trace_from_chunk_lines(
 ) -> RecordedTrace {
     let text = String::from_utf8_lossy(lines);
     let (trace, _) = trace_from_lines(&text, interval_us, time_origin_us, own_code());
-    recorded(&trace, &sidecar)
+    recorded(trace, &sidecar)
 }
 
 /// The trace file of a V8 CPU profile given as JSON text (UTF-8 bytes), timestamps relative to
@@ -60,5 +67,5 @@ pub fn trace_file_from_cpu_profile(
     let text = String::from_utf8_lossy(json);
     let origin = time_origin_us.filter(|t| t.is_finite());
     let trace = jsprof_core::trace_from_json(&text, origin, None).map_err(core_error)?;
-    Ok(recorded(&trace, &sidecar))
+    Ok(recorded(trace, &sidecar))
 }

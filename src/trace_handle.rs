@@ -32,27 +32,22 @@ pub struct TraceTiming {
     pub samples: u32,
     /// Latest minus earliest sample time, ms.
     pub duration_ms: f64,
-    /// The median gap between samples in time order, ms (0 with fewer than 2).
+    /// The trace's interval, ms: its `jsprof.sampleInterval`, else the median gap between samples in
+    /// time order (0 with fewer than 2).
     pub interval_ms: f64,
+    /// The time the samples stand for, ms (the sum of their weights).
+    pub sampled_ms: f64,
 }
 
-/// What `readProfileFile` read: the trace, its format, and a trace file's sidecar.
+/// What `readProfileFile` read: the trace, its format, and a trace file's `jsprof` member.
 #[napi(object, object_from_js = false)]
 pub struct ProfileFile<'env> {
     pub trace: ClassInstance<'env, TraceHandle>,
     #[napi(ts_type = "'trace' | 'cpuprofile'")]
     pub format: String,
-    /// A trace file's `jsprof` member (`jsprof record`'s), when it is an object.
-    pub sidecar: Option<FileSidecar>,
-}
-
-/// The numbers of a trace file's `jsprof` member as JSON has them (absent when not a number): the CLI
-/// checks them as it checks the same options given.
-#[napi(object)]
-pub struct FileSidecar {
-    pub time_origin: Option<f64>,
-    pub pid: Option<f64>,
-    pub thread_id: Option<f64>,
+    /// A trace file's `jsprof` member (`jsprof record`'s, a request profile's …) as JSON text, checked
+    /// with the trace (`jsprof_core::Extension`); absent when the file has none.
+    pub jsprof: Option<String>,
 }
 
 /// A profile file's bytes (UTF-8, read as `Buffer#toString` reads them) as the CLI reads them, in one
@@ -69,11 +64,10 @@ pub fn read_profile_file<'env>(env: &'env Env, bytes: &[u8]) -> Result<ProfileFi
         core::FileFormat::Trace => "trace",
         core::FileFormat::CpuProfile => "cpuprofile",
     };
-    let sidecar = file.sidecar.map(|s| FileSidecar {
-        time_origin: s.time_origin,
-        pid: s.pid,
-        thread_id: s.thread_id,
-    });
+    let jsprof = match &file.trace.jsprof {
+        Some(e) => Some(serde_json::to_string(e).map_err(|e| Error::from_reason(e.to_string()))?),
+        None => None,
+    };
     let trace = TraceHandle {
         inner: Arc::new(file.trace),
     }
@@ -81,7 +75,7 @@ pub fn read_profile_file<'env>(env: &'env Env, bytes: &[u8]) -> Result<ProfileFi
     Ok(ProfileFile {
         trace,
         format: format.to_owned(),
-        sidecar,
+        jsprof,
     })
 }
 
@@ -110,6 +104,7 @@ impl TraceHandle {
             samples: timing.samples as u32,
             duration_ms: timing.duration_ms,
             interval_ms: timing.interval_ms,
+            sampled_ms: timing.sampled_ms,
         }
     }
 
@@ -138,6 +133,7 @@ impl TraceHandle {
             frames: tables.frames,
             stacks: tables.stacks,
             samples: Vec::new(),
+            jsprof: None,
         };
         let inner = ProfilerTrace::with_tables(&mut self.inner, tables, &stack_map).map_err(core_error)?;
         Ok(TraceHandle { inner })

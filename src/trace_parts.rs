@@ -13,7 +13,7 @@ use napi_derive::napi;
 /// `{ timestamp, stackId?, marker? }` objects.
 #[napi(object)]
 pub struct TraceParts {
-    /// `{"frames":[…],"resources":[…]}`
+    /// `{"frames":[…],"jsprof":{…},"resources":[…]}` (`jsprof` only when the trace has the member)
     pub tables: String,
     pub stack_frames: Uint32Array,
     /// -1 where the stack has no parent.
@@ -74,10 +74,13 @@ impl PlainParts {
         #[derive(serde::Serialize)]
         struct Tables<'a> {
             frames: &'a [jsprof_core::Frame],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            jsprof: Option<&'a jsprof_core::Extension>,
             resources: &'a [String],
         }
         let json = serde_json::to_string(&Tables {
             frames: &tables.frames,
+            jsprof: tables.jsprof.as_ref(),
             resources: &tables.resources,
         })
         .map_err(|e| Error::from_reason(e.to_string()))?;

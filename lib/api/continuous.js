@@ -12,7 +12,7 @@
 // trace is built off the main thread and only its sample objects are zipped on it (see lib/trace.js).
 
 const { rethrowTyped } = require('../native')
-const { nowUs, timeOriginUs } = require('../clock')
+const { nowUs, timeOriginUs, traceClock } = require('../clock')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
 const { readOptions, mandatory, number, func, any } = require('../args')
 const { getHeapSampler } = require('../heap/sampler')
@@ -115,7 +115,7 @@ class ContinuousProfiler {
     const origin = timeOriginUs()
     const done = getSampler()
       .finish(old.sub)
-      .then(() => old.sub.trace(origin))
+      .then(() => old.sub.trace(origin, traceClock()))
       .catch(rethrowTyped)
       .then((trace) => {
         this.stats.chunks++

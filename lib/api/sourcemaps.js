@@ -223,7 +223,9 @@ async function resolveSourceMaps(trace, options) {
   }
   await nextTurn()
   const samples = await renumberSamples(trace.samples, out.stackMap)
-  return { trace: makeTrace(frames, resources, samples, stacks), stats: JSON.parse(out.stats) }
+  // The samples keep their times, so the `jsprof` member (the clock, what weighs the samples) stays true.
+  const jsprof = trace.jsprof === null ? undefined : trace.jsprof
+  return { trace: makeTrace(frames, resources, samples, stacks, jsprof), stats: JSON.parse(out.stats) }
 }
 
 module.exports = { resolveSourceMaps, DEFAULT_MAX_MAP_SIZE }

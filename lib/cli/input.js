@@ -110,7 +110,8 @@ function traceProblem(trace) {
 
 /**
  * Reads `file` -> { trace, format: 'trace'|'cpuprofile', clock?, thread? } (`clock` and `thread` from a
- * trace file's `jsprof` sidecar), or for a heap profile { heap, format: 'heap', clock, thread }. Every failure is a CliError (exit 2) whose message names the file and
+ * trace file's `jsprof` member), or for a heap profile { heap, format: 'heap', clock, thread }. Every
+ * failure is a CliError (exit 2) whose message names the file and
  * the problem.
  */
 function readTrace(file) {
@@ -133,9 +134,10 @@ function readTrace(file) {
     binding.TraceHandle.releaseInput(bytes.buffer)
   }
   if (read.format === 'cpuprofile') return { trace: read.trace, format: 'cpuprofile' }
-  // The sidecar (jsprof record's time origin, pid and thread) is not in the native trace: the commands
-  // pass it to the exporters as options, by the rule the same options given follow.
-  const data = { jsprof: read.sidecar ?? undefined }
+  // The trace's `jsprof` member (checked with the trace in Rust): the commands pass its clock (jsprof
+  // record's time origin, pid and thread) to the exporters as options, by the rule the same options
+  // given follow.
+  const data = { jsprof: read.jsprof ? JSON.parse(read.jsprof) : undefined }
   return { trace: read.trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
 }
 
@@ -159,21 +161,22 @@ function readHeap(file, bytes, binding, callNative) {
 }
 
 /**
- * Which thread a trace of `jsprof record` holds, from its sidecar (`jsprof: { pid, threadId }`):
+ * Which thread a trace of `jsprof record` holds, from its `jsprof: { pid, threadId }` member:
  * `main thread of pid 123`, `worker thread 2 of pid 123`; null for other traces.
  */
 function threadOf(data) {
-  const sidecar = data.jsprof
-  if (sidecar === null || typeof sidecar !== 'object') return null
-  const { pid, threadId } = sidecar
+  const jsprof = data.jsprof
+  if (jsprof === null || typeof jsprof !== 'object') return null
+  const { pid, threadId } = jsprof
   if (!Number.isInteger(threadId) || threadId < 0) return null
   const of = Number.isInteger(pid) && pid > 0 ? ` of pid ${pid}` : ''
   return threadId === 0 ? `main thread${of}` : `worker thread ${threadId}${of}`
 }
 
 /**
- * `{ samples, durationMs, intervalMs }` of a trace the CLI read: how many samples, from the earliest to
- * the latest, at which median interval (computed in Rust, as the exporters weigh samples).
+ * `{ samples, durationMs, intervalMs, sampledMs }` of a trace the CLI read: how many samples, from the
+ * earliest to the latest, at which interval (the trace's, else the median gap), standing for how much
+ * time (computed in Rust by the rule the exporters weigh samples by).
  */
 function timingOf(trace) {
   return trace.timing()

@@ -150,11 +150,14 @@ class Subscription {
     if (this.#onFull) this.#onFull(this.ownerNow())
   }
 
-  /** Its trace, timestamps relative to `originUs` (a promise when large); the samples are released. */
-  trace(originUs) {
+  /**
+   * Its trace, timestamps relative to `originUs` (a promise when large); the samples are released.
+   * With `clock`, the trace has the `jsprof` member (see lib/trace.js buildTrace).
+   */
+  trace(originUs, clock) {
     const recording = this.recording
     this.recording = null
-    return recording === null ? emptyTrace() : buildTrace(recording, originUs)
+    return recording === null ? emptyTrace(clock, this.intervalUs) : buildTrace(recording, originUs, clock)
   }
 }
 

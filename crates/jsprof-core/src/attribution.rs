@@ -54,6 +54,21 @@ pub enum Kind {
 /// V8's script name for `vm` code compiled without a filename.
 pub(crate) const VM_ANONYMOUS: &str = "evalmachine.<anonymous>";
 
+/// The one name every view gives the code a frame belongs to, by package: `summarize`'s and `jsprof
+/// report`'s rows, the `package` label of pprof and OTLP samples, the flame graphs' tooltips. App and
+/// dependency code is its package's name (an app's from its `package.json`); code of no package is its
+/// kind in parentheses: `(app)`, `(dependency)`, `(node)`, `(native)`, and generated code
+/// `(generated)` (which the views that know its caller name by it: [`generated_name`]). npm forbids
+/// parentheses in package names, so such a name is never a package's — `node` and `native` are both
+/// names of real npm packages.
+pub(crate) fn package_name(attribution: &Attribution) -> String {
+    match (attribution.kind, &attribution.package) {
+        (Kind::App | Kind::Dependency, Some(package)) => package.clone(),
+        (Kind::Generated, _) => generated_name(None),
+        (kind, _) => format!("({})", kind.as_str()),
+    }
+}
+
 /// How generated code is named where a package would be: by the package of the code that called it,
 /// `(generated, called from express)`, or `(generated)` when no app or dependency code called it.
 pub(crate) fn generated_name(caller: Option<&str>) -> String {

@@ -46,9 +46,19 @@ impl IntervalSet {
 
     /// Whether `t` lies in one of the intervals.
     pub(crate) fn contains(&self, t: f64) -> bool {
+        self.index_of(t).is_some()
+    }
+
+    /// The index of the interval `t` lies in, if any.
+    pub(crate) fn index_of(&self, t: f64) -> Option<usize> {
         // The first interval that ends at or after t is the only candidate.
         let i = self.intervals.partition_point(|&(_, end)| end < t);
-        self.intervals.get(i).is_some_and(|&(begin, _)| begin <= t)
+        self.intervals.get(i).filter(|&&(begin, _)| begin <= t).map(|_| i)
+    }
+
+    /// The `i`-th interval (ascending), as `(begin, end)`.
+    pub(crate) fn get(&self, i: usize) -> Option<(f64, f64)> {
+        self.intervals.get(i).copied()
     }
 
     /// How many of `samples` lie inside the set. Exact for samples in any order (V8 records a few

@@ -44,8 +44,9 @@ mod v8;
 pub use error::{Error, ErrorKind, Result};
 pub use text::{markup as markup_text, visible as visible_text};
 
-// The trace: its tables, its validation (ProfilerTrace::from_json, ::validate) and its timing.
-pub use trace::{Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
+// The trace: its tables, its extension member, its validation (ProfilerTrace::from_json, ::validate),
+// its timing and the weight of its samples.
+pub use trace::{Extension, Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
 
 // The V8 CPU profile format, and V8's sampling heap profile.
 pub use v8::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
@@ -60,8 +61,8 @@ pub use convert::{
 };
 
 // Recordings, jsprof record's files, and the files the CLI reads.
-pub use profile_file::{read_profile_file, FileFormat, FileSidecar, ProfileFile};
-pub use record_file::{span_ms, trace_file_json, trace_from_lines, Sidecar};
+pub use profile_file::{read_profile_file, FileFormat, ProfileFile};
+pub use record_file::{span_ms, trace_file_json, trace_from_lines};
 pub use recording::{Added, Chunk, Recording};
 
 // Reading a valid trace: attribution, summaries, source maps.

@@ -1,5 +1,5 @@
 //! A profile file as the CLI reads it (`jsprof report`, `convert`, `flamegraph`, `diff`): a
-//! ProfilerTrace's JSON (as `jsprof record` writes it, with its `jsprof` sidecar) or a V8 CPU profile
+//! ProfilerTrace's JSON (as `jsprof record` writes it, with its `jsprof` member) or a V8 CPU profile
 //! (`.cpuprofile`, or the inspector's `{ "profile": … }` reply), told apart by content: a `nodes` array
 //! makes a V8 profile. [`read_profile_file`] reads the text once more than the format's own reader at
 //! most, validates it by that format's one check (`ProfilerTrace::from_json`, or the V8 conversion then
@@ -13,7 +13,6 @@ use std::borrow::Cow;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::value::RawValue;
 
 use crate::convert::trace_from_json;
 use crate::error::{Error, Result};
@@ -29,23 +28,12 @@ pub enum FileFormat {
     CpuProfile,
 }
 
-/// The numbers of a trace file's `jsprof` member (`jsprof record`'s sidecar) as JSON numbers, exactly
-/// as JavaScript reads them; a member that is not a number is left out. The caller decides what it
-/// accepts (a finite time origin, a positive integer pid, …), as it does for the same options given.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct FileSidecar {
-    pub time_origin: Option<f64>,
-    pub pid: Option<f64>,
-    pub thread_id: Option<f64>,
-}
-
-/// What a profile file held: the trace, which format it came in, and a trace file's sidecar (when its
-/// `jsprof` member is an object).
+/// What a profile file held: the trace (a trace file's `jsprof` member in it, read and checked with
+/// the trace: `crate::Extension`) and which format it came in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfileFile {
     pub trace: ProfilerTrace,
     pub format: FileFormat,
-    pub sidecar: Option<FileSidecar>,
 }
 
 /// Reads a profile file's text (see the module's contract).
@@ -53,7 +41,6 @@ pub fn read_profile_file(text: &str) -> Result<ProfileFile> {
     let cpu_profile = |trace| ProfileFile {
         trace,
         format: FileFormat::CpuProfile,
-        sidecar: None,
     };
     // A V8 profile goes to the one pass first: ten million samples are read once, not twice.
     let mut as_v8 = None;
@@ -99,7 +86,6 @@ pub fn read_profile_file(text: &str) -> Result<ProfileFile> {
     Ok(ProfileFile {
         trace,
         format: FileFormat::Trace,
-        sidecar: outline.sidecar,
     })
 }
 
@@ -112,14 +98,13 @@ fn v8_trace(text: &str) -> Result<ProfilerTrace> {
 }
 
 /// What the top level of a JSON text is, read without keeping anything else: whether it is an object,
-/// whether its `nodes` is an array, whether it has any of a trace's members, and its `jsprof` sidecar.
-/// A member given twice counts as its last value, as `JSON.parse` reads it.
+/// whether its `nodes` is an array, whether it has any of a trace's members. A member given twice counts
+/// as its last value, as `JSON.parse` reads it.
 #[derive(Debug, Default)]
 struct Outline {
     object: bool,
     nodes_array: bool,
     trace_members: bool,
-    sidecar: Option<FileSidecar>,
 }
 
 impl Outline {
@@ -159,7 +144,6 @@ enum Member {
     Frames,
     Stacks,
     Samples,
-    Jsprof,
     #[serde(other)]
     Other,
 }
@@ -213,7 +197,6 @@ impl<'de> Visitor<'de> for OutlineSeed {
                     outline.trace_members = true;
                     map.next_value::<IgnoredAny>()?;
                 }
-                Member::Jsprof => outline.sidecar = map.next_value_seed(SidecarSeed)?,
                 Member::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -258,79 +241,6 @@ impl<'de> Visitor<'de> for IsArray {
     }
 }
 
-/// The `jsprof` member: its three numbers when it is an object, `None` otherwise.
-struct SidecarSeed;
-
-#[derive(Deserialize)]
-#[serde(field_identifier, rename_all = "camelCase")]
-enum SidecarMember {
-    TimeOrigin,
-    Pid,
-    ThreadId,
-    #[serde(other)]
-    Other,
-}
-
-impl<'de> DeserializeSeed<'de> for SidecarSeed {
-    type Value = Option<FileSidecar>;
-
-    fn deserialize<D: Deserializer<'de>>(
-        self,
-        deserializer: D,
-    ) -> std::result::Result<Self::Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SidecarSeed {
-    type Value = Option<FileSidecar>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    not_an_object!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
-
-    fn visit_unit<E: de::Error>(self) -> std::result::Result<Self::Value, E> {
-        Ok(None)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Self::Value, A::Error> {
-        let mut sidecar = FileSidecar::default();
-        while let Some(member) = map.next_key::<SidecarMember>()? {
-            let slot = match member {
-                SidecarMember::TimeOrigin => &mut sidecar.time_origin,
-                SidecarMember::Pid => &mut sidecar.pid,
-                SidecarMember::ThreadId => &mut sidecar.thread_id,
-                SidecarMember::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-            };
-            // The number's own text, read as JavaScript reads it (correctly rounded; 1e400 is
-            // Infinity), not as serde_json's faster float parsing, which may differ in the last bit.
-            let raw: &RawValue = map.next_value()?;
-            *slot = js_number(raw.get());
-        }
-        Ok(Some(sidecar))
-    }
-}
-
-/// A JSON value's text as the number JavaScript reads from it, when it is a number.
-fn js_number(raw: &str) -> Option<f64> {
-    let raw = raw.trim();
-    let first = raw.bytes().next()?;
-    if first != b'-' && !first.is_ascii_digit() {
-        return None;
-    }
-    raw.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -351,7 +261,7 @@ mod tests {
         let v8 = read_profile_file(V8).unwrap();
         assert_eq!(v8.format, FileFormat::CpuProfile);
         assert_eq!(v8.trace, trace_from_json(V8, None, None).unwrap());
-        assert_eq!(v8.sidecar, None);
+        assert_eq!(v8.trace.jsprof, None);
         // The inspector's reply, and a key written with an escape (no `"nodes"` in the text).
         let wrapped = format!("{{\"profile\":{V8}}}");
         assert_eq!(
@@ -365,39 +275,36 @@ mod tests {
         let trace = read_profile_file(&json).unwrap();
         assert_eq!(trace.format, FileFormat::Trace);
         assert_eq!(trace.trace, sample_trace());
-        assert_eq!(trace.sidecar, None);
+        assert_eq!(trace.trace.jsprof, None);
         // A trace whose frame is named "nodes" is still a trace.
         let named = json.replacen("\"main\"", "\"nodes\"", 1);
         assert_eq!(read_profile_file(&named).unwrap().format, FileFormat::Trace);
     }
 
     #[test]
-    fn reads_the_sidecar_numbers_as_javascript_does() {
+    fn a_trace_files_jsprof_member_is_read_and_checked_with_the_trace() {
         let json = serde_json::to_string(&sample_trace()).unwrap();
-        let with = |sidecar: &str| {
-            let text = format!("{{\"jsprof\":{sidecar},{}", &json[1..]);
-            read_profile_file(&text).unwrap().sidecar
-        };
+        let with = |jsprof: &str| read_profile_file(&format!("{{\"jsprof\":{jsprof},{}", &json[1..]));
+        let read = with(r#"{"pid":42,"threadId":0,"timeOrigin":1732012345678.1235}"#).unwrap();
         assert_eq!(
-            with(r#"{"pid":42,"threadId":0,"timeOrigin":1732012345678.1235}"#),
-            Some(FileSidecar {
-                time_origin: Some(1732012345678.1235),
-                pid: Some(42.0),
-                thread_id: Some(0.0)
-            })
+            read.trace.jsprof,
+            Some(crate::Extension::clock(
+                Some(42),
+                Some(0),
+                Some(1732012345678.1235)
+            ))
         );
-        let odd = with(r#"{"pid":"42","threadId":[1],"timeOrigin":1e400,"x":{"pid":1},"pid":-3.5}"#).unwrap();
+        assert_eq!(with("null").unwrap().trace.jsprof, None);
+        let e = with(r#"{"pid":"42"}"#).unwrap_err();
         assert_eq!(
-            (odd.pid, odd.thread_id),
-            (Some(-3.5), None),
-            "the last pid, and no array"
+            e.message,
+            r#"is not a valid ProfilerTrace: jsprof.pid: string "42" where a number belongs"#
         );
-        assert_eq!(odd.time_origin, Some(f64::INFINITY));
-        assert_eq!(with("null"), None);
-        assert_eq!(with("[1,2]"), None);
-        assert_eq!(with("{}"), Some(FileSidecar::default()));
+        let e = with(r#"{"timeOrigin":1e400}"#).unwrap_err();
+        assert!(e.message.contains("jsprof.timeOrigin"), "{}", e.message);
         // Twice: the last one, as JSON.parse keeps it.
-        assert_eq!(with(r#"{"pid":1},"jsprof":{"pid":2}"#).unwrap().pid, Some(2.0));
+        let twice = with(r#"{"pid":1},"jsprof":{"pid":2}"#);
+        assert!(twice.is_err() || twice.unwrap().trace.jsprof.unwrap().pid == Some(2));
     }
 
     #[test]
@@ -454,6 +361,6 @@ mod tests {
             r#"{"resources":[],"frames":[{"name":"a\ud800"}],"stacks":[],"samples":[],"jsprof":{"pid":7}}"#;
         let file = read_profile_file(text).unwrap();
         assert_eq!(file.trace.frames[0].name, "a\\u{d800}");
-        assert_eq!(file.sidecar.unwrap().pid, Some(7.0));
+        assert_eq!(file.trace.jsprof.unwrap().pid, Some(7));
     }
 }

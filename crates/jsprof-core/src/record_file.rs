@@ -1,6 +1,7 @@
 //! The files of `jsprof record`: the side file, where the recorder appends each harvested [`Chunk`] as
 //! it goes (so a process killed without warning still leaves its samples up to the last harvest), and
-//! the trace file it writes at the end, with the `jsprof` sidecar member beside the spec's members.
+//! the trace file it writes at the end, with the `jsprof` member (`crate::Extension`) beside the spec's
+//! members.
 //!
 //! A side-file line is `<interval µs> <V8 CPU profile JSON>`: the chunk's profile in the format
 //! [`Profile::from_json`] reads (ids are node indexes + 1, children listed, times as the signed
@@ -9,12 +10,10 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use crate::convert::OwnCode;
 use crate::error::{Error, Result};
 use crate::recording::{Chunk, Recording};
-use crate::trace::{Frame, ProfilerTrace, Stack, TraceSample};
+use crate::trace::{Extension, ProfilerTrace};
 use crate::v8::{CpuProfile, Profile};
 
 impl Chunk {
@@ -45,8 +44,9 @@ impl Chunk {
 
 /// The trace of the side file's lines: every chunk that reads back, in order, all their samples at
 /// `interval_us` (the recorder's own interval), timestamps relative to `time_origin_us`, `own` code
-/// left out. Converted chunk by chunk (a streaming recording), so a long recording's side file never
-/// sits in memory as call trees. Returns it and how many lines were skipped (torn or not chunks).
+/// left out, its `jsprof` member saying the interval. Converted chunk by chunk (a streaming recording),
+/// so a long recording's side file never sits in memory as call trees. Returns it and how many lines
+/// were skipped (torn or not chunks).
 pub fn trace_from_lines(
     text: &str,
     interval_us: f64,
@@ -67,52 +67,40 @@ pub fn trace_from_lines(
             Err(_) => skipped += 1,
         }
     }
-    (recording.into_trace(time_origin_us), skipped)
+    let trace = recording.into_trace_with(time_origin_us, Extension::default());
+    (trace, skipped)
 }
 
-/// The `jsprof` member of a recorded trace: `timeOrigin` is the Unix epoch (ms) of the recorded
-/// thread's `performance.timeOrigin`, which the timestamps count from; `threadId` is 0 for a main
-/// thread. A ProfilerTrace reader ignores it; the exporters read it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Sidecar {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub time_origin: Option<f64>,
-}
-
-impl Sidecar {
-    /// The sidecar of a recorded thread; a time origin that is not a finite number is left out.
-    pub fn new(pid: Option<u32>, thread_id: Option<u32>, time_origin: Option<f64>) -> Sidecar {
-        Sidecar {
-            pid,
+impl Extension {
+    /// The clock of a recorded thread, as its recorder knows it: `timeOrigin` is the Unix epoch (ms) of
+    /// the thread's `performance.timeOrigin`, which the timestamps count from; `threadId` is 0 for a
+    /// main thread. A time origin that is not a finite number, and a pid of 0, are left out.
+    pub fn clock(pid: Option<u32>, thread_id: Option<u32>, time_origin: Option<f64>) -> Extension {
+        Extension {
+            pid: pid.filter(|&p| p > 0),
             thread_id,
             time_origin: time_origin.filter(|t| t.is_finite()),
+            ..Extension::default()
+        }
+    }
+
+    /// This extension with `clock`'s clock fields (those it has) in place of its own.
+    pub fn with_clock(self, clock: &Extension) -> Extension {
+        Extension {
+            pid: clock.pid.or(self.pid),
+            thread_id: clock.thread_id.or(self.thread_id),
+            time_origin: clock.time_origin.or(self.time_origin),
+            ..self
         }
     }
 }
 
-/// A trace file's JSON: the spec's members and `jsprof`, all in lexicographic (WebIDL's) order.
-pub fn trace_file_json(trace: &ProfilerTrace, sidecar: &Sidecar) -> Vec<u8> {
-    #[derive(Serialize)]
-    struct TraceFile<'a> {
-        frames: &'a [Frame],
-        jsprof: &'a Sidecar,
-        resources: &'a [String],
-        samples: &'a [TraceSample],
-        stacks: &'a [Stack],
-    }
-    serde_json::to_vec(&TraceFile {
-        frames: &trace.frames,
-        jsprof: sidecar,
-        resources: &trace.resources,
-        samples: &trace.samples,
-        stacks: &trace.stacks,
-    })
-    .unwrap_or_default()
+/// A trace file's JSON: the spec's members and its `jsprof` member with `clock`'s fields set, all in
+/// lexicographic (WebIDL's) order.
+pub fn trace_file_json(trace: &mut ProfilerTrace, clock: &Extension) -> Vec<u8> {
+    let jsprof = trace.jsprof.take().unwrap_or_default().with_clock(clock);
+    trace.jsprof = (!jsprof.is_empty()).then_some(jsprof);
+    serde_json::to_vec(&*trace).unwrap_or_default()
 }
 
 /// From the earliest to the latest sample, ms (V8 records a few samples out of time order).
@@ -207,10 +195,13 @@ mod tests {
 
     #[test]
     fn the_trace_file_has_the_sidecar_in_webidl_order() {
-        let (trace, _) = trace_from_lines(&chunk().to_line(), 1000.0, 5_000.0, None);
-        let sidecar = Sidecar::new(Some(42), Some(0), Some(1.5e12));
-        assert_eq!(Sidecar::new(None, None, Some(f64::NAN)).time_origin, None);
-        let text = String::from_utf8(trace_file_json(&trace, &sidecar)).unwrap();
+        let (mut trace, _) = trace_from_lines(&chunk().to_line(), 1000.0, 5_000.0, None);
+        let clock = Extension::clock(Some(42), Some(0), Some(1.5e12));
+        assert_eq!(
+            Extension::clock(Some(0), None, Some(f64::NAN)),
+            Extension::default()
+        );
+        let text = String::from_utf8(trace_file_json(&mut trace, &clock)).unwrap();
         let keys: Vec<usize> = [
             "\"frames\"",
             "\"jsprof\"",
@@ -223,7 +214,9 @@ mod tests {
         .collect();
         assert!(keys.windows(2).all(|w| w[0] < w[1]), "{text}");
         assert!(
-            text.contains(r#""jsprof":{"pid":42,"threadId":0,"timeOrigin":1500000000000.0}"#),
+            text.contains(
+                r#""jsprof":{"pid":42,"sampleInterval":1.0,"threadId":0,"timeOrigin":1500000000000.0}"#
+            ),
             "{text}"
         );
         let back: ProfilerTrace = serde_json::from_str(&text).unwrap();

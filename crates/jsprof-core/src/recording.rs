@@ -4,13 +4,20 @@
 //! in [`Chunk`]s. Each Profiler owns a [`Recording`] that takes, from every chunk, only the samples in
 //! its own window (from its construction to its `stop()` call) and at (about) its own interval, and
 //! never more than its `maxBufferSize`. Chunks are shared (`Arc`): profilers that overlap keep one copy.
+//!
+//! A recording cut to intervals (a request's: only the times its own code ran) is a trace cut out of a
+//! longer run: its trace says what weighing its samples needs ([`Recording::into_trace_with`]: the
+//! `jsprof` member's `sampleInterval` and `windows`, see `trace/weights.rs`), and when it keeps fewer
+//! samples than V8 took it keeps one per interval of *its own* time, so each kept sample stands for one
+//! interval of it.
 
 use std::sync::Arc;
 
+use crate::convert::sample_timestamp;
 use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::intervals::IntervalSet;
-use crate::trace::{ProfilerTrace, TraceBuilder};
+use crate::trace::{Extension, ProfilerTrace, TraceBuilder, MAX_SAMPLE_INTERVAL_MS};
 use crate::v8::{InspectorColumns, Profile};
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
@@ -108,6 +115,13 @@ pub struct Recording {
     /// (index into `chunks`, index into that chunk's samples), in V8's order.
     selected: Vec<(u32, u32)>,
     next_due_us: f64,
+    /// For a recording cut to intervals that keeps fewer samples than V8 takes: the time (µs) its own
+    /// V8 samples seen since the last one kept stand for, which decides the next (NaN before the
+    /// first), and the last of them seen (its time, and the start of its interval).
+    credit_us: f64,
+    last_candidate: Option<(f64, f64)>,
+    /// The longest interval (µs) V8 ran at in a chunk this recording kept samples of.
+    kept_chunk_interval_us: f64,
     /// Time of the latest kept sample. Chunks from harvests that overlap (a full restart next to a
     /// profile that kept running) would hold the same ticks, so a later chunk's sample at or before it
     /// is one already kept. Within a chunk V8's order is kept as it is, a sample V8 reordered (a
@@ -152,6 +166,9 @@ impl Recording {
             chunks: Vec::new(),
             selected: Vec::new(),
             next_due_us: start_us,
+            credit_us: f64::NAN,
+            last_candidate: None,
+            kept_chunk_interval_us: 0.0,
             last_kept_us: f64::NEG_INFINITY,
             full: false,
             start_exclusive: false,
@@ -236,7 +253,12 @@ impl Recording {
         // A profiler at the sampler's own interval keeps every sample V8 took, bursts included (a
         // loaded machine delays V8's sampler thread, which then samples twice in quick succession):
         // that is the trace Chrome gives at that interval. A slower one keeps one sample per interval,
-        // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th.
+        // with half a sampler tick of slack so 10x the sampler's interval keeps about every 10th: by
+        // time for a contiguous window, by its own time for a recording cut to intervals: each of its
+        // V8 samples stands for the time the weighting rule gives it (the gap from the one before in
+        // the same interval, at most two ticks; one tick after a cut), and one sample is kept per
+        // interval of that time. (By wall-clock time, a request's short intervals spread over a long
+        // wait would each keep a sample, each standing for ten intervals of its time.)
         let decimate = self.interval_us > chunk.interval_us;
         let slack = chunk.interval_us / 2.0;
         let kept_before = self.last_kept_us;
@@ -246,10 +268,35 @@ impl Recording {
                 || (self.start_exclusive && t <= self.start_us)
                 || self.stop_us.is_some_and(|stop| t > stop)
                 || t <= kept_before
-                || (decimate && t < self.next_due_us)
                 || self.intervals.as_ref().is_some_and(|iv| !iv.contains(t))
             {
                 continue;
+            }
+            if decimate {
+                if self.intervals.is_none() {
+                    if t < self.next_due_us {
+                        continue;
+                    }
+                } else {
+                    let tick = chunk.interval_us;
+                    let interval = self
+                        .intervals
+                        .as_ref()
+                        .and_then(|iv| iv.index_of(t).and_then(|i| iv.get(i)))
+                        .map_or(f64::NAN, |(begin, _)| begin);
+                    let stands_for = match self.last_candidate {
+                        Some((before, its)) if its == interval && t > before => (t - before).min(2.0 * tick),
+                        _ => tick,
+                    };
+                    self.last_candidate = Some((t, interval));
+                    if self.credit_us.is_nan() {
+                        self.credit_us = self.interval_us - stands_for;
+                    }
+                    self.credit_us += stands_for;
+                    if self.credit_us < self.interval_us - slack {
+                        continue;
+                    }
+                }
             }
             if self.sample_count() >= self.max_samples as usize {
                 self.full = true;
@@ -258,11 +305,15 @@ impl Recording {
             }
             self.selected.push((chunk_index, i as u32));
             self.next_due_us = t + self.interval_us - slack;
+            if decimate && self.intervals.is_some() {
+                self.credit_us -= self.interval_us;
+            }
             self.last_kept_us = self.last_kept_us.max(t);
             added.accepted += 1;
         }
         if added.accepted > 0 {
             self.chunks.push(Arc::clone(chunk));
+            self.kept_chunk_interval_us = self.kept_chunk_interval_us.max(chunk.interval_us);
         }
         if let Some(streamed) = self.streamed.as_mut() {
             let converter = ProfileConverter::new(&chunk.profile, streamed.time_origin_us);
@@ -281,8 +332,55 @@ impl Recording {
         added
     }
 
+    /// [`Recording::into_trace`] with the `jsprof` member: `clock` (the recording's pid, thread and
+    /// time origin, as the caller knows them) and what weighing its samples needs, which the recording
+    /// knows: `sampleInterval`, the interval its samples stand for (its own, or V8's when V8 ran slower
+    /// for a while), and for a recording cut to intervals `windows`, the intervals (within its start
+    /// and stop) that hold its samples, in the trace's ms.
+    pub fn into_trace_with(self, time_origin_us: f64, clock: Extension) -> ProfilerTrace {
+        let origin = self
+            .streamed
+            .as_ref()
+            .map_or(time_origin_us, |s| s.time_origin_us);
+        let jsprof = Extension {
+            sample_interval: Some(self.interval_us.max(self.kept_chunk_interval_us) / 1000.0)
+                .filter(|ms| *ms > 0.0)
+                .map(|ms| ms.min(MAX_SAMPLE_INTERVAL_MS)),
+            windows: self.windows(origin),
+            ..clock
+        };
+        let mut trace = self.into_trace(time_origin_us);
+        trace.jsprof = (!jsprof.is_empty()).then_some(jsprof);
+        trace
+    }
+
+    /// The intervals of a cut recording that hold kept samples, clipped to its window, as `[begin,
+    /// end]` ms from `time_origin_us` (rounded as the timestamps are, so each sample stays inside its
+    /// window; two windows that meet once rounded are one). `None` for a recording not cut.
+    fn windows(&self, time_origin_us: f64) -> Option<Vec<[f64; 2]>> {
+        let set = self.intervals.as_ref()?;
+        let mut used: Vec<usize> = self
+            .selected
+            .iter()
+            .filter_map(|&(c, i)| set.index_of(self.chunks[c as usize].profile.samples[i as usize].time))
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        let mut windows: Vec<[f64; 2]> = Vec::with_capacity(used.len());
+        for (begin, end) in used.into_iter().filter_map(|i| set.get(i)) {
+            let begin = sample_timestamp(begin.max(self.start_us), time_origin_us);
+            let end = sample_timestamp(self.stop_us.map_or(end, |stop| end.min(stop)), time_origin_us);
+            match windows.last_mut() {
+                Some(last) if begin <= last[1] => last[1] = last[1].max(end),
+                _ => windows.push([begin, end]),
+            }
+        }
+        Some(windows)
+    }
+
     /// The trace of the kept samples, timestamps relative to `time_origin_us` — for a streaming
-    /// recording, to the origin it was given then.
+    /// recording, to the origin it was given then. A plain spec trace: no `jsprof` member (see
+    /// [`Recording::into_trace_with`]).
     pub fn into_trace(self, time_origin_us: f64) -> ProfilerTrace {
         match self.streamed {
             Some(streamed) => streamed.builder.finish(),
@@ -317,6 +415,7 @@ impl Recording {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Extension;
     use crate::v8::ProfileBuilder;
 
     /// A chunk with one code node and samples at the given times (µs).
@@ -517,6 +616,76 @@ mod tests {
         assert_eq!(t.frames.len(), 1, "the same function in two chunks is one frame");
         assert_eq!(t.stacks.len(), 1);
         assert!(t.samples.iter().all(|s| s.stack_id == Some(0)));
+    }
+
+    #[test]
+    fn a_cut_recording_says_its_interval_and_the_windows_that_hold_its_samples() {
+        // A request's own code ran in [900, 2_500], [4_400, 4_600] and [7_000, 7_100] µs; V8 at 1 ms.
+        let mut r = Recording::new(500.0, 1_000.0, 100);
+        r.keep_intervals(&[900.0, 2_500.0, 4_400.0, 4_600.0, 7_000.0, 7_100.0])
+            .unwrap();
+        r.add_chunk(&chunk(&every(1_000.0, 9_000.0, 1_000.0), 1_000.0));
+        r.stop_at(8_000.0);
+        let t = r.into_trace_with(500.0, Extension::clock(Some(7), Some(0), Some(1.7e12)));
+        let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, vec![0.5, 1.5, 6.5]);
+        let ext = t.jsprof.clone().unwrap();
+        assert_eq!(ext.sample_interval, Some(1.0));
+        assert_eq!(
+            ext.windows,
+            Some(vec![[0.4, 2.0], [6.5, 6.6]]),
+            "only the windows that hold samples"
+        );
+        assert_eq!((ext.pid, ext.time_origin), (Some(7), Some(1.7e12)));
+        t.validate().unwrap();
+        assert_eq!(t.sample_weights(), vec![1.0, 1.0, 1.0]);
+        // Not cut: the interval, no windows; a Profiler's plain trace has no member at all.
+        let mut plain = Recording::new(0.0, 1_000.0, 100);
+        plain.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+        let ext = plain.into_trace_with(0.0, Extension::default()).jsprof.unwrap();
+        assert_eq!((ext.sample_interval, ext.windows), (Some(1.0), None));
+        let mut plain = Recording::new(0.0, 1_000.0, 100);
+        plain.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+        assert_eq!(plain.into_trace(0.0).jsprof, None);
+    }
+
+    #[test]
+    fn a_cut_recording_slower_than_v8_keeps_one_sample_per_interval_of_its_own_time() {
+        // 1,000 short intervals of 0.3 ms, 20 ms apart (a request waiting on I/O between callbacks):
+        // 300 ms of its own time. V8 ticks every 0.1 ms; the request wants one sample per 10 ms of its
+        // time: about 30 samples, each weighing 10 ms. (Thinned by wall-clock time it kept a sample of
+        // nearly every interval: ~1,000 samples at 10 ms each, 10 s for 0.3 s of work.)
+        let mut flat = Vec::new();
+        for i in 0..1_000 {
+            let begin = i as f64 * 20_000.0 + 5.0;
+            flat.extend([begin, begin + 300.0]);
+        }
+        let mut r = Recording::new(0.0, 10_000.0, 100_000);
+        r.keep_intervals(&flat).unwrap();
+        r.add_chunk(&chunk(&every(0.0, 20_000_000.0, 100.0), 100.0));
+        let t = r.into_trace_with(0.0, Extension::default());
+        assert!(
+            (29..=31).contains(&t.samples.len()),
+            "{} samples",
+            t.samples.len()
+        );
+        let total: f64 = t.sample_weights().iter().sum();
+        assert!(
+            (290.0..=310.0).contains(&total),
+            "{total} ms for 300 ms of the request's time"
+        );
+        assert_eq!(t.jsprof.unwrap().sample_interval, Some(10.0));
+    }
+
+    #[test]
+    fn a_cut_recording_counts_late_ticks_by_their_time() {
+        // V8 asked for 1 ms ticks but, on a loaded machine, ticks every 1.5 ms: 300 ms of the request's
+        // own time (one interval) hold 200 ticks. One sample per 10 ms of that time: ~30, not 20.
+        let mut r = Recording::new(0.0, 10_000.0, 100_000);
+        r.keep_intervals(&[0.0, 300_000.0]).unwrap();
+        r.add_chunk(&chunk(&every(0.0, 299_999.0, 1_500.0), 1_000.0));
+        let n = r.sample_count();
+        assert!((29..=31).contains(&n), "{n} samples");
     }
 
     #[test]

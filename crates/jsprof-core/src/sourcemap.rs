@@ -1006,6 +1006,7 @@ mod tests {
             })
             .collect();
         ProfilerTrace {
+            jsprof: None,
             resources,
             frames,
             stacks,
@@ -1202,6 +1203,7 @@ mod tests {
         std::fs::write(dir.path().join("c.js.map"), json).unwrap();
         // stacks: 0 = f, 1 = g (both roots); 2 = f -> f
         let trace = ProfilerTrace {
+            jsprof: None,
             resources: vec![url(&script)],
             frames: vec![frame("h", 0, 1, 2), frame("h", 0, 1, 7)],
             stacks: vec![

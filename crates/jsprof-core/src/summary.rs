@@ -1,7 +1,9 @@
 //! Summaries of a `ProfilerTrace`: self and total samples and time per package, function or resource.
 //!
-//! - A sample weighs the time to the next sample; the last one weighs `sample_interval` (default: the
-//!   median gap between consecutive samples, 0 when there are fewer than two samples).
+//! - A sample weighs the time it stands for, by the trace's one rule (`trace/weights.rs`): the gap to
+//!   the next sample within its run, at most two intervals; the last of a run the interval.
+//!   `sample_interval` stands in for the trace's interval (default: its `jsprof.sampleInterval`, else
+//!   the median gap between consecutive samples).
 //! - Self: a sample is charged to the innermost frame of its stack that is app, dependency or generated
 //!   code (builtins and `node:` internals charge the code that called them). A stack without such a frame
 //!   charges its innermost `node:` frame, and a stack of builtins only its innermost frame. Samples
@@ -20,7 +22,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
+use crate::attribution::{
+    frame_without_resource, generated_name, package_name, Attribution, Attributor, Kind,
+};
 use crate::error::{Error, Result};
 use crate::trace::{round_to_microseconds, Marker, ProfilerTrace};
 
@@ -98,9 +102,8 @@ impl Rows {
     }
 }
 
-/// A summary of `trace` by `by`. Each sample weighs the gap to the next sample in time order (V8
-/// reorders some samples, and a trace keeps V8's order); the last one weighs `sample_interval` ms
-/// (default: the median gap between samples in time order). Fails with a `Type` error when the trace
+/// A summary of `trace` by `by`. Each sample weighs the time it stands for (`trace/weights.rs`), with
+/// `sample_interval` ms as the trace's interval when given. Fails with a `Type` error when the trace
 /// is malformed (see [`ProfilerTrace::validate`]) or `sample_interval` is not a finite number >= 0.
 pub fn summarize(
     trace: &ProfilerTrace,
@@ -114,7 +117,7 @@ pub fn summarize(
             "sampleInterval must be a finite number >= 0, got {interval}"
         )));
     }
-    let weights = crate::trace::sample_durations_with_last(&trace.samples, sample_interval);
+    let weights = crate::trace::Weigher::new(trace, sample_interval).by_sample();
     Ok(summarize_weighted(trace, &weights, None, by, attributor))
 }
 
@@ -144,19 +147,11 @@ pub(crate) fn summarize_weighted(
                 slot.1 += weight;
             }
             None => {
-                let kind = match sample.marker {
-                    None => "idle",
-                    Some(Marker::Gc) => "gc",
-                    Some(Marker::Other) => "other",
-                    Some(Marker::Script) => "script",
-                    Some(Marker::Style) => "style",
-                    Some(Marker::Layout) => "layout",
-                    Some(Marker::Paint) => "paint",
-                };
+                let (kind, name) = stackless_row(sample.marker);
                 let id = rows.id(
                     Key {
                         kind,
-                        name: format!("({kind})"),
+                        name: name.to_owned(),
                         version: None,
                     },
                     None,
@@ -321,6 +316,21 @@ fn held((count, weight): (u64, f64)) -> bool {
     count > 0 || weight > 0.0
 }
 
+/// The kind and name of the row of a sample without a JS stack, by its marker: `idle` `(idle)` (no
+/// marker), `gc` `(gc)`, `other` `(other)` (V8's `(program)`), and `(<marker>)` for any other marker.
+/// Every view names them so: `summarize`, `jsprof report`, the `kind`/`package` labels of pprof and OTLP.
+pub(crate) fn stackless_row(marker: Option<Marker>) -> (&'static str, &'static str) {
+    match marker {
+        None => ("idle", "(idle)"),
+        Some(Marker::Gc) => ("gc", "(gc)"),
+        Some(Marker::Other) => ("other", "(other)"),
+        Some(Marker::Script) => ("script", "(script)"),
+        Some(Marker::Style) => ("style", "(style)"),
+        Some(Marker::Layout) => ("layout", "(layout)"),
+        Some(Marker::Paint) => ("paint", "(paint)"),
+    }
+}
+
 /// The stacks in an order where each parent comes before its children (validate() made sure parent
 /// chains end), in time linear in the number of stacks.
 fn parent_first(trace: &ProfilerTrace) -> Vec<usize> {
@@ -373,18 +383,8 @@ fn frame_row(
     };
     let kind = attribution.kind;
     let (name, package) = match by {
-        By::Package => {
-            let name = match (kind, attribution.package) {
-                (Kind::App | Kind::Dependency, Some(package)) => package,
-                (Kind::App, None) => "(app)".to_owned(),
-                (Kind::Dependency, None) => "(dependency)".to_owned(),
-                (Kind::Node, _) => "node".to_owned(),
-                // Replaced per caller in the walk.
-                (Kind::Generated, _) => generated_name(None),
-                (Kind::Native, _) => "native".to_owned(),
-            };
-            (name, None)
-        }
+        // Generated code's name is replaced per caller in the walk.
+        By::Package => (package_name(&attribution), None),
         By::Function => {
             let function = if frame.name.is_empty() {
                 "(anonymous)"
@@ -468,6 +468,7 @@ mod tests {
             .collect();
         let samples = (0..n).map(|i| sample(i as f64, Some(i as u32), None)).collect();
         let trace = ProfilerTrace {
+            jsprof: None,
             resources: vec!["file:///app/r.js".into()],
             frames,
             stacks,
@@ -486,6 +487,7 @@ mod tests {
 
     fn fixture() -> ProfilerTrace {
         ProfilerTrace {
+            jsprof: None,
             resources: vec![
                 "file:///p/src/main.js".into(),
                 "file:///p/node_modules/lodash/lodash.js".into(),
@@ -569,10 +571,10 @@ mod tests {
                 ("lodash", "dependency", 3, 3),
                 ("(gc)", "gc", 1, 1), // self time 2 ms
                 ("(app)", "app", 1, 4),
-                ("native", "native", 1, 4),
+                ("(native)", "native", 1, 4),
                 ("(idle)", "idle", 1, 1),
+                ("(node)", "node", 1, 1),
                 ("(other)", "other", 1, 1),
-                ("node", "node", 1, 1),
             ]
         );
         let sum: u64 = rows.iter().map(|r| r.self_samples).sum();
@@ -595,6 +597,7 @@ mod tests {
         };
         let stack = |frame_id, parent_id| Stack { frame_id, parent_id };
         ProfilerTrace {
+            jsprof: None,
             resources: vec![
                 "file:///p/src/main.js".into(),
                 "file:///p/node_modules/lodash/lodash.js".into(),
@@ -640,7 +643,7 @@ mod tests {
                 ("(generated, called from lodash)", "generated", 2, 2),
                 ("(app)", "app", 1, 6),
                 ("lodash", "dependency", 1, 3),
-                ("native", "native", 0, 1),
+                ("(native)", "native", 0, 1),
             ]
         );
         let by_function = summarize(&generated_fixture(), By::Function, None, &mut attributor()).unwrap();
@@ -747,7 +750,7 @@ mod tests {
         one.samples.truncate(1);
         let rows = summarize(&one, By::Package, None, &mut attributor()).unwrap();
         assert_eq!((rows[0].self_samples, rows[0].self_time), (1, 0.0));
-        assert_eq!(crate::trace::median_interval(&fixture().samples), 1.0);
+        assert_eq!(fixture().sample_interval(), 1.0);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 // most `maxStopDelay` ms after the response finished (plus the harvest and the trace build).
 
 const { binding, rethrowTyped } = require('../../native')
-const { timeOriginUs } = require('../../clock')
+const { timeOriginUs, traceClock } = require('../../clock')
 const { buildTrace, emptyTrace } = require('../../trace')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler')
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
@@ -166,7 +166,10 @@ class RequestProfiler {
       this.#open.delete(rec)
       let trace
       try {
-        trace = rec.recording === null ? emptyTrace() : buildTrace(rec.recording, timeOriginUs())
+        trace =
+          rec.recording === null
+            ? emptyTrace(traceClock(), this.#intervalUs, true)
+            : buildTrace(rec.recording, timeOriginUs(), traceClock())
       } catch (err) {
         trace = Promise.reject(err)
       }

@@ -121,7 +121,7 @@ async function convert(args) {
   if (!read.heap && format.heapOnly) {
     throw usage('convert', `${input} is not a heap profile: --to ${values.to} takes one`)
   }
-  const trace = await applySourceMaps(read.heap ?? read.trace, values)
+  const { trace } = await applySourceMaps(read.heap ?? read.trace, values)
   // The recording's clock (time origin, pid), for the formats that show it.
   const options = format.clock ? { ...read.clock } : undefined
   // JSON formats as the text Rust writes (no object parsed to be stringified again).
@@ -157,7 +157,7 @@ async function flamegraph(args) {
   if (values.output === '') throw usage('flamegraph', '--output must not be empty')
   const input = positionals[0]
   const read = readTrace(input)
-  const trace = await applySourceMaps(read.heap ?? read.trace, values)
+  const { trace } = await applySourceMaps(read.heap ?? read.trace, values)
   const format = values.html ? 'html' : 'svg'
   const text = api('toFlameGraph')(trace, { title: values.title ?? path.basename(input), format })
   await emit('flamegraph', values, input, derivedPath(input, `.${format}`), text)

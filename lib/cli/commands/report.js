@@ -30,12 +30,16 @@ DevTools): which code holds the bytes, sorted by self bytes.
 Options:
       --by <what>    package, function or resource (default: package)
       --top <n>      show the first n rows (default: ${DEFAULT_TOP})
-      --json         print JSON ({ file, thread?, by, samples, durationMs, intervalMs, rows }) instead of a table
+      --json         print JSON ({ file, thread?, by, samples, durationMs, intervalMs, sampledMs, rows,
+                     sourceMapsNotUsed }) instead of a table
 ${SOURCE_MAP_HELP}
   -h, --help         show this help
 
+The first line says how many samples over how long, the interval they were taken at and the time they
+stand for ("sampled": less than the span for a trace cut out of a longer run, such as a request's).
+
 Columns: self ms / total ms are the time the samples stand for (each sample weighs the gap to the
-next, as in summarize() and every export); self % and total % are those times as shares of the
+next within its run, as in summarize() and every export); self % and total % are those times as shares of the
 whole trace's time (idle included), so the % and ms columns always agree; samples counts the self
 samples; kind is app, dependency, node, generated or native (idle, gc or other for samples without
 a JS stack). Generated code (new Function, eval, vm without a filename: ajv's validators,
@@ -67,17 +71,17 @@ async function report(args) {
   const file = positionals[0]
   const read = readTrace(file)
   if (read.heap) return heapReport(file, read, by, top, values)
-  const trace = await applySourceMaps(read.trace, values)
+  const { trace, notUsed } = await applySourceMaps(read.trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)
   // Every sample is some row's self time once: their sum is the trace's time.
   const totalTime = all.reduce((sum, row) => sum + row.selfTime, 0)
-  const { samples: total, durationMs, intervalMs } = timingOf(trace)
+  const { samples: total, durationMs, intervalMs, sampledMs } = timingOf(trace)
 
   if (values.json) {
     const thread = read.thread ?? undefined
     await writeStdout(
-      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, rows }, null, 2)}\n`,
+      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, sampledMs, rows, sourceMapsNotUsed: notUsed }, null, 2)}\n`,
     )
     return 0
   }
@@ -88,6 +92,7 @@ async function report(args) {
   const summary =
     `${visible(file)}${read.thread ? ` (${read.thread})` : ''}: ${total} samples over ${formatDuration(durationMs)}` +
     (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +
+    (total > 0 ? `, ${formatDuration(sampledMs)} sampled` : '') +
     `, by ${by}${shown}`
   const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']
   const cells = rows.map((row) => [
@@ -109,7 +114,7 @@ async function report(args) {
 
 /** The report of a heap profile: which code holds the bytes (inuse) or allocated them (allocated). */
 async function heapReport(file, read, by, top, values) {
-  const heap = await applySourceMaps(read.heap, values)
+  const { trace: heap } = await applySourceMaps(read.heap, values)
   const all = api('summarize')(heap, { by })
   const rows = all.slice(0, top)
   const totalSize = all.reduce((sum, row) => sum + row.selfSize, 0)

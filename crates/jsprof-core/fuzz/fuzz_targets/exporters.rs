@@ -44,6 +44,7 @@ fn trace_of(data: &[u8]) -> ProfilerTrace {
         frames,
         stacks,
         samples,
+        jsprof: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! Folded stacks, the input of `flamegraph.pl` and inferno: one line per distinct stack,
-//! `outer;…;leaf count`, the count being the stack's time in whole microseconds: each sample weighs the
-//! gap to the next one, the weight `summarize`, the report, pprof and the flame graphs use, so shares agree
+//! `outer;…;leaf count`, the count being the stack's time in whole microseconds: each sample weighs its
+//! time by the trace's one rule (`trace/weights.rs`), as `summarize`, the report, pprof and the flame
+//! graphs weigh it, so shares agree
 //! across views (a trace that spans no time, a single sample, counts samples instead). Frames are named
 //! `name (path:line:column)` (see [`frame_label`]), anonymous functions `(anonymous)`; stackless samples
 //! are one-frame stacks `(idle)`, `(garbage collector)` and `(program)`. Lines are sorted by their stack
@@ -14,7 +15,6 @@ use std::collections::BTreeMap;
 
 use super::{frame_label, stack_frames, Pseudo};
 use crate::error::Result;
-use crate::trace::sample_durations;
 use crate::trace::ProfilerTrace;
 
 /// The folded text of a stack.
@@ -30,7 +30,7 @@ fn folded(trace: &ProfilerTrace, labels: &[String], stack_id: u32) -> String {
 /// trace spans no time); stacks that weigh nothing are left out. Samples are summed per stack id first,
 /// so each distinct stack is spelled out once.
 pub(crate) fn folded_counts(trace: &ProfilerTrace) -> BTreeMap<String, u64> {
-    let durations = sample_durations(&trace.samples);
+    let durations = trace.sample_weights();
     let by_time = durations.iter().sum::<f64>() > 0.0;
     let weights: Vec<f64> = durations
         .iter()

@@ -12,7 +12,8 @@
 //! tooltip says `kind: dependency, package: lodash`:
 //! `chunk (/app/node_modules/lodash/chunk.js:5:17) (2 ms, 2 samples, 18.18%; kind: dependency, package: lodash)`.
 //! Widths and shares are by time, the one weight every view uses (each sample weighs the gap to the
-//! next one, see [`sample_durations`]); a trace that spans no time is drawn by sample count.
+//! next one within its run, see `trace/weights.rs`); a trace that spans no time is drawn by sample
+//! count.
 //!
 //! Everything that comes from the trace is shown as text: [`visible`] writes characters XML 1.0 forbids
 //! or that reorder text (C0 controls but tab, DEL, C1, U+FFFE/U+FFFF, bidi controls, line/paragraph
@@ -23,11 +24,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use super::{frame_attributions, frame_label, kind_name, unplaced, Pseudo};
+use super::{frame_attributions, frame_label, unplaced, Pseudo};
 use crate::attribution::Kind;
 use crate::error::{Error, Result};
 use crate::text::{markup as markup_text, visible};
-use crate::trace::sample_durations;
 use crate::trace::ProfilerTrace;
 
 #[derive(Debug, Clone, Default)]
@@ -42,7 +42,7 @@ pub struct FlameGraphOptions {
 
 /// The legend shown as the default subtitle.
 pub(crate) const LEGEND: &str =
-    "orange: app · blue: dependency · green: node · teal: generated · purple: native · red: GC · grey: idle/VM";
+    "orange: app · blue: dependency · green: node · teal: generated · purple: native · red: gc · grey: idle/other";
 
 /// What colours and tooltips tell apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,13 +53,14 @@ pub(crate) enum Group {
 }
 
 impl Group {
-    /// The short name the HTML page's script and legend use.
+    /// The short name the HTML page's script and legend use: the kind, as every view names it
+    /// (`summarize`'s kinds; `gc`, `other`, `idle` for samples without a JS stack).
     fn code(self) -> &'static str {
         match self {
             Group::Root => "root",
-            Group::Kind(k) => kind_name(k),
+            Group::Kind(k) => k.as_str(),
             Group::Pseudo(Pseudo::GarbageCollector) => "gc",
-            Group::Pseudo(Pseudo::Program) => "vm",
+            Group::Pseudo(Pseudo::Program) => "other",
             Group::Pseudo(Pseudo::Idle) => "idle",
         }
     }
@@ -199,7 +200,7 @@ pub(crate) fn bytes(value: f64) -> String {
 
 impl FlameTree {
     pub(crate) fn new(trace: &ProfilerTrace) -> FlameTree {
-        FlameTree::weighted(trace, &sample_durations(&trace.samples), None)
+        FlameTree::weighted(trace, &trace.sample_weights(), None)
     }
 
     /// The tree of a valid trace whose samples weigh `weights` (summed into `ms`/`self_ms`: a heap
@@ -331,11 +332,11 @@ fn tooltip(node: &FlameNode) -> String {
     match (node.group, &node.package) {
         (Group::Root, _) => String::new(),
         (Group::Kind(Kind::Generated), Some(p)) => format!("kind: generated, called from: {p}"),
-        (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", kind_name(k)),
-        (Group::Kind(k), None) => format!("kind: {}", kind_name(k)),
-        (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: vm, garbage collector".into(),
+        (Group::Kind(k), Some(p)) => format!("kind: {}, package: {p}", k.as_str()),
+        (Group::Kind(k), None) => format!("kind: {}", k.as_str()),
+        (Group::Pseudo(Pseudo::GarbageCollector), _) => "kind: gc".into(),
         (Group::Pseudo(Pseudo::Idle), _) => "kind: idle".into(),
-        (Group::Pseudo(Pseudo::Program), _) => "kind: vm, native or VM work outside JS".into(),
+        (Group::Pseudo(Pseudo::Program), _) => "kind: other, VM work outside JS".into(),
     }
 }
 
@@ -442,9 +443,10 @@ impl<'t> Layout<'t> {
         let width = options.width.unwrap_or(1200) as f64;
         let pad = 10.0_f64.min(width / 10.0);
         let inner = width - 2.0 * pad;
-        let max_depth = tree.nodes.iter().map(|n| n.depth).max().unwrap_or(0);
-        let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
         let mut boxes = vec![None; tree.nodes.len()];
+        // Only as tall as the deepest frame wide enough to draw: deeper ones would leave empty rows on
+        // top of the root.
+        let mut max_depth = 0;
         if tree.nodes[0].samples > 0 {
             // x offset (in weight) of each node: its parent's offset plus its earlier siblings' weights.
             let mut offset = vec![0f64; tree.nodes.len()];
@@ -457,11 +459,17 @@ impl<'t> Layout<'t> {
                 }
                 let w = n.weight * scale;
                 if w >= MIN_WIDTH {
-                    let y = TOP + (max_depth - n.depth) as f64 * FRAME_HEIGHT;
-                    boxes[i] = Some((pad + offset[i] * scale, y, w));
+                    max_depth = max_depth.max(n.depth);
+                    boxes[i] = Some((pad + offset[i] * scale, 0.0, w));
+                }
+            }
+            for (i, b) in boxes.iter_mut().enumerate() {
+                if let Some((_, y, _)) = b {
+                    *y = TOP + (max_depth - tree.nodes[i].depth) as f64 * FRAME_HEIGHT;
                 }
             }
         }
+        let height = TOP + (max_depth + 1) as f64 * FRAME_HEIGHT + BOTTOM;
         Layout {
             tree,
             width,
@@ -773,9 +781,7 @@ mod tests {
         assert!(svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("T &lt;1&gt;"));
         assert!(svg.contains("<title>work (/app/main.js:10:1) (3 ms, 3 samples, 33.33%; kind: app)</title>"));
-        assert!(svg.contains(
-            "<title>(garbage collector) (2 ms, 2 samples, 22.22%; kind: vm, garbage collector)</title>"
-        ));
+        assert!(svg.contains("<title>(garbage collector) (2 ms, 2 samples, 22.22%; kind: gc)</title>"));
         assert!(svg.contains("<title>all (9 ms, 9 samples, 100%)</title>"));
         let (r, g, b) = colour(Group::Pseudo(Pseudo::GarbageCollector), "");
         assert!(svg.contains(&format!("fill=\"rgb({r},{g},{b})\"")));

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 use super::{display_name, frame_attributions, Pseudo};
 use crate::attribution::Kind;
 use crate::interner::Interner;
-use crate::trace::{median_interval, time_order};
+use crate::trace::Weigher;
 use crate::trace::{Marker, ProfilerTrace};
 
 pub(crate) const PROCESSED_PROFILE_VERSION: u32 = 58;
@@ -124,13 +124,11 @@ fn categories(packages: &[String]) -> Value {
 /// docs/bench.md#large-inputs-through-the-cli).
 struct SampleTable<'t> {
     trace: &'t ProfilerTrace,
-    /// Sample indexes in time order.
-    order: Vec<u32>,
+    /// The samples' weights, and their order in time (`weigher.order()`).
+    weigher: Weigher<'t>,
     /// Stack id -> stack table row.
     row_of: Vec<u32>,
     pseudo_stack_base: u32,
-    /// The last sample's weight: the median gap, as [`crate::trace::sample_durations`] gives it.
-    last_weight: f64,
     markers: GcMarkers,
 }
 
@@ -193,16 +191,10 @@ impl SampleTable<'_> {
         }
     }
 
-    /// Each sample weighs its time (the gap to the next), as in summarize and every other view: the
+    /// Each sample weighs its time by the trace's one rule, as in summarize and every other view: the
     /// profiler's call tree then shows ms ('tracing-ms'), not sample counts.
     fn weight(&self, k: usize) -> f64 {
-        let t = |k: usize| self.trace.samples[self.order[k] as usize].timestamp;
-        let w = if k + 1 < self.order.len() {
-            t(k + 1) - t(k)
-        } else {
-            self.last_weight
-        };
-        (w * 1e6).round() / 1e6
+        (self.weigher.in_time_order(k) * 1e6).round() / 1e6
     }
 }
 
@@ -212,15 +204,21 @@ impl Serialize for SampleTable<'_> {
         let samples = &self.trace.samples;
         map.serialize_entry(
             "stack",
-            &Seq(|| self.order.iter().map(|&i| self.stack(i as usize))),
+            &Seq(|| self.weigher.order().iter().map(|&i| self.stack(i as usize))),
         )?;
         map.serialize_entry(
             "time",
-            &Seq(|| self.order.iter().map(|&i| samples[i as usize].timestamp)),
+            &Seq(|| {
+                self.weigher
+                    .order()
+                    .iter()
+                    .map(|&i| samples[i as usize].timestamp)
+            }),
         )?;
-        map.serialize_entry("weight", &Seq(|| (0..self.order.len()).map(|k| self.weight(k))))?;
+        let count = self.weigher.order().len();
+        map.serialize_entry("weight", &Seq(|| (0..count).map(|k| self.weight(k))))?;
         map.serialize_entry("weightType", "tracing-ms")?;
-        map.serialize_entry("length", &self.order.len())?;
+        map.serialize_entry("length", &count)?;
         map.end()
     }
 }
@@ -394,11 +392,13 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
     }
     stacks.length = stacks.frame.len();
 
-    // Samples in time order, as the profiler expects.
-    let order = time_order(&trace.samples);
+    // Samples in time order, as the profiler expects, each weighing its time by the trace's rule.
+    let weigher = Weigher::new(trace, None);
+    let order = weigher.order();
 
-    // GC markers: runs of consecutive gc samples in time order.
-    let interval = median_interval(&trace.samples);
+    // GC markers: runs of consecutive gc samples in time order, each ending where its last sample's
+    // time ends.
+    let interval = weigher.interval();
     let mut markers = GcMarkers {
         name: strings.id("GC"),
         ..GcMarkers::default()
@@ -417,12 +417,7 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
             count += 1;
             k += 1;
         }
-        let last = sample(k - 1).timestamp;
-        let end = if k < order.len() {
-            sample(k).timestamp
-        } else {
-            last + interval
-        };
+        let end = sample(k - 1).timestamp + weigher.in_time_order(k - 1);
         markers.start.push(start);
         markers.end.push(end);
         markers.samples.push(count);
@@ -432,6 +427,10 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
         .first()
         .map_or(0.0, |&i| trace.samples[i as usize].timestamp);
     let last_time = order.last().map_or(0.0, |&i| trace.samples[i as usize].timestamp);
+    let end_time = match order.len() {
+        0 => 0.0,
+        n => last_time + weigher.in_time_order(n - 1),
+    };
     let thread = json!({
         "processType": "default",
         "processStartupTime": first_time,
@@ -453,10 +452,9 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
     });
     let samples = SampleTable {
         trace,
-        order,
+        weigher,
         row_of,
         pseudo_stack_base,
-        last_weight: interval,
         markers,
     };
     let source_count = sources_filename.len();
@@ -465,7 +463,7 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
             "interval": interval,
             "startTime": options.start_time.unwrap_or(0.0),
             "profilingStartTime": first_time,
-            "profilingEndTime": last_time + interval,
+            "profilingEndTime": end_time,
             "processType": 0,
             "product": "Node.js (jsprof-node)",
             "importedFrom": "jsprof-node",

@@ -1,6 +1,6 @@
 //! Exporters: a [`ProfilerTrace`] written in the formats other tools read. One module per format, each
 //! readable alone, all fed a trace already valid ([`ProfilerTrace::validate`]: they never check), weighed
-//! by the trace's one rule ([`crate::trace::sample_durations`]) and described by the helpers below, so
+//! by the trace's one rule ([`crate::trace::Weigher`]) and described by the helpers below, so
 //! every format agrees on what a sample's stack, duration and package are:
 //!
 //! - [`cpuprofile`]: V8's `.cpuprofile` (Chrome DevTools, VS Code, `fromCpuProfile`).
@@ -25,7 +25,9 @@ pub(crate) mod speedscope;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::attribution::{frame_without_resource, generated_name, Attribution, Attributor, Kind};
+use crate::attribution::{
+    frame_without_resource, generated_name, package_name, Attribution, Attributor, Kind,
+};
 use crate::error::{Error, Result};
 use crate::trace::{Marker, ProfilerTrace, TraceSample};
 
@@ -208,16 +210,18 @@ pub(crate) fn charged_position(frames: &[u32], attributions: &[Attribution]) -> 
 }
 
 /// One stack (or one pseudo-frame) as pprof and OTLP merge samples: what its samples are charged to,
-/// by [`charged_position`]'s rule.
+/// by [`charged_position`]'s rule, named as `summarize` names its rows by package (one naming across
+/// views: [`package_name`], `summary::stackless_row`).
 pub(crate) struct ChargedStack {
-    /// The stack id, or the pseudo-frame of stackless samples.
-    pub key: std::result::Result<u32, Pseudo>,
+    /// The stack id, or the pseudo-frame of stackless samples (and their marker, which names them).
+    pub key: std::result::Result<u32, (Pseudo, Option<Marker>)>,
     /// The stack's frames, root first (empty for a pseudo-frame).
     pub frames: Vec<u32>,
-    /// The `package` label: the npm package, `(app)`, `(node)`, `(native)`, `(generated, called from
-    /// …)`, or `(idle)` / `(vm)` for pseudo-frames.
+    /// The `package` label: the package (dependency or app), `(app)`, `(dependency)`, `(node)`,
+    /// `(native)`, `(generated, called from …)`, or for samples without a stack `(idle)`, `(gc)`,
+    /// `(other)`.
     pub package: String,
-    /// The `kind` label: `app`, `dependency`, `node`, `generated`, `native`, `idle` or `vm`.
+    /// The `kind` label: `app`, `dependency`, `node`, `generated`, `native`, or `idle`, `gc`, `other`.
     pub kind: &'static str,
 }
 
@@ -228,25 +232,27 @@ pub(crate) fn charged_stacks(
     trace: &ProfilerTrace,
     attributions: &[Attribution],
 ) -> (Vec<ChargedStack>, Vec<u32>) {
-    let mut index: HashMap<std::result::Result<u32, Pseudo>, u32> = HashMap::new();
+    let mut index: HashMap<std::result::Result<u32, (Pseudo, Option<Marker>)>, u32> = HashMap::new();
     let mut stacks: Vec<ChargedStack> = Vec::new();
     let mut group_of = Vec::with_capacity(trace.samples.len());
     for sample in &trace.samples {
         let key = match (sample.stack_id, Pseudo::of(sample)) {
             (Some(id), None) => Ok(id),
-            (_, pseudo) => Err(pseudo.unwrap_or(Pseudo::Program)),
+            (_, pseudo) => Err((pseudo.unwrap_or(Pseudo::Program), sample.marker)),
         };
         let at = *index.entry(key).or_insert_with(|| {
             let (frames, package, kind) = match key {
                 Ok(id) => {
                     let frames = stack_frames(trace, id);
                     let at = charged_position(&frames, attributions).unwrap_or(0);
-                    let kind = kind_name(attributions[frames[at] as usize].kind);
+                    let kind = attributions[frames[at] as usize].kind.as_str();
                     let package = charged_package_label(&frames, at, attributions);
                     (frames, package, kind)
                 }
-                Err(Pseudo::Idle) => (Vec::new(), "(idle)".to_owned(), "idle"),
-                Err(_) => (Vec::new(), "(vm)".to_owned(), "vm"),
+                Err((_, marker)) => {
+                    let (kind, name) = crate::summary::stackless_row(marker);
+                    (Vec::new(), name.to_owned(), kind)
+                }
             };
             stacks.push(ChargedStack {
                 key,
@@ -293,39 +299,19 @@ pub(crate) fn frame_attributions(trace: &ProfilerTrace) -> Vec<Attribution> {
 }
 
 /// The package label of the frame a stack is charged to (`frames` root first, `charged` its index in
-/// `frames`): [`package_label`], and for generated code the label of the app or dependency code that
+/// `frames`): [`package_name`], and for generated code the name of the app or dependency code that
 /// called it, as `summarize` names its row (`(generated, called from express)`).
 pub(crate) fn charged_package_label(frames: &[u32], charged: usize, attributions: &[Attribution]) -> String {
     let attribution = &attributions[frames[charged] as usize];
     if attribution.kind != Kind::Generated {
-        return package_label(attribution);
+        return package_name(attribution);
     }
     let caller = frames[..charged]
         .iter()
         .rev()
         .map(|&f| &attributions[f as usize])
         .find(|a| matches!(a.kind, Kind::App | Kind::Dependency));
-    generated_name(caller.map(package_label).as_deref())
-}
-
-/// The lower-case name of a kind, as the exports label it.
-pub(crate) fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::App => "app",
-        Kind::Dependency => "dependency",
-        Kind::Node => "node",
-        Kind::Generated => "generated",
-        Kind::Native => "native",
-    }
-}
-
-/// The package a frame belongs to for labels: the npm package for dependency code, else the kind in
-/// parentheses (`(app)`, `(node)`, `(native)`; a dependency whose name is unknown is `(dependency)`).
-pub(crate) fn package_label(attribution: &Attribution) -> String {
-    match (&attribution.kind, &attribution.package) {
-        (Kind::Dependency, Some(p)) => p.clone(),
-        (kind, _) => format!("({})", kind_name(*kind)),
-    }
+    generated_name(caller.map(package_name).as_deref())
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! pprof's `profile.proto`, gzipped, as `go tool pprof` reads it. Sample types `samples/count` and
-//! `cpu/nanoseconds` (each sample's duration: the gap to the next sample, the median gap for the last;
-//! period = the median gap). One function and one location per trace frame; stackless samples get a
+//! `cpu/nanoseconds` (each sample's time by the trace's one rule, `trace/weights.rs`; period = the
+//! trace's interval). One function and one location per trace frame; stackless samples get a
 //! location of their own pseudo-function (`(idle)`, `(garbage collector)`, `(program)`). Samples with the
-//! same stack and labels are merged. Every sample carries the labels `package` (the npm package of its
-//! leaf frame, or `(app)`, `(node)`, `(native)`, `(vm)`, `(idle)`) and `kind` (`app`, `dependency`,
-//! `node`, `native`, `vm`, `idle`), so `go tool pprof -tagfocus=package=lodash` works.
+//! same stack and labels are merged. Every sample carries the labels `package` and `kind` of the code its
+//! time is charged to, named as `summarize` names its rows (a package's name, or `(app)`, `(node)`,
+//! `(native)`, `(generated, called from …)`; `(idle)`, `(gc)`, `(other)` without a stack), so
+//! `go tool pprof -tagfocus=package=lodash` gives `jsprof report`'s share.
 //!
 //! The message structs are written by hand from `profile.proto` (field numbers as in
 //! github.com/google/pprof/proto/profile.proto), so no `protoc` is needed to build.
@@ -18,8 +19,8 @@ use prost::Message;
 use super::{file_name, frame_attributions, ns, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
+use crate::trace::time_span;
 use crate::trace::ProfilerTrace;
-use crate::trace::{median_interval, sample_durations, time_span};
 
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct Profile {
@@ -185,9 +186,9 @@ pub(crate) struct Measure<'a> {
 }
 
 pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profile {
-    let durations = sample_durations(&trace.samples);
+    let durations = trace.sample_weights();
     let (first, last) = time_span(&trace.samples);
-    let period = ns(median_interval(&trace.samples));
+    let period = ns(trace.sample_interval());
     let add = |i: usize, value: &mut [i64]| {
         value[0] += 1;
         value[1] = value[1].saturating_add(ns(durations[i]));
@@ -288,7 +289,7 @@ pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
             location_id: match group.key {
                 // pprof lists locations leaf first.
                 Ok(_) => group.frames.iter().rev().map(|&f| f as u64 + 1).collect(),
-                Err(p) => vec![pseudo_base + p as u64],
+                Err((p, _)) => vec![pseudo_base + p as u64],
             },
             value: vec![0; width],
             label: vec![
@@ -377,7 +378,7 @@ mod tests {
         let gc = p.sample.iter().find(|x| x.location_id == vec![7]).unwrap();
         assert_eq!(
             (gc.value[0], s(gc.label[0].str), s(gc.label[1].str)),
-            (2, "(vm)", "vm")
+            (2, "(gc)", "gc")
         );
         let work = p.sample.iter().find(|x| x.location_id == vec![2, 1]).unwrap();
         assert_eq!(s(work.label[0].str), "(app)");

@@ -2,14 +2,13 @@
 //! profile in milliseconds. Shared frames are the trace's frames (`name`, `file`, 1-based `line`/`col`)
 //! followed by the three pseudo-frames `(idle)`, `(garbage collector)` and `(program)`. Samples are in time
 //! order (a trace may list them otherwise), each a list of frame indexes from the outermost frame, weighted
-//! by its duration: the gap to the next sample, the median gap for the last one.
+//! by its time by the trace's one rule (`trace/weights.rs`).
 
 use serde::Serialize;
 
 use super::{display_name, stack_frames, Pseudo};
 use crate::error::Result;
-use crate::trace::ProfilerTrace;
-use crate::trace::{sample_durations, time_order};
+use crate::trace::{ProfilerTrace, Weigher};
 
 pub(crate) const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
@@ -118,12 +117,12 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> 
         col: None,
     }));
 
-    let durations = sample_durations(&trace.samples);
-    let order = time_order(&trace.samples);
+    let weigher = Weigher::new(trace, None);
+    let order = weigher.order();
     let mut by_stack: Vec<Option<Vec<u32>>> = vec![None; trace.stacks.len()];
     let mut samples = Vec::with_capacity(order.len());
     let mut weights = Vec::with_capacity(order.len());
-    for i in order.iter().map(|&i| i as usize) {
+    for (k, i) in order.iter().map(|&i| i as usize).enumerate() {
         let s = &trace.samples[i];
         let stack = match (s.stack_id, Pseudo::of(s)) {
             (Some(id), None) => by_stack[id as usize]
@@ -132,7 +131,7 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> 
             (_, pseudo) => vec![pseudo_base + pseudo.map_or(0, |p| p as u32)],
         };
         samples.push(stack);
-        weights.push(round_ns(durations[i]));
+        weights.push(round_ns(weigher.in_time_order(k)));
     }
     let start_value = order
         .first()

@@ -182,6 +182,8 @@ impl HeapProfile {
                 frames: raw.frames,
                 stacks: raw.stacks,
                 samples: raw.samples.iter().map(|e| entry_sample(e.stack_id)).collect(),
+                // The heap profile's own member is `info`; its entries have no times to weigh.
+                jsprof: None,
             },
             sizes: raw.samples.iter().map(|e| e.size).collect(),
             counts: raw.samples.iter().map(|e| e.count).collect(),

@@ -2,17 +2,18 @@
 //! `ProfilerTraceBuilder`: resources by string, frames by (name, resource, line, column), stacks as a
 //! trie of (frameId, parentId). Ids are handed out in first-use order, parents before children.
 //!
-//! The trace owns its validity ([`validate`]: `ProfilerTrace::from_json`, `ProfilerTrace::validate`)
-//! and the weight of a sample ([`weights`]); every layer above reads traces through them. It depends on
-//! nothing but the error type and the interner.
+//! The trace owns its validity ([`validate`]: `ProfilerTrace::from_json`, `ProfilerTrace::validate`),
+//! its extension member `jsprof` ([`extension`]) and the weight of a sample ([`weights`]); every layer
+//! above reads traces through them. It depends on nothing but the error type and the interner.
 
+mod extension;
 mod validate;
 mod weights;
 
+pub use extension::Extension;
+pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
 pub use weights::Timing;
-pub(crate) use weights::{
-    median_interval, sample_durations, sample_durations_with_last, time_order, time_span,
-};
+pub(crate) use weights::{time_span, Weigher};
 
 use std::sync::Arc;
 
@@ -97,10 +98,13 @@ pub struct TraceSample {
     pub timestamp: f64,
 }
 
-/// `ProfilerTrace`, members in WebIDL's (lexicographic) order.
+/// `ProfilerTrace`, members in WebIDL's (lexicographic) order, with jsprof-node's extension member
+/// `jsprof` (absent on a plain spec trace, see [`Extension`]) where that order puts it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfilerTrace {
     pub frames: Vec<Frame>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jsprof: Option<Extension>,
     pub resources: Vec<String>,
     pub samples: Vec<TraceSample>,
     pub stacks: Vec<Stack>,
@@ -131,6 +135,8 @@ impl ProfilerTrace {
         }
         let mut trace = ProfilerTrace {
             samples: Vec::new(),
+            // The samples keep their times, so what weighs them stays true.
+            jsprof: source.jsprof.clone(),
             ..tables
         };
         trace.validate()?;
@@ -201,6 +207,7 @@ impl TraceBuilder {
             frames: self.frames.into_values(),
             stacks: self.stacks.into_values(),
             samples: self.samples,
+            jsprof: None,
         }
     }
 }
@@ -235,6 +242,7 @@ pub(crate) mod tests {
             column: line.map(|_| 1),
         };
         ProfilerTrace {
+            jsprof: None,
             resources: vec![
                 "file:///app/main.js".into(),
                 "file:///app/node_modules/lodash/chunk.js".into(),
@@ -324,6 +332,7 @@ pub(crate) mod tests {
     #[test]
     fn serializes_absent_members_as_absent_and_round_trips() {
         let t = ProfilerTrace {
+            jsprof: None,
             resources: vec![],
             frames: vec![Frame {
                 name: String::new(),

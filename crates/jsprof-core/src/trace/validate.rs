@@ -39,7 +39,7 @@ impl ProfilerTrace {
     }
 
     /// Checks what serde cannot: every id in range, stack parents acyclic, timestamps finite (within
-    /// ±1e12 ms, see `MAX_TIMESTAMP_MS`). The one check of every trace that comes from outside, so the
+    /// ±1e12 ms, see `MAX_TIMESTAMP_MS`), the `jsprof` member's values ([`super::Extension::validate`]). The one check of every trace that comes from outside, so the
     /// exporters, summaries and source maps can index the tables without further checks.
     pub fn validate(&self) -> Result<()> {
         let trace = self;
@@ -69,6 +69,9 @@ impl ProfilerTrace {
             }
         }
         check_acyclic(trace)?;
+        if let Some(extension) = &trace.jsprof {
+            extension.validate()?;
+        }
         for (i, s) in trace.samples.iter().enumerate() {
             if !s.timestamp.is_finite() {
                 return Err(Error::invalid(format!(

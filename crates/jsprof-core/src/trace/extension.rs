@@ -1,0 +1,158 @@
+//! The trace's extension member `jsprof`: what jsprof-node knows of a trace beyond the spec's four
+//! members, in the one member beside them (`frames, jsprof, resources, samples, stacks`: WebIDL's
+//! lexicographic order). Every field is optional; a trace without the member is a plain spec trace.
+//!
+//! - `pid`, `threadId`, `timeOrigin`: the recording's clock (`jsprof record`, `attach`, request
+//!   profiles, continuous chunks): the Unix epoch (ms) of the `performance.timeOrigin` the timestamps
+//!   count from, so exports show real clock times.
+//! - `sampleInterval`, `windows`: what weighing a trace needs beyond its samples' times (see
+//!   [`super::weights`]): the interval the samples were kept at (for a trace with too few samples to
+//!   show V8's rate), and, for a trace cut out of a longer run (a request profile), the contiguous
+//!   windows its samples were kept from.
+//!
+//! Parsed and checked with the trace ([`Extension::validate`], called by `ProfilerTrace::validate`).
+//! Members it does not know are ignored (a newer writer's), `null` reads as absent (`JSON.stringify`
+//! writes `NaN` as `null`).
+
+use serde::{Deserialize, Serialize};
+
+use super::validate::MAX_TIMESTAMP_MS;
+use crate::error::{Error, Result};
+
+/// The longest sampling interval, ms: V8 takes its interval as an int32 of µs.
+pub(crate) const MAX_SAMPLE_INTERVAL_MS: f64 = 2_147_483.647;
+
+/// The `jsprof` member. Fields in lexicographic order, as WebIDL orders a dictionary's members.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Extension {
+    /// The recorded process's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The interval (ms) the samples were kept at: the trace's interval when it has too few gaps within
+    /// runs to show the rate V8 really delivered (a short request's; see [`super::weights`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_interval: Option<f64>,
+    /// The recorded thread: 0 for a main thread, a worker's `threadId` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<u32>,
+    /// The Unix epoch (ms) of the time origin the timestamps count from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_origin: Option<f64>,
+    /// For a trace cut out of a longer run: the contiguous windows `[begin, end]` (ms, the timestamps'
+    /// clock) its samples were kept from, ascending and disjoint. Two samples in one window were
+    /// consecutive samples of the run; between windows, the run's other samples were left out.
+    /// Absent: the samples are one contiguous run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<Vec<[f64; 2]>>,
+}
+
+impl Extension {
+    /// Whether it says nothing at all (then a trace writes no `jsprof` member).
+    pub fn is_empty(&self) -> bool {
+        *self == Extension::default()
+    }
+
+    /// Checks what serde cannot: a pid of at least 1, a finite time origin, a sample interval within
+    /// (0, 2^31 µs], windows of finite times within the trace's range, each `begin <= end`, ascending
+    /// and disjoint.
+    pub fn validate(&self) -> Result<()> {
+        if self.pid == Some(0) {
+            return Err(Error::invalid(
+                "jsprof.pid must be a process id (at least 1), got 0",
+            ));
+        }
+        if let Some(origin) = self.time_origin {
+            if !origin.is_finite() {
+                return Err(Error::invalid("jsprof.timeOrigin must be a finite number"));
+            }
+        }
+        if let Some(interval) = self.sample_interval {
+            if !(interval > 0.0 && interval <= MAX_SAMPLE_INTERVAL_MS) {
+                return Err(Error::invalid(format!(
+                    "jsprof.sampleInterval must be a number of ms in (0, {MAX_SAMPLE_INTERVAL_MS}], got {interval}"
+                )));
+            }
+        }
+        let mut previous_end = f64::NEG_INFINITY;
+        for (i, &[begin, end]) in self.windows.iter().flatten().enumerate() {
+            if !(begin.is_finite() && end.is_finite())
+                || begin.abs() > MAX_TIMESTAMP_MS
+                || end.abs() > MAX_TIMESTAMP_MS
+            {
+                return Err(Error::invalid(format!(
+                    "jsprof.windows[{i}] must hold finite times within ±1e12 ms"
+                )));
+            }
+            if begin > end {
+                return Err(Error::invalid(format!(
+                    "jsprof.windows[{i}] ends ({end}) before it begins ({begin})"
+                )));
+            }
+            if begin <= previous_end {
+                return Err(Error::invalid(format!(
+                    "jsprof.windows[{i}] begins ({begin}) at or before the end of the window before it \
+                     ({previous_end}): windows are ascending and disjoint"
+                )));
+            }
+            previous_end = end;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::ProfilerTrace;
+
+    fn with(jsprof: &str) -> Result<ProfilerTrace> {
+        ProfilerTrace::from_json(&format!(
+            r#"{{"frames":[],"jsprof":{jsprof},"resources":[],"samples":[{{"timestamp":1}}],"stacks":[]}}"#
+        ))
+    }
+
+    #[test]
+    fn round_trips_in_lexicographic_order_after_frames() {
+        let text = r#"{"frames":[],"jsprof":{"pid":42,"sampleInterval":1.5,"threadId":0,"timeOrigin":1732012345678.1235,"windows":[[0.5,2.0],[3.0,3.0]]},"resources":[],"samples":[{"timestamp":1.0}],"stacks":[]}"#;
+        let trace = ProfilerTrace::from_json(text).unwrap();
+        let ext = trace.jsprof.as_ref().unwrap();
+        assert_eq!(ext.pid, Some(42));
+        assert_eq!(ext.time_origin, Some(1732012345678.1235));
+        assert_eq!(ext.windows.as_deref(), Some(&[[0.5, 2.0], [3.0, 3.0]][..]));
+        assert_eq!(serde_json::to_string(&trace).unwrap(), text);
+        // Unknown members are ignored, null is absent, no member is no extension.
+        let t = with(r#"{"later":{"x":1},"timeOrigin":null,"pid":7}"#).unwrap();
+        assert_eq!(
+            t.jsprof,
+            Some(Extension {
+                pid: Some(7),
+                ..Extension::default()
+            })
+        );
+        assert_eq!(with("null").unwrap().jsprof, None);
+        let plain = r#"{"frames":[],"resources":[],"samples":[],"stacks":[]}"#;
+        assert_eq!(ProfilerTrace::from_json(plain).unwrap().jsprof, None);
+        assert_eq!(
+            serde_json::to_string(&ProfilerTrace::from_json(plain).unwrap()).unwrap(),
+            plain
+        );
+    }
+
+    #[test]
+    fn refuses_what_no_writer_writes() {
+        let message = |jsprof: &str| with(jsprof).unwrap_err().message;
+        assert!(message(r#""x""#).contains(r#"jsprof: string "x" where an object belongs"#));
+        assert!(message(r#"{"pid":"42"}"#).contains("jsprof.pid"));
+        assert!(message(r#"{"pid":0}"#).contains("jsprof.pid must be a process id"));
+        assert!(message(r#"{"pid":-3}"#).contains("jsprof.pid"));
+        assert!(message(r#"{"timeOrigin":1e400}"#).contains("jsprof.timeOrigin"));
+        assert!(message(r#"{"sampleInterval":0}"#).contains("jsprof.sampleInterval must be"));
+        assert!(message(r#"{"sampleInterval":-1}"#).contains("jsprof.sampleInterval must be"));
+        assert!(message(r#"{"windows":[[2,1]]}"#).contains("jsprof.windows[0] ends (1) before it begins (2)"));
+        assert!(message(r#"{"windows":[[0,2],[2,3]]}"#).contains("jsprof.windows[1] begins (2)"));
+        assert!(message(r#"{"windows":[[0,2e12]]}"#).contains("jsprof.windows[0] must hold finite times"));
+        assert!(message(r#"{"windows":[[0]]}"#).contains("jsprof.windows[0]"));
+        assert!(with(r#"{"windows":[],"sampleInterval":2147483.647}"#).is_ok());
+    }
+}
