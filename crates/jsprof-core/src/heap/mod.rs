@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::json_text::lone_surrogates_visible;
-use crate::trace::{Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
+use crate::trace::{Extension, Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
 use crate::v8::{heap_file_kind, write_heap_profile, HeapFileKind, HeapNodeOut, HeapTree};
 
 /// Which objects a heap profile counts.
@@ -72,17 +72,15 @@ pub struct HeapSettings {
     pub view: HeapView,
 }
 
-/// The `jsprof` member of a heap profile: the heap settings and the recording's clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+/// The `jsprof` member of a heap profile: the heap settings beside the trace's own extension (the
+/// recording's clock: `pid`, `threadId`, `timeOrigin`), one struct for both kinds of profile. `heap`
+/// sorts before the extension's members, so the member stays in lexicographic order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HeapInfo {
     pub heap: HeapSettings,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_origin: Option<f64>,
+    #[serde(flatten)]
+    pub clock: Extension,
 }
 
 /// A heap profile (see the module's documentation). `trace.samples[i]` is entry `i`, with
@@ -217,11 +215,8 @@ impl HeapProfile {
                 "jsprof.heap.samplingInterval must be a number of bytes > 0, got {v}"
             )));
         }
-        for (name, t) in [
-            ("startTime", h.start_time),
-            ("endTime", h.end_time),
-            ("timeOrigin", self.info.time_origin),
-        ] {
+        self.info.clock.validate()?;
+        for (name, t) in [("startTime", h.start_time), ("endTime", h.end_time)] {
             if let Some(t) = t.filter(|t| !t.is_finite() || t.abs() > 1e15) {
                 return Err(Error::invalid(format!("jsprof.{name} {t:e} is not a time")));
             }
@@ -314,7 +309,7 @@ impl HeapProfile {
                 .map(|(_, (size, _))| size.round().min((1u64 << 53) as f64) as u64)
                 .collect(),
             counts: entries.iter().map(|(_, (_, count))| *count).collect(),
-            info: options.info,
+            info: options.info.clone(),
         }
     }
 
@@ -552,9 +547,12 @@ pub(crate) mod tests {
                 end_time: Some(99.25),
                 view: HeapView::Allocated,
             },
-            pid: Some(42),
-            thread_id: Some(0),
-            time_origin: Some(1.7e12),
+            clock: Extension {
+                pid: Some(42),
+                thread_id: Some(0),
+                time_origin: Some(1.7e12),
+                ..Extension::default()
+            },
         };
         let json = h.to_json();
         assert!(

@@ -102,7 +102,7 @@ fn sample_type(view: HeapView) -> &'static str {
 /// epoch of their origin (given, else the profile's own), 0 when unknown.
 fn span_ns(heap: &HeapProfile, time_origin_ms: Option<f64>) -> (Option<f64>, f64, i64) {
     let h = &heap.info.heap;
-    let origin = time_origin_ms.or(heap.info.time_origin);
+    let origin = time_origin_ms.or(heap.info.clock.time_origin);
     let start = h.start_time.or(h.end_time);
     let duration = match (h.start_time, h.end_time) {
         (Some(s), Some(e)) if e >= s => ns(e - s),
@@ -141,7 +141,7 @@ pub fn to_heap_pprof(heap: &HeapProfile, options: &PprofOptions) -> Result<Vec<u
 pub fn to_heap_otlp_profiles(heap: &HeapProfile, options: &OtlpOptions) -> Result<Vec<u8>> {
     check_frame_references(distinct_frame_references(&heap.trace), "toOtlpProfiles")?;
     let mut options = options.clone();
-    options.pid = options.pid.or(heap.info.pid);
+    options.pid = options.pid.or(heap.info.clock.pid);
     let (origin, start, duration) = span_ns(heap, options.time_origin_ms);
     let sizes = &heap.sizes;
     let value = |i: usize| sizes[i] as i64;

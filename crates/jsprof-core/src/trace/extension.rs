@@ -53,7 +53,7 @@ impl Extension {
         *self == Extension::default()
     }
 
-    /// Checks what serde cannot: a pid of at least 1, a finite time origin, a sample interval within
+    /// Checks what serde cannot: a pid of at least 1, a time origin within ±1e15 ms, a sample interval within
     /// (0, 2^31 µs], windows of finite times within the trace's range, each `begin <= end`, ascending
     /// and disjoint.
     pub fn validate(&self) -> Result<()> {
@@ -63,8 +63,11 @@ impl Extension {
             ));
         }
         if let Some(origin) = self.time_origin {
-            if !origin.is_finite() {
-                return Err(Error::invalid("jsprof.timeOrigin must be a finite number"));
+            // Within ±1e15 ms (31,000 years), so an export's nanoseconds (× 1e6) fit an i64.
+            if !(origin.is_finite() && origin.abs() <= 1e15) {
+                return Err(Error::invalid(format!(
+                    "jsprof.timeOrigin must be a finite number of ms within ±1e15, got {origin:e}"
+                )));
             }
         }
         if let Some(interval) = self.sample_interval {
