@@ -132,6 +132,7 @@ function start(config) {
   const { startRecorder } = require('./recorder')
   const { assemble, writeStatus, siblingOutput } = require('./chunks')
   const shared = require('./shared')
+  const { finishWorkersFirst } = require('./workers')
   const { pid } = process
   const kill = process.kill.bind(process)
   const top = isTopProcess(config)
@@ -139,7 +140,11 @@ function start(config) {
   // A child process (--children) writes beside the top one's trace: t.json -> t.pid-<pid>.json (or
   // its own name when -o has {pid}), with status and side files of its own.
   const named = path.resolve(config.output.split('{pid}').join(String(pid)))
-  const output = top || config.output.includes('{pid}') ? named : siblingOutput(named, `pid-${pid}`)
+  // Where the traces of other threads and processes go beside (`-o -`: the trace goes to the CLI's
+  // stdout, the others to the working directory).
+  const base =
+    typeof config.siblings === 'string' ? path.resolve(config.siblings.split('{pid}').join(String(pid))) : named
+  const output = top || config.output.includes('{pid}') ? named : siblingOutput(base, `pid-${pid}`)
   const status = top || !dir ? config.status : path.join(dir, `status.${pid}.json`)
   const chunksFile = path.resolve(
     !top && dir
@@ -168,6 +173,7 @@ function start(config) {
       output,
       flushEveryMs,
       periodic: !watched,
+      write: { mode: config.mode },
     })
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
@@ -175,6 +181,8 @@ function start(config) {
     return
   }
   const heap = startHeap(config)
+  // Worker threads terminated, or still running when the process ends, write their traces first.
+  const finishWorkers = finishWorkersFirst({ hookExpression: shared.hookExpression, onError: stderrLine })
 
   /** Ends the recording and writes the trace (once); 'busy' when the engine was busy: ask again. */
   function finish(how) {
@@ -188,6 +196,7 @@ function start(config) {
         Atomics.store(state, shared.CLAIM, shared.RUNNING)
         return 'busy'
       }
+      finishWorkers()
       // At exit nobody asks again: the trace up to the last flush.
       if (result === null) result = { ...assemble(chunksFile, output), partial: true }
       const heapResult = finishHeap(heap, output)
@@ -276,7 +285,8 @@ function start(config) {
   // Worker threads created from now on record themselves (the watcher above does not).
   try {
     const threads = require('node:worker_threads')
-    threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output, status, flushEveryMs }))
+    const siblings = top ? base : output
+    threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output: siblings, status, flushEveryMs }))
     process.on('worker', (w) => {
       if (!watcher || w.threadId !== watcher.threadId) workersStarted++
     })
@@ -332,6 +342,8 @@ function startWorkerThread(config) {
   const { threadId } = require('node:worker_threads')
   const { startRecorder } = require('./recorder')
   const { writeStatus, siblingOutput } = require('./chunks')
+  const shared = require('./shared')
+  const { finishWorkersFirst, sharedState, announce, answer, STARTED, DONE, BUSY } = require('./workers')
   const { pid } = process
   // Without the CLI (the preload loaded by hand: no status file, so no CLI directory), a worker's side
   // file goes beside its trace, as the main thread's does, and it reports to nobody.
@@ -350,6 +362,8 @@ function startWorkerThread(config) {
       output,
       flushEveryMs: config.flushEveryMs,
       periodic: true,
+      // A worker that sampled nothing leaves no file (the CLI says so).
+      write: { mode: config.mode, skipEmpty: true },
     })
   } catch (err) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)
@@ -357,18 +371,48 @@ function startWorkerThread(config) {
   }
   // Each thread samples its own heap (V8 has one heap per isolate).
   const heap = startHeap(config)
-  process.on('exit', () => {
+  // Its own workers (nested) write their traces before it terminates them, or before it ends.
+  const finishWorkers = finishWorkersFirst({ hookExpression: shared.hookExpression, onError: stderrLine })
+  let stage = 'running'
+
+  /** Writes the trace (once): true when written (or nothing to do), false when the engine was busy. */
+  function finish(how) {
+    if (stage === 'done') return true
+    // Asked again from inside its own finish (an interrupt): not done yet.
+    if (stage === 'finishing') return false
+    stage = 'finishing'
     const startedAt = Date.now()
-    const facts = { pid, threadId, how: 'exit' }
+    const facts = { pid, threadId, how }
     try {
       const result = recorder.finish(sidecar)
+      if (result === null) {
+        stage = 'running'
+        return false
+      }
+      finishWorkers()
       const heapResult = finishHeap(heap, output)
-      if (result) writeStatus(status, { ...result, ...facts, ...heapResult, writeMs: Date.now() - startedAt })
+      writeStatus(status, { ...result, ...facts, ...heapResult, writeMs: Date.now() - startedAt })
     } catch (err) {
       stderrLine(`could not write worker thread ${threadId}'s trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
     }
+    stage = 'done'
+    return true
+  }
+
+  // The thread that terminates this one, or whose process ends while it runs, asks it to write its
+  // trace first (lib/record/workers.js), through the inspector: a V8 interrupt, which a thread spinning
+  // in a loop that never returns takes too.
+  const workers = sharedState()
+  Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
+    value(what, slot) {
+      if (what !== 'finish') return
+      answer(workers, slot, STARTED)
+      answer(workers, slot, finish('terminated') ? DONE : BUSY)
+    },
   })
+  announce(workers, threadId)
+  process.on('exit', () => finish('exit'))
 }
 
 /** `--heap`: this thread's heap sampler, started now (null without --heap, or when it cannot start). */

@@ -16,7 +16,7 @@ const { workerData, parentPort } = require('node:worker_threads')
 const inspector = require('node:inspector')
 // The addon for the signal deliveries; the side file's code only if the main thread never answers.
 const { binding } = require('../native')
-const { CLAIM, RUNNING, BY_WORKER, EXITED, HOOK, SESSION, NO_SESSION, CONNECTED } = require('./shared')
+const { CLAIM, RUNNING, BY_WORKER, EXITED, SESSION, NO_SESSION, CONNECTED, hookExpression } = require('./shared')
 
 const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
 
@@ -29,7 +29,7 @@ function ask(what, signal, then) {
   session.post(
     'Runtime.evaluate',
     {
-      expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`,
+      expression: hookExpression(what, signal),
       silent: true,
       returnByValue: true,
     },
