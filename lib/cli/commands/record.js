@@ -41,8 +41,11 @@ beside the main one (t.json -> t.worker-<threadId>.json) when it exits, or up to
 when it is terminated or the process ends first.
 
 Options:
-  -o, --output <file>    where to write the trace ('{pid}' is replaced by the process id)
-                         (default: ./jsprof-<pid>-<date>.trace.json)
+  -o, --output <file>    where to write the trace ('{pid}' is replaced by the process id; checked
+                         writable before the command runs) (default: ./jsprof-<pid>-<date>.trace.json);
+                         '-' for stdout, once the command has ended (its own stdout then goes to
+                         stderr; other threads' traces to
+                         ./jsprof-<pid>-<date>.worker-<threadId>.trace.json)
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
       --flush-every <ms> save the samples so far this often, so a process killed without warning
                          (SIGKILL, OOM killer, abort) still leaves its trace up to then
@@ -61,7 +64,10 @@ Options:
 On a terminal, a status line on stderr shows the time so far and the samples flushed (none when
 stderr is not a terminal, or with JSPROF_NO_PROGRESS set).
 
-The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM).
+The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM),
+or 1 when the command succeeded but a trace could not be written where asked (a directory made
+read-only or removed during the run, a full disk): the trace is then written to the temporary
+directory, and the message names it.
 One SIGINT, SIGTERM or SIGHUP (to jsprof, which forwards it, to the app, or to both as Ctrl-C sends
 it) ends the app within about a second, with its trace, even when it spins. An app with its own
 handler for the signal decides itself, as without jsprof (a spinning app runs it only when it
@@ -278,7 +284,11 @@ async function record(args) {
 
   try {
     const { code, signal, spawnError } = await new Promise((resolve) => {
-      const child = spawn(line.file, line.args, { stdio: 'inherit', env: line.env })
+      // `-o -`: stdout is the trace's; the command's own output goes to stderr.
+      const child = spawn(line.file, line.args, {
+        stdio: ['inherit', toStdout ? 2 : 'inherit', 'inherit'],
+        env: line.env,
+      })
       const started = Date.now()
       const tick = line0.on
         ? setInterval(() => {
