@@ -72,7 +72,14 @@ if (ONLY.has('zod')) {
   fs.writeFileSync(
     path.join(zod, 'tsconfig.json'),
     JSON.stringify({
-      compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', skipLibCheck: true, types: [] },
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        target: 'es2022',
+        module: 'nodenext',
+        skipLibCheck: true,
+        types: [],
+      },
       include: ['src'],
     }),
   )

@@ -374,6 +374,8 @@ function startWorkerThread(config) {
   // Its own workers (nested) write their traces before it terminates them, or before it ends.
   const finishWorkers = finishWorkersFirst({ hookExpression: shared.hookExpression, onError: stderrLine })
   let stage = 'running'
+  // A request that came while the trace was being written (its slot is told DONE at the end).
+  let waiting = -1
 
   /** Writes the trace (once): true when written (or nothing to do), false when the engine was busy. */
   function finish(how) {
@@ -397,6 +399,9 @@ function startWorkerThread(config) {
       writeStatus(status, { error: err.message, ...facts })
     }
     stage = 'done'
+    // Whoever asked meanwhile (terminate() while this worker wrote its trace at its own exit, as
+    // jest-worker does 500 ms after asking a worker to end) need not wait for the thread to end.
+    if (waiting >= 0) answer(workers, waiting, DONE)
     return true
   }
 
@@ -408,7 +413,9 @@ function startWorkerThread(config) {
     value(what, slot) {
       if (what !== 'finish') return
       answer(workers, slot, STARTED)
-      answer(workers, slot, finish('terminated') ? DONE : BUSY)
+      const done = finish('terminated')
+      if (!done && stage === 'finishing') waiting = slot
+      answer(workers, slot, done ? DONE : BUSY)
     },
   })
   announce(workers, threadId)

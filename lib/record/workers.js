@@ -110,8 +110,17 @@ function finishWorkersFirst({ hookExpression, onError }) {
     }
   }
 
+  /** Asks again (after BUSY): only when the answer is still BUSY, not DONE since. */
+  function sendAgain(sessionId, slot) {
+    if (Atomics.compareExchange(state, SLOTS + slot, BUSY, NONE) === BUSY) post(sessionId, slot)
+  }
+
   function send(sessionId, slot) {
     Atomics.store(state, SLOTS + slot, NONE)
+    post(sessionId, slot)
+  }
+
+  function post(sessionId, slot) {
     session.post('NodeWorker.sendMessageToWorker', {
       sessionId,
       message: JSON.stringify({
@@ -158,7 +167,7 @@ function finishWorkersFirst({ hookExpression, onError }) {
           }
           if (value === BUSY) {
             sleep(Math.min(BUSY_RETRY_MS, left))
-            send(ids.get(id), slot)
+            sendAgain(ids.get(id), slot)
             continue
           }
           Atomics.wait(state, SLOTS + slot, value, left)
