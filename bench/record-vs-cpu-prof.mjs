@@ -6,8 +6,8 @@
 //   - a webpack 5 production build whose terser-webpack-plugin minifies in worker threads (jest-worker),
 //     which it ends itself.
 // For each thread both profiled: every package's share of the busy time (idle left out: the two start and
-// end at different moments) from `jsprof report --by package --json`, and the largest difference in
-// points; whether each worker thread `--cpu-prof` saw is there with its work; how many samples carry a
+// end at different moments) from `jsprof report --by package --json`, the largest difference in points
+// over packages, and the share of (gc); whether each worker thread `--cpu-prof` saw is there with its work; how many samples carry a
 // frame of the recorder itself (an anonymous script at 1:1 without a URL, or jsprof's own files); and the
 // wall and CPU time of each mode as ratios to plain node (ROUNDS alternated rounds, medians).
 //
@@ -141,10 +141,11 @@ function busyShares(report) {
   return new Map(busy.map((row) => [row.name, total > 0 ? (100 * row.selfTime) / total : 0]))
 }
 
-/** The largest difference in points between two share maps: [points, name]. */
+/** The largest difference in points between two share maps, over packages (not (gc), (program)…): [points, name]. */
 function largestDifference(a, b) {
   let worst = [0, '-']
   for (const name of new Set([...a.keys(), ...b.keys()])) {
+    if (name.startsWith('(') && !name.startsWith('(generated')) continue
     const d = Math.abs((a.get(name) || 0) - (b.get(name) || 0))
     if (d > worst[0]) worst = [d, name]
   }
@@ -232,13 +233,19 @@ function compare(program) {
   }
   const written = /written at exit in (\d+) ms/.exec(times['jsprof record'].at(-1).stderr)
   if (written) console.log(`  jsprof record: main thread's trace written at exit in ${written[1]} ms (last round)`)
-  // The last round's profiles, thread by thread.
-  const truth = cpuProfiles(profDir)
-  const ours = recordTraces(recDir)
-  for (const [threadId, file] of [...truth].sort((a, b) => a[0] - b[0])) {
-    const who = threadId === 0 ? 'main thread' : `worker thread ${threadId}`
+  // The last round's profiles, thread by thread: the main threads, then the workers in the order they
+  // started (record's own watcher thread takes a threadId, so the app's workers' ids differ by one).
+  const truth = [...cpuProfiles(profDir)].sort((a, b) => a[0] - b[0])
+  const ours = [...recordTraces(recDir)].sort((a, b) => a[0] - b[0])
+  for (let i = 0; i < Math.max(truth.length, ours.length); i++) {
+    if (!truth[i]) {
+      console.log(`  worker thread ${ours[i][0]}: in jsprof record only (${byPackage(ours[i][1]).samples} samples)`)
+      continue
+    }
+    const [threadId, file] = truth[i]
+    const who = threadId === 0 ? 'main thread' : `worker thread ${threadId} (--cpu-prof's id)`
     const theirs = byPackage(file)
-    const trace = ours.get(threadId)
+    const trace = ours[i] && ours[i][1]
     if (!trace) {
       console.log(`  ${who}: --cpu-prof ${theirs.samples} samples; jsprof record: NO TRACE`)
       continue
@@ -247,16 +254,11 @@ function compare(program) {
     const a = busyShares(theirs)
     const b = busyShares(mine)
     const [points, name] = largestDifference(a, b)
-    const top = [...a].sort((x, y) => y[1] - x[1])[0]
+    const top = [...a].sort((x, y) => y[1] - x[1]).find(([n]) => !n.startsWith('('))
+    const gc = (m) => `${(m.get('(gc)') || 0).toFixed(1)}%`
     console.log(
-      `  ${who}: samples --cpu-prof ${theirs.samples}, record ${mine.samples}; top package ${top[0]} ${top[1].toFixed(1)}% vs ${(b.get(top[0]) || 0).toFixed(1)}%; largest difference ${points.toFixed(1)} points (${name}); samples with a recorder frame: ${recorderSamples(trace)}`,
+      `  ${who}: samples --cpu-prof ${theirs.samples}, record ${mine.samples}; of the busy time: top package ${top[0]} ${top[1].toFixed(1)}% vs ${(b.get(top[0]) || 0).toFixed(1)}%, largest package difference ${points.toFixed(1)} points (${name}), (gc) ${gc(a)} vs ${gc(b)}; samples with a recorder frame: ${recorderSamples(trace)}`,
     )
-  }
-  for (const threadId of ours.keys()) {
-    if (!truth.has(threadId))
-      console.log(
-        `  worker thread ${threadId}: in jsprof record only (${byPackage(ours.get(threadId)).samples} samples)`,
-      )
   }
 }
 
