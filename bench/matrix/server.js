@@ -21,6 +21,8 @@
 //   sentry10    @sentry/profiling-node's native profiler per transaction, every 10th request:
 //               CpuProfilerBindings.startProfiling(id) / stopProfiling(id, THREAD), as its SDK did for
 //               transaction profiles
+//   <mode>~<ms> the mode with the sampler engine's stop gap (schedule.js minStopGapUs) set to <ms>, so
+//               two gaps can be compared in the same rounds (e.g. --modes none,prof10,prof10~250)
 //
 // It prints {"port":N} when listening; an IPC 'measure' starts counting, 'report' answers with the
 // requests served and the CPU time of the whole process (every thread) since 'measure'.
@@ -28,8 +30,13 @@
 const http = require('node:http')
 const path = require('node:path')
 
-const [kind = 'http-sync', mode = 'none'] = process.argv.slice(2)
+const [kind = 'http-sync', modeArg = 'none'] = process.argv.slice(2)
 const root = path.join(__dirname, '..', '..')
+const [mode, stopGapMs] = modeArg.split('~')
+if (stopGapMs !== undefined) {
+  // The engine takes its options when first made: before any Profiler exists.
+  require(path.join(root, 'lib', 'sampler')).getSampler({ minStopGapUs: Number(stopGapMs) * 1000 })
+}
 
 // --- the work of one request --------------------------------------------------------------------
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta']
