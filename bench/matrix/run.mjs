@@ -3,7 +3,8 @@
 //
 //   node bench/matrix/run.mjs [--nodes 20,24,26] [--kinds http-sync,http-async,express,fastify]
 //       [--connections 10,100] [--pin no,yes] [--modes none,prof10,profall,req10,sentry10]
-//       (a mode may carry the engine's stop gap: prof10~250; see server.js)
+//       (a mode may carry the engine's stop gap, prof10~250, or a tag: none#2 is a second baseline whose
+//       ratio to none is the noise floor; see server.js)
 //       [--rounds 3] [--duration 5] [--warmup 2] [--json out.json]
 //
 // A cell is (Node major, server kind, connections, pinning). In a cell, each round runs every mode back
@@ -189,7 +190,7 @@ for (const major of NODES) {
         for (const mode of modes) {
           const m = cell.modes[mode]
           let verdict = ''
-          const target = TARGETS[mode.split('~')[0]]
+          const target = TARGETS[mode.split(/[~#]/)[0]]
           if (target !== undefined) {
             const sentry = cell.modes.sentry10
             const ahead = sentry ? m.cpuRatio > sentry.cpuRatio : null

@@ -23,6 +23,7 @@
 //               transaction profiles
 //   <mode>~<ms> the mode with the sampler engine's stop gap (schedule.js minStopGapUs) set to <ms>, so
 //               two gaps can be compared in the same rounds (e.g. --modes none,prof10,prof10~250)
+//   <mode>#<tag> the mode under another name: `none#2` paired with `none` is the benchmark's noise floor
 //
 // It prints {"port":N} when listening; an IPC 'measure' starts counting, 'report' answers with the
 // requests served and the CPU time of the whole process (every thread) since 'measure', and that CPU
@@ -33,7 +34,8 @@ const path = require('node:path')
 
 const [kind = 'http-sync', modeArg = 'none'] = process.argv.slice(2)
 const root = path.join(__dirname, '..', '..')
-const [mode, stopGapMs] = modeArg.split('~')
+// `none#2`: a second `none` under another name, so the matrix shows none against none: the noise floor.
+const [mode, stopGapMs] = modeArg.split('#')[0].split('~')
 if (stopGapMs !== undefined) {
   // The engine takes its options when first made: before any Profiler exists.
   require(path.join(root, 'lib', 'sampler')).getSampler({ minStopGapUs: Number(stopGapMs) * 1000 })
