@@ -61,6 +61,7 @@ function bucketOf(frames) {
 function classify(text, pid) {
   const counts = {}
   const ownFunctions = {}
+  const appLeaves = {}
   let total = 0
   for (const block of text.split('\n\n')) {
     const lines = block.split('\n').filter(Boolean)
@@ -77,6 +78,11 @@ function classify(text, pid) {
     const bucket = thread === 'profiler' ? 'v8 profiler' : bucketOf(frames)
     const key = `${thread}/${bucket}`
     counts[key] = (counts[key] || 0) + 1
+    if (thread === 'main' && bucket === 'app & node') {
+      // The app's own code: by leaf symbol, to see what runs slower under a profiler (JIT code by name).
+      const leaf = frames[0] ? frames[0].sym.replace(/\+0x[0-9a-f]+$/, '') : '?'
+      appLeaves[leaf] = (appLeaves[leaf] || 0) + 1
+    }
     if (bucket === 'jsprof') {
       // Within jsprof's bucket: which of its functions (the frame nearest the leaf that is jsprof's own).
       const own = frames.find((f) => f.sym.includes(`${root}/lib/`) || /jsprof-node\.[\w-]+\.node/.test(f.dso))
@@ -85,7 +91,7 @@ function classify(text, pid) {
     }
     total++
   }
-  return { counts, ownFunctions, total }
+  return { counts, ownFunctions, appLeaves, total }
 }
 
 function load(port, seconds) {
@@ -123,11 +129,12 @@ async function measure(mode) {
       encoding: 'utf8',
       maxBuffer: 1 << 30,
     })
-    const { counts, ownFunctions, total } = classify(script.stdout, child.pid)
+    const { counts, ownFunctions, appLeaves, total } = classify(script.stdout, child.pid)
     const cpuPerRequest = report.cpuUs / report.requests
     const perRequest = Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
     const own = Object.fromEntries(Object.entries(ownFunctions).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
-    return { rps, cpuPerRequest, perRequest, own, samples: total }
+    const app = Object.fromEntries(Object.entries(appLeaves).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
+    return { rps, cpuPerRequest, perRequest, own, app, samples: total }
   } finally {
     child.kill()
     rmSync(dir, { recursive: true, force: true })
@@ -169,5 +176,22 @@ for (const mode of MODES.slice(1)) {
   if (top.length === 0) continue
   console.log(`\n${mode}: jsprof's bucket by its function nearest the leaf (µs/request, mean over rounds)`)
   for (const [name, us] of top) console.log(`  ${us.toFixed(2).padStart(6)}  ${name}`)
+}
+// The main thread's app & node bucket, by leaf symbol: where it grew most against the first mode.
+const meanOf = (mode) => {
+  const m = {}
+  for (const r of results[mode]) for (const [k, v] of Object.entries(r.app)) m[k] = (m[k] || 0) + v / ROUNDS
+  return m
+}
+const base = meanOf(MODES[0])
+for (const mode of MODES.slice(1)) {
+  const m = meanOf(mode)
+  const grew = Object.keys({ ...base, ...m })
+    .map((k) => [k, (m[k] || 0) - (base[k] || 0)])
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8)
+  console.log(`\n${mode}: main thread's app & node, leaf symbols that grew most against ${MODES[0]} (µs/request)`)
+  for (const [name, us] of grew)
+    console.log(`  ${(us >= 0 ? '+' : '') + us.toFixed(2).padStart(6)}  ${name.slice(0, 110)}`)
 }
 console.log(`\nload ${os.loadavg()[0].toFixed(2)} at the end`)
