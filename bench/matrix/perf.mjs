@@ -119,12 +119,22 @@ async function measure(mode) {
     const ask = (m) => new Promise((resolve) => (child.once('message', resolve), child.send(m)))
     child.send('measure')
     const data = path.join(dir, 'perf.data')
-    const perf = spawn('perf', ['record', '-F', '499', '-g', '-p', String(child.pid), '-o', data], { stdio: 'ignore' })
+    const perf = spawn('perf', ['record', '-F', '499', '-g', '-p', String(child.pid), '-o', data], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    let perfErr = ''
+    perf.stderr.on('data', (d) => (perfErr += d))
     await new Promise((r) => setTimeout(r, 200))
     const rps = load(port, DURATION)
     const report = await ask('report')
-    perf.kill('SIGINT')
-    await new Promise((r) => perf.once('exit', r))
+    const perfExited = perf.exitCode !== null || perf.signalCode !== null
+    if (!perfExited) {
+      perf.kill('SIGINT')
+      await new Promise((r) => perf.once('exit', r))
+    }
+    if (perf.exitCode !== 0 && perf.signalCode === null && !/Captured and wrote/.test(perfErr)) {
+      throw new Error(`perf record failed: ${perfErr.trim().split('\n').at(-1)}`)
+    }
     const script = spawnSync('perf', ['script', '-i', data, '-F', 'comm,tid,ip,sym,dso'], {
       encoding: 'utf8',
       maxBuffer: 1 << 30,
