@@ -188,21 +188,22 @@ require('node:fs').writeFileSync(process.argv[4], 'ran')
 `
 
   /** Runs the app with -o dir/t.json; returns the result and the kept trace's path (named in stderr). */
-  function runEnding(what, dir) {
+  function runEnding(what, dir, name = 't.json') {
     const app = path.join(tmp, 'ending.js')
     fs.writeFileSync(app, APP)
     const marker = path.join(tmp, `ran-${what}-${Date.now()}`)
-    const r = jsprof(['record', '-o', path.join(dir, 't.json'), '--', process.execPath, app, what, dir, marker])
+    const r = jsprof(['record', '-o', path.join(dir, name), '--', process.execPath, app, what, dir, marker])
     assert.ok(fs.existsSync(marker), `the app ran: ${r.stderr}`)
     const m = /could not write (.*t\.json) \(([^)]*)\): wrote (.*) instead \((\d+) samples/.exec(r.stderr)
     assert.ok(m, r.stderr)
-    assert.equal(m[1], path.join(dir, 't.json'))
+    assert.equal(m[1], path.join(dir, name))
     return { r, kept: m[3], reason: m[2] }
   }
 
   test('the directory removed during the run: the trace is kept in the temporary directory, exit status 1', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'gone-'))
-    const { r, kept, reason } = runEnding('remove', dir)
+    // A name of 250 bytes, non-ASCII: the kept file's name must still fit.
+    const { r, kept, reason } = runEnding('remove', dir, `${'é'.repeat(120)}t.json`)
     assert.equal(r.code, 1, r.stderr)
     assert.equal(reason, 'no such file or directory')
     assert.ok(kept.startsWith(os.tmpdir()), kept)

@@ -95,7 +95,12 @@ function writeRecorded(output, recorded, { skipEmpty = false, mode } = {}) {
     const path = require('node:path')
     const kept = path.join(
       require('node:os').tmpdir(),
-      `jsprof-kept-${process.pid}-${Date.now()}-${path.basename(output)}`,
+      // The name it was to have, as plain characters and its end only (a name of 255 bytes must leave
+      // room for the prefix).
+      `jsprof-kept-${process.pid}-${Date.now()}-${path
+        .basename(output)
+        .replace(/[^\w.-]/g, '_')
+        .slice(-100)}`,
     )
     try {
       writeOutputFile(kept, recorded.json, { replace: false, mode })
