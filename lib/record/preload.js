@@ -334,8 +334,10 @@ function start(config) {
  * A worker thread records itself: on its own thread's sampler engine (V8 profiles each thread's
  * isolate apart), harvested into its own side file every --flush-every while it yields, written as its
  * own trace when it exits (its event loop emptied, process.exit() in it). A worker that never gets to
- * exit — terminate(), or the process ending while it runs — runs no more JS: the `jsprof` CLI then
- * assembles its trace from the side file, with the samples up to its last flush.
+ * exit — terminate(), or the process ending while it runs — runs no more JS: the thread ending it asks
+ * it first, through the inspector, to write its trace (lib/record/workers.js; its hook below). Only
+ * when it cannot answer does the `jsprof` CLI assemble its trace from the side file, with the samples
+ * up to its last flush; a worker that sampled nothing leaves no file.
  */
 function startWorkerThread(config) {
   const path = require('node:path')
