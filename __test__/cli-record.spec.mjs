@@ -269,6 +269,11 @@ burnMain(200)`,
     assert.match(r.stderr, /the app says hi/)
     assert.match(r.stderr, /wrote stdout \(\d+ samples/)
     assert.ok(!fs.existsSync(path.join(dir, '-')), "no file named '-'")
+    // --heap writes a file beside the trace: with -o - it would have nowhere to go.
+    const heap = jsprof(['record', '-o', '-', '--heap', '--', process.execPath, path.join(dir, 'app.js')], { cwd: dir })
+    assert.equal(heap.code, 2, heap.stderr)
+    assert.match(heap.stderr, /--heap writes its profile beside the trace: give -o a file, not -/)
+    assert.equal(heap.stdout, '')
   })
 
   test("an app that sets its umask to 0o777: the trace is written with the user's permissions and reported", () => {

@@ -259,6 +259,7 @@ async function record(args) {
   )
   if (!toStdout) checkWritable(values.output ?? named, named)
   const heap = heapSettings('record', values)
+  if (toStdout && heap) throw usage('record', '--heap writes its profile beside the trace: give -o a file, not -')
 
   const statusDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-'))
   const status = path.join(statusDir, 'status.json')
