@@ -158,20 +158,22 @@ function makeWritable(dir) {
   }
 }
 
+let readOnlyWorks
+/** Whether this system can make a directory that this user cannot write (asked once). */
 function canMakeReadOnly() {
-  const probe = fs.mkdtempSync(path.join(tmp, 'probe-'))
-  const ok = makeReadOnly(probe)
-  if (ok) {
+  if (readOnlyWorks !== undefined) return readOnlyWorks
+  const probe = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-read-only-probe-'))
+  readOnlyWorks = false
+  if (makeReadOnly(probe)) {
     try {
       fs.writeFileSync(path.join(probe, 'x'), '')
-      return false
     } catch {
-      return true
-    } finally {
-      makeWritable(probe)
+      readOnlyWorks = true
     }
+    makeWritable(probe)
   }
-  return false
+  fs.rmSync(probe, { recursive: true, force: true })
+  return readOnlyWorks
 }
 
 describe('jsprof record: -o that cannot be written never loses the recording', () => {
