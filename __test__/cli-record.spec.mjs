@@ -89,36 +89,53 @@ w.on('message', () => setTimeout(() => { ${end} }, 1500))
     })
   }
 
-  test(
-    'a worker killed with its process before any flush of its own leaves no file, and says so',
-    { skip: process.platform === 'win32' && 'no SIGKILL' },
-    async () => {
-      // The worker never yields, so it never flushed; the process is then killed without warning.
-      const dir = dirWith('killed', {
-        'app.js': `
+  /** Records the app below with `flush` and SIGKILLs it once its worker burns; returns the CLI's result. */
+  async function killedWhileWorkerBurns(dir, flush) {
+    const out = path.join(dir, 't.json')
+    const args = ['record', '-o', out, '--flush-every', flush, '--', process.execPath, path.join(dir, 'app.js')]
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+    const { ready, exited } = watchChild(child)
+    const pid = await ready
+    // A few of the watcher's flushes.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+    process.kill(pid, 'SIGKILL')
+    const r = await exited
+    assert.equal(r.code, 137, r.stderr)
+    return r
+  }
+  const KILLED_APP = `
 const { Worker } = require('node:worker_threads')
 const w = new Worker(\`${BURN}
 require('node:worker_threads').parentPort.postMessage('burning')
 burnInWorker(60000)\`, { eval: true })
 w.on('message', () => console.log('ready ' + process.pid))
 setInterval(() => {}, 1000)
-`,
-      })
-      const out = path.join(dir, 't.json')
-      const child = spawn(
-        process.execPath,
-        [BIN, 'record', '-o', out, '--flush-every', '100', '--', process.execPath, path.join(dir, 'app.js')],
-        {
-          cwd: dir,
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
+`
+
+  test(
+    'killed without warning (SIGKILL): the worker that never yields keeps its samples up to the last flush',
+    { skip: process.platform === 'win32' && 'no SIGKILL' },
+    async () => {
+      // It never runs a timer of its own: the watcher thread asks it to flush, through an interrupt.
+      const dir = dirWith('killed', { 'app.js': KILLED_APP })
+      const r = await killedWhileWorkerBurns(dir, '100')
+      const workers = fs.readdirSync(dir).filter((f) => /^t\.worker-\d+\.json$/.test(f))
+      assert.equal(workers.length, 1, r.stderr)
+      const burning = selfSamples(readTrace(path.join(dir, workers[0])), 'burnInWorker')
+      assert.ok(burning > 0, `the worker's burning up to its last flush: ${burning} samples`)
+      assert.match(
+        r.stderr,
+        /worker thread \d+, \d+ samples, [^;]*; it did not exit \(its process was killed by SIGKILL\): samples up to its last flush/,
       )
-      const { ready, exited } = watchChild(child)
-      const pid = await ready
-      await new Promise((resolve) => setTimeout(resolve, 400))
-      process.kill(pid, 'SIGKILL')
-      const r = await exited
-      assert.equal(r.code, 137, r.stderr)
+    },
+  )
+
+  test(
+    'with --flush-every 0 the killed worker has nothing: it leaves no file, and says so',
+    { skip: process.platform === 'win32' && 'no SIGKILL' },
+    async () => {
+      const dir = dirWith('killed-no-flush', { 'app.js': KILLED_APP })
+      const r = await killedWhileWorkerBurns(dir, '0')
       assert.deepEqual(
         fs.readdirSync(dir).filter((f) => f.includes('worker')),
         [],

@@ -353,7 +353,8 @@ function startWorkerThread(config) {
   const output = siblingOutput(config.output, `worker-${threadId}`)
   const chunksFile = dir ? path.join(dir, `chunks.${pid}.t${threadId}.jsonl`) : path.resolve(`${output}.${pid}.chunks`)
   const status = dir ? path.join(dir, `status.${pid}.t${threadId}.json`) : null
-  const sidecar = { pid, threadId, timeOrigin: require('node:perf_hooks').performance.timeOrigin }
+  const { performance } = require('node:perf_hooks')
+  const sidecar = { pid, threadId, timeOrigin: performance.timeOrigin }
   let recorder
   try {
     recorder = startRecorder({
@@ -413,6 +414,17 @@ function startWorkerThread(config) {
   const workers = sharedState()
   Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
     value(what, slot) {
+      if (what === 'flush') {
+        // The watcher's ask (lib/record/watcher.js), for a worker that does not yield: skipped when
+        // this worker's own timer harvested lately, or while it ends.
+        if (stage !== 'running' || performance.now() - recorder.lastChunkAt < config.flushEveryMs / 2) return
+        try {
+          recorder.flush()
+        } catch (err) {
+          stderrLine(`could not flush worker thread ${threadId}'s profile: ${err.message}`)
+        }
+        return
+      }
       if (what !== 'finish') return
       answer(workers, slot, STARTED)
       const done = finish('terminated')

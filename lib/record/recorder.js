@@ -48,8 +48,9 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
   let ending = false
   const state = {
     canFlush,
-    /** Samples written to the side file so far. */
+    /** Samples written to the side file so far, and when the last chunk was (performance.now(), ms). */
     flushedSamples: 0,
+    lastChunkAt: -Infinity,
     /** What the recording cost the thread so far (ms; `jsprof record` reports them in its status). */
     costs: { flushes: 0, flushMs: 0 },
     /** Harvests now (V8 goes on sampling); ms it took, or -1 when the engine was busy (ask again). */
@@ -101,6 +102,7 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
           if (ending) return
           chunks.append(chunk)
           state.flushedSamples += chunk.sampleCount
+          state.lastChunkAt = performance.now()
         }
       : undefined,
   })

@@ -17,6 +17,7 @@ const inspector = require('node:inspector')
 // The addon for the signal deliveries; the side file's code only if the main thread never answers.
 const { binding } = require('../native')
 const { CLAIM, RUNNING, BY_WORKER, EXITED, SESSION, NO_SESSION, CONNECTED, hookExpression } = require('./shared')
+const { sharedState, isRecording } = require('./workers')
 
 const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
 
@@ -46,10 +47,49 @@ let flushTimer = null
 function scheduleFlush(delayMs) {
   flushTimer = setTimeout(() => {
     if (Atomics.load(state, CLAIM) !== RUNNING) return
+    flushWorkers()
     ask('flush', 0, (tookMs) => scheduleFlush(Math.max(flushEveryMs, BUDGET * (Number(tookMs) || 0))))
   }, delayMs)
 }
-if (connected && flushEveryMs > 0) scheduleFlush(flushEveryMs)
+
+// The worker threads of the main thread, by threadId -> NodeWorker session id: a worker that never
+// yields never runs its own timer, so it is asked to flush from here too, through the same kind of
+// interrupt (it skips the ask when it flushed lately by itself). So a process killed without warning
+// still leaves such a worker's samples up to then.
+const workerSessions = new Map()
+const workers = sharedState()
+function watchWorkers() {
+  session.on('NodeWorker.attachedToWorker', ({ params }) => {
+    const m = /^\[worker (\d+)\]/.exec((params.workerInfo && params.workerInfo.title) || '')
+    if (m) workerSessions.set(Number(m[1]), params.sessionId)
+  })
+  session.on('NodeWorker.detachedFromWorker', ({ params }) => {
+    for (const [id, sessionId] of workerSessions) if (sessionId === params.sessionId) workerSessions.delete(id)
+  })
+  session.post('NodeWorker.enable', { waitForDebuggerOnStart: false }, () => {})
+}
+function flushWorkers() {
+  for (const [threadId, sessionId] of workerSessions) {
+    if (!isRecording(workers, threadId)) continue
+    session.post(
+      'NodeWorker.sendMessageToWorker',
+      {
+        sessionId,
+        message: JSON.stringify({
+          id: 1,
+          method: 'Runtime.evaluate',
+          params: { expression: hookExpression('flush', 0), silent: true },
+        }),
+      },
+      () => {},
+    )
+  }
+}
+
+if (connected && flushEveryMs > 0) {
+  if (workers) watchWorkers()
+  scheduleFlush(flushEveryMs)
+}
 
 // How soon a signal is asked again when the main thread was inside the engine's own work.
 const BUSY_RETRY_MS = 10

@@ -53,6 +53,11 @@ function slotOf(threadId) {
   return threadId % SLOTS
 }
 
+/** Whether the worker `threadId` said it records. */
+function isRecording(state, threadId) {
+  return Boolean(state) && threadId > 0 && Atomics.load(state, slotOf(threadId)) === threadId
+}
+
 /** A worker's side: says it records (it can be asked from now on). */
 function announce(state, threadId) {
   if (state) Atomics.store(state, slotOf(threadId), threadId)
@@ -133,7 +138,7 @@ function finishWorkersFirst({ hookExpression, onError }) {
 
   /** Asks the workers (threadIds) to write their traces and waits for them, bounded. */
   function finish(threadIds) {
-    const asked = threadIds.filter((id) => id > 0 && Atomics.load(state, slotOf(id)) === id)
+    const asked = threadIds.filter((id) => isRecording(state, id))
     if (asked.length === 0) return
     let ids
     try {
@@ -211,4 +216,4 @@ function finishWorkersFirst({ hookExpression, onError }) {
   }
 }
 
-module.exports = { finishWorkersFirst, sharedState, announce, answer, STARTED, DONE, BUSY }
+module.exports = { finishWorkersFirst, sharedState, isRecording, announce, answer, STARTED, DONE, BUSY }

@@ -383,7 +383,7 @@ async function record(args) {
         continue
       }
       const how = t.partial
-        ? `; it did not exit (${t.threadId ? 'terminated, or the process ended first' : 'killed'}): samples up to its last flush`
+        ? `; it did not exit (${t.threadId ? (signal ? `its process was killed by ${signal}` : 'terminated, or the process ended first') : 'killed'}): samples up to its last flush`
         : t.how === 'terminated'
           ? '; written when it was terminated, or its process ended'
           : ''
