@@ -1,11 +1,12 @@
 'use strict'
 // The worker thread `jsprof record` starts in the profiled process (lib/record/preload.js). Its event
 // loop stays free while the app's main thread spins, so it is the one that acts on time:
-//   - every --flush-every it asks the main thread to harvest the samples into the side file, so a process
+//   - every --flush-every it asks the main thread (and its worker threads) to harvest the samples into the side file, so a process
 //     killed without warning (SIGKILL, the OOM killer, abort) still leaves its samples up to then;
 //   - on SIGINT / SIGTERM / SIGHUP (caught by the native watcher, src/signals.rs, when the app has no
 //     handler of its own) it asks the main thread to write the trace and die of the signal.
-// Both requests run on the main thread through this worker's inspector session connected to it: the
+// Both requests run on the main thread through this worker's inspector session connected to it (and the
+// flush, for worker threads that never yield, on each of them through its NodeWorker domain): the
 // inspector serves it through V8 interrupts, which a spinning loop takes too. An interrupt that lands
 // inside the sampler engine's own work is answered 'busy' (flush: skipped; signal: asked again). Should the main thread
 // still not answer (blocked in native code, or a trace too big to write in time), the worker writes
