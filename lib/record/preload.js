@@ -190,12 +190,15 @@ function start(config) {
       return undefined
     const startedAt = Date.now()
     const facts = { pid, how }
+    let askedWorkers = false
     try {
       let result = recorder.finish(sidecar)
       if (result === null && how !== 'exit') {
         Atomics.store(state, shared.CLAIM, shared.RUNNING)
         return 'busy'
       }
+      // This thread's samples end here; its workers then write theirs (also when this write fails below).
+      askedWorkers = true
       finishWorkers()
       // At exit nobody asks again: the trace up to the last flush.
       if (result === null) result = { ...assemble(chunksFile, output), partial: true }
@@ -212,6 +215,7 @@ function start(config) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
     }
+    if (!askedWorkers) finishWorkers()
     return undefined
   }
 
@@ -394,7 +398,6 @@ function startWorkerThread(config) {
         stage = 'running'
         return false
       }
-      finishWorkers()
       const heapResult = finishHeap(heap, output)
       writeStatus(status, { ...result, ...facts, ...heapResult, writeMs: Date.now() - startedAt })
     } catch (err) {
@@ -402,6 +405,7 @@ function startWorkerThread(config) {
       writeStatus(status, { error: err.message, ...facts })
     }
     stage = 'done'
+    finishWorkers()
     // Whoever asked meanwhile (terminate() while this worker wrote its trace at its own exit, as
     // jest-worker does 500 ms after asking a worker to end) need not wait for the thread to end.
     if (waiting >= 0) answer(workers, waiting, DONE)

@@ -212,7 +212,11 @@ function finishWorkersFirst({ hookExpression, onError }) {
   return function finishAll() {
     const ids = [...live].map((w) => w.threadId)
     live.clear()
-    finish(ids)
+    try {
+      finish(ids)
+    } catch (err) {
+      onError(`could not ask worker threads to write their traces (${err.message})`)
+    }
   }
 }
 
