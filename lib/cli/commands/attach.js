@@ -319,11 +319,11 @@ function connect(url, { maxPayload, onEvent = () => {} }) {
         message = JSON.parse(data)
       } catch {
         endReason = 'it sent a message that is not JSON'
-        fail(new BadReply(`the inspector sent a message that is not JSON`))
+        fail(new BadReply('it sent a message that is not JSON'))
         return
       }
       if (message === null || typeof message !== 'object') {
-        fail(new BadReply('the inspector sent a message that is not a JSON object'))
+        fail(new BadReply('it sent a message that is not a JSON object'))
         return
       }
       if (typeof message.method === 'string' && message.id === undefined) {
@@ -336,9 +336,9 @@ function connect(url, { maxPayload, onEvent = () => {} }) {
       clearTimeout(p.timer)
       if (message.error) {
         const text = message.error && typeof message.error.message === 'string' ? message.error.message : 'an error'
-        p.reject(new BadReply(`the inspector answered ${p.method} with ${JSON.stringify(text.slice(0, 200))}`))
+        p.reject(new BadReply(`it answered ${p.method} with the error ${JSON.stringify(text.slice(0, 200))}`))
       } else if (message.result === null || typeof message.result !== 'object') {
-        p.reject(new BadReply(`the inspector answered ${p.method} without a result`))
+        p.reject(new BadReply(`it answered ${p.method} without a result`))
       } else p.resolve(message.result)
     })
     ws.on('close', (code, reason) => {
@@ -348,7 +348,7 @@ function connect(url, { maxPayload, onEvent = () => {} }) {
         code === 1009
           ? `it sent a message larger than ${Math.round(maxPayload / 1024 / 1024)} MiB`
           : (endReason ?? `the connection closed${reason && reason.length ? ` (${reason})` : ''}`)
-      fail(new BadReply(`the inspector connection ended: ${why}`))
+      fail(new BadReply(`the connection ended: ${why}`))
       endClosed(why)
     })
     ws.once('error', (err) => {
@@ -367,7 +367,7 @@ function connect(url, { maxPayload, onEvent = () => {} }) {
         send(method, params = {}, timeoutMs = REPLY_TIMEOUT_MS) {
           return new Promise((res, rej) => {
             if (ws.readyState !== WebSocket.OPEN) {
-              rej(new BadReply(`the inspector connection ended before ${method}`))
+              rej(new BadReply(`the connection ended before ${method}`))
               return
             }
             const id = nextId++
@@ -403,7 +403,7 @@ async function evaluate(cdp, expression) {
   const r = await cdp.send('Runtime.evaluate', { expression, returnByValue: true, silent: true })
   if (r.exceptionDetails) throw new BadReply(`evaluating in the process failed: ${r.exceptionDetails.text}`)
   if (r.result === null || typeof r.result !== 'object')
-    throw new BadReply('the inspector answered Runtime.evaluate without a value')
+    throw new BadReply('it answered Runtime.evaluate without a value')
   return r.result.value
 }
 
