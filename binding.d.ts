@@ -301,8 +301,11 @@ export interface RecordedTrace {
   durationMs: number
 }
 
-/** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
-export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
+/**
+ * Maps a trace's tables off the main thread, on the source-map thread (never the libuv pool: the
+ * app's own file I/O does not wait behind it); the samples stay in JS, only their stack ids change.
+ */
+export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<MappedTables>
 
 /** `{ kind, package?, version?, root? }` of one resource. */
 export interface ResourceAttribution {

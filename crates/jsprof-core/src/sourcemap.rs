@@ -1827,6 +1827,10 @@ mod tests {
             cache.bytes(),
             cache.budget()
         );
+        // Where it fits, what it takes is counted: a start and a flag per line beside the bytes.
+        let roomy = MapCache::with_budget(64 << 20);
+        assert_eq!(resolve(&trace, &MapOptions::default(), &roomy).stats.mapped, 1);
+        assert!(roomy.bytes() >= 300_000 * 9, "{}", roomy.bytes());
     }
 
     mod props {
