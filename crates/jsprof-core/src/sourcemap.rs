@@ -217,9 +217,10 @@ struct GeneratedText {
 
 impl GeneratedText {
     fn new(bytes: Vec<u8>) -> GeneratedText {
-        let line_starts: Vec<usize> = std::iter::once(0)
-            .chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1))
-            .collect();
+        // Sized exactly (what the cache counts is what it holds).
+        let mut line_starts = Vec::with_capacity(memchr::memchr_iter(b'\n', &bytes).count() + 1);
+        line_starts.push(0);
+        line_starts.extend(memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1));
         let ascii = (0..line_starts.len())
             .map(|l| {
                 let end = line_starts.get(l + 1).map_or(bytes.len(), |e| e - 1);
