@@ -60,14 +60,14 @@ const JSON_TEXT = {
   toCpuProfile(trace) {
     timeOnly('toCpuProfile', trace)
     const text = traceText('toCpuProfile', trace)
-    return callNative(() => binding.exportCpuProfile(text))
+    return callNative(() => binding.exportCpuProfile(text), trace)
   },
   toGeckoProfile(trace, given) {
     timeOnly('toGeckoProfile', trace)
     const text = traceText('toGeckoProfile', trace)
     const o = exportOptions('toGeckoProfile', trace, given, { threadName: string(), startTime: number(), ...CLOCK })
     const { timeOrigin, pid } = clock(trace, o)
-    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
+    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid), trace)
   },
   toSpeedscope(trace, given) {
     timeOnly('toSpeedscope', trace)
@@ -75,7 +75,7 @@ const JSON_TEXT = {
     const o = exportOptions('toSpeedscope', trace, given, { name: string(), ...CLOCK })
     // With the recording's clock (options or the sidecar), the default name says when it started.
     const { timeOrigin, pid } = clock(trace, o)
-    return callNative(() => binding.exportSpeedscope(text, o.name, timeOrigin, pid))
+    return callNative(() => binding.exportSpeedscope(text, o.name, timeOrigin, pid), trace)
   },
 }
 
@@ -92,12 +92,12 @@ const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace
 function toPprof(trace, given) {
   if (isHeapProfile(trace)) {
     const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
-    return callNative(() => binding.exportHeapPprof(heapText('toPprof', trace), timeOrigin))
+    return callNative(() => binding.exportHeapPprof(heapText('toPprof', trace), timeOrigin), trace)
   }
   const text = traceText('toPprof', trace)
   // pid is an ExportClockOptions member too; pprof has no field for it.
   const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
-  return callNative(() => binding.exportPprof(text, timeOrigin))
+  return callNative(() => binding.exportPprof(text, timeOrigin), trace)
 }
 
 /**
@@ -122,24 +122,26 @@ function toOtlpProfiles(trace, given) {
       throw new TypeError(`toOtlpProfiles: options.${what} cannot be serialized: ${cause && cause.message}`, { cause })
     }
   }
-  return callNative(() =>
-    (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(
-      text,
-      timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
-      pid ?? process.pid,
-      process.versions.node,
-      require('../../package.json').version,
-      json(o.resource, 'resource'),
-      json(o.attributes, 'attributes'),
-    ),
+  return callNative(
+    () =>
+      (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(
+        text,
+        timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
+        pid ?? process.pid,
+        process.versions.node,
+        require('../../package.json').version,
+        json(o.resource, 'resource'),
+        json(o.attributes, 'attributes'),
+      ),
+    trace,
   )
 }
 
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
 function toCollapsed(trace) {
-  if (isHeapProfile(trace)) return callNative(() => binding.exportHeapCollapsed(heapText('toCollapsed', trace)))
+  if (isHeapProfile(trace)) return callNative(() => binding.exportHeapCollapsed(heapText('toCollapsed', trace)), trace)
   const text = traceText('toCollapsed', trace)
-  return callNative(() => binding.exportCollapsed(text))
+  return callNative(() => binding.exportCollapsed(text), trace)
 }
 
 /** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
@@ -153,7 +155,7 @@ function toFlameGraph(trace, given) {
     format: oneOf(['svg', 'html']),
   })
   const draw = heap ? binding.exportHeapFlameGraph : binding.exportFlameGraph
-  return callNative(() => draw(text, o.title, o.subtitle, o.width, o.format === 'html'))
+  return callNative(() => draw(text, o.title, o.subtitle, o.width, o.format === 'html'), trace)
 }
 
 /**

@@ -823,12 +823,14 @@ function writeResult(pid, { output, heap }, r, opened, closed) {
   const sidecar = { pid, timeOrigin: Number.isFinite(epochOrigin) ? epochOrigin : undefined }
   let recorded
   try {
-    recorded = callNative(() =>
-      binding.traceFileFromCpuProfile(
-        Buffer.from(JSON.stringify(r.profile)),
-        Number.isFinite(origin) ? origin : undefined,
-        sidecar,
-      ),
+    recorded = callNative(
+      () =>
+        binding.traceFileFromCpuProfile(
+          Buffer.from(JSON.stringify(r.profile)),
+          Number.isFinite(origin) ? origin : undefined,
+          sidecar,
+        ),
+      r.profile,
     )
   } catch (err) {
     throw new CliError(`the profile the inspector of pid ${pid} sent cannot be read: ${err.message}`)
