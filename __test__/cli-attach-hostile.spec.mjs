@@ -274,6 +274,20 @@ describe('jsprof attach: a blocked target, Ctrl-C', { skip: !linux && 'attach re
   })
 })
 
+describe('jsprof attach: an inspector opened beyond loopback', { skip: !linux && 'Linux only' }, () => {
+  test('refused, and closed again (it was jsprof that opened it)', async () => {
+    const target = start('target.js', ['idle', '0'], ['--inspect-port=0.0.0.0:0'])
+    const pid = await target.ready
+    await delay(300)
+    const r = await jsprof(['attach', String(pid), '--duration', '300ms', '-o', 'wide.json'])
+    assert.equal(r.code, 2, r.stderr)
+    assert.match(r.stderr, new RegExp(`pid ${pid} opened its inspector on 0\\.0\\.0\\.0:\\d+, beyond loopback`))
+    assert.equal(fs.existsSync(path.join(tmp, 'wide.json')), false)
+    assert.deepEqual(await settledSockets(pid), [], 'closed again')
+    target.child.kill()
+  })
+})
+
 describe('jsprof attach: the target ends during the recording', { skip: !linux && 'Linux only' }, () => {
   test('process.exit() is not held: jsprof says so and writes what it has', async () => {
     const target = start('target.js', ['exit-after', '1500'])

@@ -460,7 +460,7 @@ async function closeInspector({ pid, before, known, cdp, deadline, intr, maxPayl
   let port = known ? known.port : null
   try {
     for (;;) {
-      if (!alive(pid)) return { closed: true, port }
+      if (!alive(pid) || procState(pid) === 'Z') return { closed: true, port }
       const open = listening(pid).filter((s) => (known ? s.port === known.port : isNew(s)))
       if (open.length === 0) {
         if (seenOpen) {
@@ -655,7 +655,7 @@ async function attachTo(pid, settings, intr) {
   let closed = !opened
   let closedPort = ctx.port
   if (opened) {
-    if (!inspector) {
+    if (!inspector && waitingCause) {
       info(
         `${primary.message}; waiting up to ${CLOSE_DEADLINE_MS / 1000} s for it to open, to close it again (Ctrl-C again to give up)`,
       )
