@@ -243,7 +243,7 @@ async function findInspector(sockets, problems = []) {
 }
 
 /**
- * Ctrl-C and SIGTERM while attach runs: counted, never fatal (jsprof must stay to close what it
+ * Ctrl-C, SIGTERM and SIGHUP while attach runs: counted, never fatal (jsprof must stay to close what it
  * opened). The first stops the recording (or the wait for the inspector); a second one gives up
  * closing.
  */
@@ -255,8 +255,12 @@ function interrupts() {
     for (const w of waiters) w()
     waiters.clear()
   }
-  process.on('SIGINT', on)
-  process.on('SIGTERM', on)
+  // SIGHUP too: a closed terminal must not end jsprof before it closed what it opened (and a write
+  // to that terminal failing is no reason to either).
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP']
+  for (const s of signals) process.on(s, on)
+  const ignore = () => {}
+  process.stderr.on('error', ignore)
   return {
     get count() {
       return count
@@ -276,8 +280,8 @@ function interrupts() {
       })
     },
     dispose() {
-      process.removeListener('SIGINT', on)
-      process.removeListener('SIGTERM', on)
+      for (const s of signals) process.removeListener(s, on)
+      process.stderr.removeListener('error', ignore)
     },
   }
 }
