@@ -1,6 +1,6 @@
 // Small hostile cases of issue 24: a number out of JSON's range (1e400: Infinity once parsed) named as
 // what it is, not as the null JSON.stringify makes of it; `jsprof diff - -` (stdin twice) refused
-// with its reason.
+// with its reason; an attach recording too long for jsprof to read back refused before it starts.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
@@ -32,4 +32,15 @@ test('`jsprof diff - -`: stdin can be only one of the two', () => {
   const r = spawnSync(process.execPath, [BIN, 'diff', '-', '-'], { input: '{}', encoding: 'utf8' })
   assert.equal(r.status, 2)
   assert.match(r.stderr, /^jsprof: only one of <base> and <new> can be '-' \(stdin is read once\)/)
+})
+
+test('`jsprof attach`: a recording longer than a trace jsprof reads back can hold is refused up front', () => {
+  const r = spawnSync(process.execPath, [BIN, 'attach', '1', '--duration', '1440m', '--interval', '1'], {
+    encoding: 'utf8',
+  })
+  assert.equal(r.status, 2)
+  assert.match(
+    r.stderr,
+    /^jsprof: --duration 1440m at --interval 1 ms records up to 86400000 samples, more than a trace jsprof reads back holds \(\d+\)/,
+  )
 })

@@ -561,7 +561,7 @@ async function attach(args) {
   if (maxSamples > readable) {
     throw usage(
       'attach',
-      `--duration ${formatDuration(durationMs)} at --interval ${intervalMs} ms records up to ${maxSamples} samples, more than a trace jsprof reads back holds (${readable}): shorten --duration or raise --interval`,
+      `--duration ${values.duration} at --interval ${intervalMs} ms records up to ${maxSamples} samples, more than a trace jsprof reads back holds (${readable}): shorten --duration or raise --interval`,
     )
   }
   const pid = checkPid(positionals[0])
