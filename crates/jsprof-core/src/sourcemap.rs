@@ -1790,7 +1790,7 @@ mod tests {
         let script = dir.path().join("min.js");
         std::fs::write(&script, "f()").unwrap();
         let segments = 100_000;
-        let mappings = "AAAA,".repeat(1) + &"A,".repeat(segments);
+        let mappings = "AAAA,".to_owned() + &"A,".repeat(segments);
         let map = format!(r#"{{"version":3,"sources":["a.ts"],"names":[],"mappings":"{mappings}A"}}"#);
         std::fs::write(dir.path().join("min.js.map"), &map).unwrap();
         let trace = chain(vec![url(&script)], vec![frame("f", 0, 1, 1)]);
