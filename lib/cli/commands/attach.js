@@ -166,6 +166,8 @@ const PROFILE_TIMEOUT_MS = 120_000 // Profiler.stop and HeapProfiler.stopSamplin
 // A reply's size: the profile's nodes (the process's code) plus its samples (the recording's length).
 const PROFILE_BASE_BYTES = 64 * 1024 * 1024
 const PROFILE_BYTES_PER_SAMPLE = 48
+// V8's longest string (2^29 - 24 UTF-16 units; a reply is one string before it is parsed).
+const MAX_STRING_BYTES = 2 ** 29 - 24
 // A written trace costs up to this per sample; jsprof reads back at most MAX_INPUT_BYTES.
 const TRACE_BYTES_PER_SAMPLE = 48
 // The port must stay closed this long (a spinning process reopens it once when it yields).
@@ -573,7 +575,8 @@ async function attach(args) {
     )
     if (!fs.existsSync(path.dirname(output)))
       throw new CliError(`cannot write ${values.output}: no such directory ${path.dirname(output)}`)
-    const maxPayload = PROFILE_BASE_BYTES + 2 * maxSamples * PROFILE_BYTES_PER_SAMPLE
+    // And never more than one JS string holds (the reply is parsed as one).
+    const maxPayload = Math.min(PROFILE_BASE_BYTES + 2 * maxSamples * PROFILE_BYTES_PER_SAMPLE, MAX_STRING_BYTES)
     return await attachTo(pid, { durationMs, intervalMs, heap, output, maxPayload }, intr)
   } finally {
     intr.dispose()
