@@ -690,7 +690,14 @@ async function attachTo(pid, settings, intr) {
   }
   if (!closed) {
     if (primary) info(primary.message)
-    if (result) writeResult(pid, settings, result, opened, false)
+    if (result) {
+      // What was recorded is written, but the warning is the last word whatever happens to it.
+      try {
+        writeResult(pid, settings, result, opened, false)
+      } catch (err) {
+        info(err.message)
+      }
+    }
     throw new CliError(leftOpen(pid, closedPort, waitingCause ?? (primary ? null : 'it did not close when asked')), 1)
   }
   if (primary) {
