@@ -106,3 +106,38 @@ test("resolution runs off the libuv pool: the app's file I/O does not wait behin
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout.trim(), 'read maps:1')
 })
+
+test("the cache's real memory stays within its 512 MiB budget (maps of minimal segments, scaled down)", () => {
+  // Three maps of 7 M minimal segments (`A,`: 14 MB of text, ~200 MiB once decoded each): counted in
+  // file bytes (42 MB) all three stayed, ~600 MiB; counted as decoded, the third evicts the first.
+  const resources = []
+  for (const name of ['a', 'b', 'c']) {
+    const script = path.join(tmp, `min-${name}.js`)
+    fs.writeFileSync(script, 'f()\n')
+    const fd = fs.openSync(`${script}.map`, 'w')
+    fs.writeSync(fd, '{"version":3,"sources":["a.ts"],"names":[],"mappings":"AAAA')
+    const chunk = ',A'.repeat(1 << 19)
+    for (let i = 0; i < 14; i++) fs.writeSync(fd, chunk)
+    fs.writeSync(fd, '"}')
+    fs.closeSync(fd)
+    resources.push(pathToFileURL(script).href)
+  }
+  const child = `
+    const { resolveSourceMaps } = require(${JSON.stringify(ROOT)})
+    const rss = () => process.memoryUsage.rss() / 2 ** 20
+    ;(async () => {
+      const before = rss()
+      for (const r of ${JSON.stringify(resources)}) {
+        const t = { resources: [r], frames: [{ name: 'f', resourceId: 0, line: 1, column: 1 }], stacks: [{ frameId: 0 }], samples: [] }
+        const { stats } = await resolveSourceMaps(t)
+        if (stats.mapped !== 1) throw new Error(JSON.stringify(stats))
+      }
+      globalThis.gc()
+      console.log(Math.round(rss() - before))
+    })()
+  `
+  const r = spawnSync(process.execPath, ['--expose-gc', '-e', child], { encoding: 'utf8', timeout: 120_000 })
+  assert.equal(r.status, 0, r.stderr)
+  const grown = Number(r.stdout.trim())
+  assert.ok(grown < 512, `RSS grew by ${grown} MiB`)
+})
