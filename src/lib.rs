@@ -31,6 +31,7 @@ mod chunk;
 mod cpu_profile;
 mod export;
 mod heap;
+mod map_thread;
 mod own_code;
 mod recording;
 mod signals;
