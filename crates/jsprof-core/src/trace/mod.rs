@@ -10,8 +10,8 @@ mod extension;
 mod validate;
 mod weights;
 
-pub use extension::Extension;
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
+pub use extension::{Extension, Stall};
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};
 
