@@ -462,7 +462,14 @@ export interface StallTrace extends ContinuousChunk {
 
 export interface StallWatch {
   readonly thresholdMs: number
-  readonly stats: { detected: number; reported: number; limited: number; own: number; snapshots: number; errors: number }
+  readonly stats: {
+    detected: number
+    reported: number
+    limited: number
+    own: number
+    snapshots: number
+    errors: number
+  }
   /** Stops watching; resolves once every stall trace taken was delivered. */
   stop(): Promise<void>
 }

@@ -311,7 +311,11 @@ class StallWatch {
       .catch(rethrowTyped)
       .then((trace) => {
         if (this.#o.dir !== undefined) {
-          writeAtomic(require('node:fs'), stallFile(this.#o.dir, `stall-${process.pid}`, current.seq), JSON.stringify(trace))
+          writeAtomic(
+            require('node:fs'),
+            stallFile(this.#o.dir, `stall-${process.pid}`, current.seq),
+            JSON.stringify(trace),
+          )
         }
         if (!this.#o.onStall) return
         // The shape of a continuous chunk, so an exporter's push takes it (and labels it stall=true).
