@@ -33,6 +33,7 @@ const OPTIONS = {
   onStall: func(),
   onError: func(),
   dir: string(),
+  prefix: string(),
   keepWarm: boolean(),
   maxPerMinute: number({ min: 0, max: 600, integer: true }),
   sampleInterval: number({ min: 0, max: 1000, what: 'a number of ms' }),
@@ -97,6 +98,10 @@ class StallWatch {
     if (!o.onStall && o.dir === undefined) {
       throw new TypeError('watchStalls: options.onStall or options.dir is required (where stall traces go)')
     }
+    if (o.prefix !== undefined && (o.prefix === '' || /[\\/\0]/.test(o.prefix))) {
+      throw new TypeError(`watchStalls: options.prefix must be a file name (no slash), got ${JSON.stringify(o.prefix)}`)
+    }
+    o.prefix ??= `stall-${process.pid}`
     if (o.dir !== undefined) {
       const fs = require('node:fs')
       fs.mkdirSync(o.dir, { recursive: true })
@@ -146,7 +151,7 @@ class StallWatch {
           hook: HOOK,
           stuckMs: this.#o.stuckMs,
           dir: this.#o.dir ?? null,
-          name: `stall-${process.pid}`,
+          name: this.#o.prefix,
           state: this.#exitState,
         },
       })
@@ -311,11 +316,7 @@ class StallWatch {
       .catch(rethrowTyped)
       .then((trace) => {
         if (this.#o.dir !== undefined) {
-          writeAtomic(
-            require('node:fs'),
-            stallFile(this.#o.dir, `stall-${process.pid}`, current.seq),
-            JSON.stringify(trace),
-          )
+          writeAtomic(require('node:fs'), stallFile(this.#o.dir, this.#o.prefix, current.seq), JSON.stringify(trace))
         }
         if (!this.#o.onStall) return
         // The shape of a continuous chunk, so an exporter's push takes it (and labels it stall=true).

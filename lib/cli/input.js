@@ -138,7 +138,14 @@ function readTrace(file) {
   // record's time origin, pid and thread) to the exporters as options, by the rule the same options
   // given follow.
   const data = { jsprof: read.jsprof ? JSON.parse(read.jsprof) : undefined }
-  return { trace: read.trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
+  return {
+    trace: read.trace,
+    format: 'trace',
+    clock: require('../api/export').clock(data, {}),
+    thread: threadOf(data),
+    // A stall trace's stall (watchStalls, jsprof record --stalls), checked with the trace.
+    stall: data.jsprof?.stall,
+  }
 }
 
 /**

@@ -175,6 +175,8 @@ function start(config) {
     return
   }
   const heap = startHeap(config)
+  // --stalls: each event-loop stall's trace beside the trace (t.json -> t.stall-<n>.json).
+  startStalls(config, output)
 
   /** Ends the recording and writes the trace (once); 'busy' when the engine was busy: ask again. */
   function finish(how) {
@@ -369,6 +371,23 @@ function startWorkerThread(config) {
       writeStatus(status, { error: err.message, ...facts })
     }
   })
+}
+
+/** `--stalls`: the stall watcher of this thread, writing beside `output` (null without, or when it cannot start). */
+function startStalls(config, output) {
+  if (!(config.stallThresholdMs > 0)) return null
+  const path = require('node:path')
+  try {
+    return require('../api/stalls').watchStalls({
+      thresholdMs: config.stallThresholdMs,
+      dir: path.dirname(output),
+      prefix: `${path.basename(output).replace(/\.json$/, '')}.stall`,
+      onError: (err) => stderrLine(`stall trace: ${err && err.message}`),
+    })
+  } catch (err) {
+    stderrLine(`no stall traces: ${err.message}`)
+    return null
+  }
 }
 
 /** `--heap`: this thread's heap sampler, started now (null without --heap, or when it cannot start). */
