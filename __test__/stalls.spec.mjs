@@ -244,3 +244,51 @@ test('an Express server: ReDoS names its RegExp: frame, JSON.parse its handler, 
     fs.rmSync(dir, { recursive: true, force: true })
   }
 })
+
+test('jsprof record --stalls: each stall beside the trace, also one still spinning at SIGTERM; jsprof report names who held the loop', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-stalls-'))
+  const app = path.join(dir, 'app.js')
+  fs.writeFileSync(
+    app,
+    `setTimeout(function holdTheLoop() { const end = performance.now() + 700; while (performance.now() < end) {} }, 200)
+     setTimeout(function spinForever() { while (true) {} }, 1500)`,
+  )
+  const cli = path.join(import.meta.dirname, '..', 'bin', 'jsprof.js')
+  const output = path.join(dir, 't.trace.json')
+  const child = spawn(process.execPath, [cli, 'record', '--stalls', '-o', output, '--', process.execPath, app], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  try {
+    // Both stalls' files appear (the second while the app still spins), then one SIGTERM ends it.
+    const second = path.join(dir, 't.trace.stall-2.json')
+    for (let waited = 0; !fs.existsSync(second) && waited < 60_000; waited += 100) await sleep(100)
+    assert.ok(fs.existsSync(second), `no second stall trace; stderr: ${stderr}`)
+    const exited = once(child, 'exit')
+    child.kill('SIGTERM')
+    const [code] = await exited
+    assert.equal(code, 143, stderr)
+    assert.match(stderr, /t\.trace\.stall-1\.json \(an event-loop stall/)
+    const report = (file) =>
+      new Promise((resolve) => {
+        const r = spawn(process.execPath, [cli, 'report', file, '--by', 'function'], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        })
+        let out = ''
+        r.stdout.on('data', (d) => (out += d))
+        r.on('exit', () => resolve(out))
+      })
+    assert.match(
+      await report(path.join(dir, 't.trace.stall-1.json')),
+      /event-loop stall: blocked .*the loop then turned again\); held by holdTheLoop/,
+    )
+    assert.match(
+      await report(second),
+      /event-loop stall: blocked .*still blocked when this trace was taken\); held by spinForever/,
+    )
+  } finally {
+    child.kill('SIGKILL')
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+})

@@ -72,6 +72,8 @@ function writeAtomic(fs, file, text) {
 }
 
 let watching = null
+/** The helper threads' ids (jsprof record does not count them as the app's workers). */
+const helperThreadIds = new Set()
 
 class StallWatch {
   #o
@@ -155,6 +157,7 @@ class StallWatch {
           state: this.#exitState,
         },
       })
+      helperThreadIds.add(this.#helper.threadId)
       this.#helper.unref()
       this.#helper.on('error', (err) => this.#fail(err))
     } catch (err) {
@@ -395,4 +398,4 @@ function watchStalls(options) {
   return watch
 }
 
-module.exports = { watchStalls, StallWatch, beatMsFor, stallFile }
+module.exports = { watchStalls, StallWatch, beatMsFor, stallFile, helperThreadIds }

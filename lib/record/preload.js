@@ -280,7 +280,8 @@ function start(config) {
     const threads = require('node:worker_threads')
     threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output, status, flushEveryMs }))
     process.on('worker', (w) => {
-      if (!watcher || w.threadId !== watcher.threadId) workersStarted++
+      // Neither the signal watcher nor --stalls' helper thread is the app's.
+      if ((!watcher || w.threadId !== watcher.threadId) && !helperThreads().has(w.threadId)) workersStarted++
     })
   } catch (err) {
     stderrLine(`worker threads will not be profiled (${err.message})`)
@@ -371,6 +372,15 @@ function startWorkerThread(config) {
       writeStatus(status, { error: err.message, ...facts })
     }
   })
+}
+
+/** The thread ids of the stall watchers' helper threads (the 'worker' event comes once each has one). */
+function helperThreads() {
+  try {
+    return require('../api/stalls').helperThreadIds
+  } catch {
+    return new Set()
+  }
 }
 
 /** `--stalls`: the stall watcher of this thread, writing beside `output` (null without, or when it cannot start). */
