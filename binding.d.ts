@@ -92,8 +92,8 @@ export declare class Recording {
 /** The watched thread's side: beats, and ends the watcher thread when stopped or collected. */
 export declare class StallWatcher {
   /**
-   * Watches the calling thread's beats: a stall is no beat for `thresholdMs`, looked for every
-   * `checkMs`. The first beat is now.
+   * Watches the calling thread's beats: a stall is no beat for `thresholdMs`; its end is looked
+   * for every `checkMs`. The first beat is now.
    */
   constructor(thresholdMs: number, checkMs: number)
   /** Its id, for `listenStalls` in another thread. */

@@ -2,8 +2,10 @@
 //! the watched thread's event loop has not turned for longer than a threshold.
 //!
 //! The watched thread beats (`StallWatcher.beat()`, from an unref'd timer of its event loop): each beat
-//! stores the time (this module's monotonic clock) in an atomic. The watcher thread looks every
-//! `checkMs`; when the last beat is older than `thresholdMs`, it tells the listener once for that beat
+//! stores the time (this module's monotonic clock) in an atomic. The watcher thread sleeps until the
+//! last beat it saw is `thresholdMs` old (so it wakes about once per threshold while the loop beats,
+//! and sees a stall the moment it passes the threshold), then every `checkMs` while a stall lasts.
+//! When the last beat is older than `thresholdMs`, it tells the listener once for that beat
 //! (`{ kind: 'stall', seq, blockedMs }`), and when beats come again after a reported stall, once more
 //! (`{ kind: 'end', seq, blockedMs }`: how long the loop was not seen turning). The listener is a
 //! threadsafe function of another thread (the helper worker of lib/api/stalls-worker.js, whose event
@@ -83,8 +85,11 @@ fn watch(shared: Arc<Shared>) {
     let mut seq = 0u32;
     // The beat a stall was reported for: one report per stalled turn.
     let mut reported_beat = u64::MAX;
+    let mut wait = Duration::from_nanos(shared.threshold_ns);
     while !shared.stopped.load(Ordering::Acquire) {
-        std::thread::park_timeout(shared.check);
+        // Sleeps until the last beat is a threshold old (nothing to look at before), so the thread
+        // wakes about once per threshold while the loop beats; during a reported stall, every `check`.
+        std::thread::park_timeout(wait);
         if shared.stopped.load(Ordering::Acquire) {
             break;
         }
@@ -110,6 +115,11 @@ fn watch(shared: Arc<Shared>) {
                 blocked_ms: blocked as f64 / 1e6,
             });
         }
+        wait = if reported_beat != u64::MAX {
+            shared.check
+        } else {
+            Duration::from_nanos(shared.threshold_ns.saturating_sub(blocked).max(1_000_000))
+        };
     }
 }
 
@@ -134,8 +144,8 @@ fn check_ms(name: &str, value: f64, min: f64, max: f64) -> Result<f64> {
 
 #[napi]
 impl StallWatcher {
-    /// Watches the calling thread's beats: a stall is no beat for `thresholdMs`, looked for every
-    /// `checkMs`. The first beat is now.
+    /// Watches the calling thread's beats: a stall is no beat for `thresholdMs`; its end is looked
+    /// for every `checkMs`. The first beat is now.
     #[napi(constructor, catch_unwind)]
     pub fn new(threshold_ms: f64, check_ms_: f64) -> Result<Self> {
         let threshold_ms = check_ms("thresholdMs", threshold_ms, 1.0, 3_600_000.0)?;

@@ -3,8 +3,8 @@
 //
 // How a stall is seen and traced (docs/production.md#event-loop-stalls):
 //   - The watched thread beats: an unref'd timer calls the native watcher's beat() every `beatMs` (a
-//     tenth of the threshold, 5-50 ms). A native thread (src/stall_watcher.rs) looks every few ms; when
-//     no beat came for `thresholdMs`, the loop is stalled, and it tells the helper worker
+//     quarter of the threshold, 10-100 ms). A native thread (src/stall_watcher.rs) wakes when the last
+//     beat is `thresholdMs` old; if no beat came since, the loop is stalled, and it tells the helper worker
 //     (./stalls-worker.js), whose event loop is free.
 //   - The helper reaches this thread through its inspector session (V8 interrupts reach a thread that
 //     spins, as `jsprof record` stops one): hook('detected') starts the stall's subscription of the
@@ -49,12 +49,16 @@ const DEFAULTS = {
   stuckMs: 100,
 }
 
-/** How often the loop beats for a threshold (ms): often enough that a stall's start is known to a tenth. */
+/**
+ * How often the loop beats for a threshold (ms): a quarter of it, 10-100 ms. Each beat is a timer
+ * wake-up (the watcher's whole cost on an idle loop: docs/bench.md#stall-traces); a stall's start and
+ * length are known to a beat.
+ */
 function beatMsFor(thresholdMs) {
-  return Math.min(50, Math.max(5, Math.floor(thresholdMs / 10)))
+  return Math.min(100, Math.max(10, Math.floor(thresholdMs / 4)))
 }
 
-/** How often the native thread looks (ms). */
+/** How often the native thread looks for the end of a stall it reported (ms). */
 function checkMsFor(thresholdMs) {
   return Math.min(25, Math.max(2, Math.floor(thresholdMs / 20)))
 }
@@ -281,7 +285,7 @@ class StallWatch {
     const nowMs = performance.now()
     const gapMs = nowMs - this.#lastBeatMs
     const current = this.#current
-    if (current === null && gapMs >= this.#o.thresholdMs + beatMsFor(this.#o.thresholdMs)) {
+    if (current === null && gapMs >= this.#o.thresholdMs) {
       // A stall no interrupt reached: trace it now from the samples the sampler kept, if it ran.
       const own = ownShare(getSampler().stats.recentOwnWindows, this.#lastBeatUs, nowUs()) > 0.5
       this.stats.detected++
