@@ -304,7 +304,15 @@ class StallWatch {
     if (current.snapshotSub !== null) engine.remove(current.snapshotSub)
     if (current.own || current.sub === null) return
     const { sub } = current
-    sub.stopAt(nowUs())
+    const endUs = nowUs()
+    // Mostly the sampler's own harvests (the interrupt came only once they were done): not the app's.
+    if (ownShare(engine.stats.recentOwnWindows, this.#lastBeatUs, endUs) > 0.5) {
+      this.stats.own++
+      sub.stopAt(endUs)
+      engine.remove(sub)
+      return
+    }
+    sub.stopAt(endUs)
     const stall = {
       durationMs: endMs - current.startMs,
       ended: true,
