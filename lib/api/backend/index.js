@@ -149,6 +149,8 @@ class PushExporter {
     }
     // The chunk's own fields are kept, not its trace (the payload holds what is sent).
     const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
+    // A stall trace's (watchStalls) labels say so.
+    if (chunk.stall) meta.stall = true
     this.#queue.push({ body, chunk: meta, attempts: 0 })
     this.#queueBytes += body.length
     if (this.#heap && chunk.heap) {
