@@ -1,7 +1,7 @@
 'use strict'
 // Event-loop stall traces: `watchStalls({ thresholdMs, onStall, dir, keepWarm, maxPerMinute })`.
 //
-// How a stall is seen and traced (docs/production.md#event-loop-stalls):
+// How a stall is seen and traced (docs/production.md#event-loop-stalls-watchstalls):
 //   - The watched thread beats: an unref'd timer calls the native watcher's beat() every `beatMs` (a
 //     quarter of the threshold, 10-100 ms). A native thread (src/stall_watcher.rs) wakes when the last
 //     beat is `thresholdMs` old; if no beat came since, the loop is stalled, and it tells the helper worker
@@ -131,7 +131,12 @@ class StallWatch {
     this.#lastBeatUs = nowUs()
     this.#beatTimer = setInterval(() => this.#beat(), beatMsFor(o.thresholdMs))
     this.#beatTimer.unref()
-    globalThis[Symbol.for(HOOK)] = (what, seq) => this.#hook(what, seq)
+    // The helper's way in (a non-enumerable global the inspector can call).
+    Object.defineProperty(globalThis, Symbol.for(HOOK), {
+      value: (what, seq) => this.#hook(what, seq),
+      configurable: true,
+      writable: true,
+    })
     this.#startHelper()
     this.#onExit = () => this.#exitHelper()
     process.on('exit', this.#onExit)
