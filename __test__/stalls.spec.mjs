@@ -17,8 +17,11 @@ const { watchStalls, summarize, startContinuous } = require('..')
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Resolves with the first `n` deliveries of `onStall` (or rejects after `ms`). */
-function collector(n, ms = 30_000) {
+/**
+ * Resolves with the first `n` deliveries of `onStall` that `which` accepts (or rejects after `ms`): on a
+ * loaded machine the test process may stall by itself too (module loading, a cold V8 start).
+ */
+function collector(n, which = () => true, ms = 30_000) {
   const got = []
   let done
   const all = new Promise((resolve, reject) => {
@@ -27,6 +30,7 @@ function collector(n, ms = 30_000) {
   })
   return {
     onStall(stall) {
+      if (!which(stall)) return
       got.push(stall)
       if (got.length === n) done(got)
     },
@@ -34,6 +38,9 @@ function collector(n, ms = 30_000) {
     got,
   }
 }
+
+/** Accepts a stall whose trace samples the function `name`. */
+const holding = (name) => (stall) => sampledFunctions(stall.trace).get(name) > 0
 
 test('options: bad input is a TypeError or RangeError naming the option', () => {
   assert.throws(() => watchStalls({ thresholdMs: 100 }), { name: 'TypeError', message: /onStall or options.dir/ })
@@ -60,7 +67,7 @@ test('one watcher per thread; stop() lets another start', async () => {
 })
 
 test('a stalled turn that ends: its whole trace, how long it was, the function that held the loop', async () => {
-  const c = collector(1)
+  const c = collector(1, holding('holdTheLoop'))
   const watch = watchStalls({ thresholdMs: 150, keepWarm: true, onStall: c.onStall })
   try {
     await sleep(100)
@@ -290,5 +297,29 @@ test('jsprof record --stalls: each stall beside the trace, also one still spinni
   } finally {
     child.kill('SIGKILL')
     fs.rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('continuous mode with stalls: a stall trace goes to onChunk beside the chunks, marked by its stall', async () => {
+  const c = collector(1, holding('continuousHolds'))
+  const continuous = startContinuous({
+    chunkSeconds: 60,
+    stalls: { thresholdMs: 150 },
+    onChunk(chunk) {
+      if (chunk.stall) c.onStall(chunk)
+    },
+  })
+  try {
+    await sleep(100)
+    setTimeout(function continuousHolds() {
+      burn(600)
+    }, 20)
+    const [stall] = await c.all
+    assert.equal(stall.stall.ended, true)
+    assert.deepEqual(stall.trace.jsprof.stall, stall.stall)
+    // The sampler ran all along: the trace holds the stalled turn from its start.
+    assert.ok(sampledFunctions(stall.trace).get('continuousHolds') > 0)
+  } finally {
+    await continuous.stop()
   }
 })
