@@ -323,3 +323,22 @@ test('continuous mode with stalls: a stall trace goes to onChunk beside the chun
     await continuous.stop()
   }
 })
+
+test("a gap made mostly of the sampler's own harvests is the profiler's, not the app's", () => {
+  const { ownShare } = require('../lib/api/stalls.js')
+  // [from, to] µs of recent harvests against a gap between two beats.
+  assert.equal(ownShare([], 0, 1000), 0)
+  assert.equal(ownShare([[100, 700]], 0, 1000), 0.6)
+  assert.equal(
+    ownShare(
+      [
+        [-500, 100],
+        [900, 5000],
+      ],
+      0,
+      1000,
+    ),
+    0.2,
+  )
+  assert.equal(ownShare([[0, 1000]], 500, 500), 0)
+})

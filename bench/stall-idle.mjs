@@ -1,10 +1,11 @@
 // What watchStalls costs an idle process: CPU time (all threads) per second of a Node process that does
 // nothing, with and without the watcher (its beat timer, the native thread, the helper worker), measured
-// over `--seconds` after a `--settle` (startup, the helper worker's boot and its first GCs), pairs of
+// over `--seconds` after a `--settle` (startup, the helper worker's boot and the GCs after it: a fresh
+// worker costs ~1-2 ms/s for its first ~20 s here, then nothing), pairs of
 // child processes run side by side, `--rounds` times. On an idle loop each beat is a timer wake-up: the
 // watcher's whole cost; a busy server's loop is awake anyway (bench/server: `--modes none,stalls`).
 //
-//   node bench/stall-idle.mjs [--rounds 3] [--seconds 8] [--settle 6] [--threshold 300]
+//   node bench/stall-idle.mjs [--rounds 3] [--seconds 8] [--settle 25] [--threshold 300]
 
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -21,7 +22,7 @@ const arg = (name, fallback) => {
 }
 const ROUNDS = arg('rounds', 3)
 const SECONDS = arg('seconds', 8)
-const SETTLE = arg('settle', 6)
+const SETTLE = arg('settle', 25)
 const THRESHOLD = arg('threshold', 300)
 
 const child = (watch) => `

@@ -415,4 +415,4 @@ function watchStalls(options) {
   return watch
 }
 
-module.exports = { watchStalls, StallWatch, beatMsFor, stallFile, helperThreadIds }
+module.exports = { watchStalls, StallWatch, beatMsFor, stallFile, helperThreadIds, ownShare }
