@@ -11,6 +11,11 @@
 //! threadsafe function of another thread (the helper worker of lib/api/stalls-worker.js, whose event
 //! loop is free while the watched one blocks): it reaches the blocked thread through a V8 interrupt.
 //!
+//! Why a timer and not a libuv prepare/check hook: a hook runs around the poll phase, and a request
+//! handler runs inside it (an I/O callback), so a hook cannot tell a loop waiting for I/O from one
+//! blocked in a handler; only a timer due bounds the poll. The timer's wake-up is then the whole cost
+//! on an idle loop, whatever the beat stores (docs/bench.md#what-the-watcher-costs).
+//!
 //! Nothing here decides what a stall is worth (rate limits, traces): it only measures. The watched
 //! thread owns a `StallWatcher` object; the listener finds its state by id (`listenStalls`), so the two
 //! threads share nothing else. The thread ends when the watcher is stopped or garbage-collected.
