@@ -212,6 +212,9 @@ class StallWatch {
     const engine = getSampler()
     const fromStart = engine.running
     const startUs = fromStart ? this.#lastBeatUs : nowUs()
+    // Seam for request labels (issue 25): at a detection through the interrupt this runs on the stalled
+    // thread inside the stalled request's code, so the request context active now is the stall's; read
+    // it here into `current`, and pass it on with `stall` (jsprof.stall, onStall's chunk).
     const current = { seq, startMs: this.#lastBeatMs, startUs, sub: null, snapshotSub: null, own, truncated: false }
     this.#current = current
     if (own) {
