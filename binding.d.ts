@@ -372,6 +372,7 @@ export interface StallEvent {
 export interface StallSidecar {
   durationMs: number
   ended: boolean
+  stack?: Array<string>
   start: number
   thresholdMs: number
 }

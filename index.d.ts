@@ -425,6 +425,11 @@ export interface StallInfo {
   durationMs: number
   /** Whether the loop turned again before the trace was taken. */
   ended: boolean
+  /**
+   * The stalled thread's JS stack at the detection, innermost first, as `Error.stack` writes its frames
+   * (`name (file:line:column)`, at most 32), when the detection reached the thread (a V8 interrupt).
+   */
+  stack?: string[]
   /** When the loop was last seen turning before the stall (performance.now() ms, the timestamps' clock). */
   start: number
   /** The threshold (ms) the turn exceeded. */

@@ -240,6 +240,8 @@ test('an Express server: ReDoS names its RegExp: frame, JSON.parse its handler, 
     assert.ok(file, 'a stall trace file while the loop spins')
     const trace = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))
     assert.equal(trace.jsprof.stall.ended, false)
+    // The stack at the detection, taken inside the spinning code.
+    assert.match(trace.jsprof.stall.stack[0], /^handleSpin \(.*stall-server\.cjs:\d+:\d+\)$/)
     assert.ok(sampledFunctions(trace).get('handleSpin') > 0, JSON.stringify(trace.frames.map((f) => f.name)))
     assert.equal(child.exitCode, null, 'still running (spinning)')
     const exited = once(child, 'exit')
@@ -290,10 +292,10 @@ test('jsprof record --stalls: each stall beside the trace, also one still spinni
       await report(path.join(dir, 't.trace.stall-1.json')),
       /event-loop stall: blocked .*the loop then turned again\); held by holdTheLoop/,
     )
-    assert.match(
-      await report(second),
-      /event-loop stall: blocked .*still blocked when this trace was taken\); held by spinForever/,
-    )
+    const spinning = await report(second)
+    assert.match(spinning, /event-loop stall: blocked .*still blocked when this trace was taken\); held by spinForever/)
+    // The stack at the detection, taken inside the spinning code.
+    assert.match(spinning, /stack at the detection \(innermost first\): Timeout\.spinForever/)
   } finally {
     child.kill('SIGKILL')
     fs.rmSync(dir, { recursive: true, force: true })

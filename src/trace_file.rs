@@ -26,6 +26,7 @@ pub struct TraceSidecar {
 pub struct StallSidecar {
     pub duration_ms: f64,
     pub ended: bool,
+    pub stack: Option<Vec<String>>,
     pub start: f64,
     pub threshold_ms: f64,
 }
@@ -36,6 +37,7 @@ impl TraceSidecar {
             stall: self.stall.as_ref().map(|s| jsprof_core::Stall {
                 duration_ms: s.duration_ms,
                 ended: s.ended,
+                stack: s.stack.clone(),
                 start: s.start,
                 threshold_ms: s.threshold_ms,
             }),

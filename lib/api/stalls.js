@@ -97,6 +97,8 @@ class StallWatch {
   #stopped = false
   #nextOwnSeq = 1_000_000
   #deliveries = new Set()
+  /** The hook the helper calls (frames above it are the watcher's own). */
+  #hookFn = null
   stats = { detected: 0, reported: 0, limited: 0, own: 0, snapshots: 0, errors: 0 }
 
   constructor(options) {
@@ -132,8 +134,9 @@ class StallWatch {
     this.#beatTimer = setInterval(() => this.#beat(), beatMsFor(o.thresholdMs))
     this.#beatTimer.unref()
     // The helper's way in (a non-enumerable global the inspector can call).
+    this.#hookFn = (what, seq) => this.#hook(what, seq)
     Object.defineProperty(globalThis, Symbol.for(HOOK), {
-      value: (what, seq) => this.#hook(what, seq),
+      value: this.#hookFn,
       configurable: true,
       writable: true,
     })
@@ -256,6 +259,7 @@ class StallWatch {
       this.stats.detected++
       // The interrupt landed inside the sampler's own work: this stall is the profiler's.
       const current = this.#begin(seq, { own: engine.busy })
+      if (!current.own) current.stack = stackBelow(this.#hookFn)
       return current.own ? 'skip' : 'ok'
     }
     if (what === 'snapshot') {
@@ -268,12 +272,7 @@ class StallWatch {
       current.snapshotSub = null
       engine.remove(snap)
       this.stats.snapshots++
-      const stall = {
-        durationMs: now - current.startMs,
-        ended: false,
-        start: current.startMs,
-        thresholdMs: this.#o.thresholdMs,
-      }
+      const stall = stallInfo(now - current.startMs, false, current, this.#o.thresholdMs)
       const recording = snap.recording
       snap.recording = null
       try {
@@ -321,12 +320,7 @@ class StallWatch {
       return
     }
     sub.stopAt(endUs)
-    const stall = {
-      durationMs: endMs - current.startMs,
-      ended: true,
-      start: current.startMs,
-      thresholdMs: this.#o.thresholdMs,
-    }
+    const stall = stallInfo(endMs - current.startMs, true, current, this.#o.thresholdMs)
     this.stats.reported++
     const origin = timeOriginUs()
     const done = engine
@@ -391,6 +385,43 @@ class StallWatch {
       if (watching === this) watching = null
     }
     while (this.#deliveries.size > 0) await Promise.all([...this.#deliveries])
+  }
+}
+
+/** `jsprof.stall`: its members in lexicographic (WebIDL's) order; `stack` only when known. */
+function stallInfo(durationMs, ended, current, thresholdMs) {
+  return current.stack
+    ? { durationMs, ended, stack: current.stack, start: current.startMs, thresholdMs }
+    : { durationMs, ended, start: current.startMs, thresholdMs }
+}
+
+/** The most frames of the stack at the detection kept, and the longest frame (characters). */
+const MAX_FRAMES = 32
+const MAX_FRAME_CHARS = 500
+
+/**
+ * The JS stack of this thread below `fn` (the helper's hook: it runs through a V8 interrupt inside the
+ * stalled code), innermost first, as `Error.stack` writes its frames without "at "; undefined when it
+ * cannot be had. The app's `Error.prepareStackTrace` (source-map-support and the like) is set aside for
+ * the capture.
+ */
+function stackBelow(fn) {
+  const { stackTraceLimit, prepareStackTrace } = Error
+  try {
+    Error.stackTraceLimit = MAX_FRAMES + 1
+    Error.prepareStackTrace = undefined
+    const holder = {}
+    Error.captureStackTrace(holder, fn)
+    const lines = String(holder.stack).split('\n').slice(1)
+    const frames = lines.map((line) => line.trim().replace(/^at /, '').slice(0, MAX_FRAME_CHARS))
+    // The inspector's evaluated expression is the outermost frame above the stalled code.
+    if (frames.length > 0 && /^<anonymous>(:\d+:\d+)?$/.test(frames[0])) frames.shift()
+    return frames.length > 0 ? frames.slice(0, MAX_FRAMES) : undefined
+  } catch {
+    return undefined
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit
+    Error.prepareStackTrace = prepareStackTrace
   }
 }
 

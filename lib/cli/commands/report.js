@@ -135,7 +135,10 @@ function describeStall(stall, trace, by, rows) {
       ? `; held by ${label(fn)} (${percent(fn.selfTime, total)} of the trace)` +
         (pkg ? `, package ${label(pkg)} (${percent(pkg.selfTime, total)})` : '')
       : '; no JS stack sampled (native code, or the trace began at the detection: see keepWarm)'
-  return `event-loop stall: blocked ${formatDuration(stall.durationMs)} (threshold ${formatDuration(stall.thresholdMs)}; ${how})${held}`
+  const stack = Array.isArray(stall.stack)
+    ? `\nstack at the detection (innermost first): ${stall.stack.slice(0, 4).map(visible).join(' < ')}`
+    : ''
+  return `event-loop stall: blocked ${formatDuration(stall.durationMs)} (threshold ${formatDuration(stall.thresholdMs)}; ${how})${held}${stack}`
 }
 
 /** The report of a heap profile: which code holds the bytes (inuse) or allocated them (allocated). */

@@ -53,6 +53,10 @@ pub struct Extension {
     pub windows: Option<Vec<[f64; 2]>>,
 }
 
+/// The most frames a stall's `stack` holds, and the longest frame (bytes).
+const MAX_STALL_FRAMES: usize = 256;
+const MAX_STALL_FRAME_BYTES: usize = 4096;
+
 /// A stall trace's stall (`jsprof.stall`). Fields in lexicographic order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -62,6 +66,10 @@ pub struct Stall {
     pub duration_ms: f64,
     /// Whether the loop turned again before the trace was taken.
     pub ended: bool,
+    /// The JS stack of the stalled thread at the detection (innermost first, as `Error.stack` writes
+    /// its frames: `name (url:line:column)`), when the detection reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<String>>,
     /// When the loop was last seen turning before the stall (ms, the timestamps' clock).
     pub start: f64,
     /// The threshold (ms) a turn had to exceed to be reported.
@@ -76,6 +84,14 @@ impl Stall {
                 "jsprof.stall.durationMs must be a finite number of ms, at least 0, got {}",
                 self.duration_ms
             )));
+        }
+        if let Some(stack) = &self.stack {
+            if stack.len() > MAX_STALL_FRAMES || stack.iter().any(|f| f.len() > MAX_STALL_FRAME_BYTES) {
+                return Err(Error::invalid(format!(
+                    "jsprof.stall.stack must hold at most {MAX_STALL_FRAMES} frames of at most \
+                     {MAX_STALL_FRAME_BYTES} bytes each"
+                )));
+            }
         }
         if !ok(self.start) {
             return Err(Error::invalid(format!(
@@ -246,11 +262,20 @@ mod tests {
 
     #[test]
     fn a_stall_round_trips() {
-        let text = r#"{"frames":[],"jsprof":{"pid":3,"stall":{"durationMs":1002.5,"ended":false,"start":12.25,"thresholdMs":300.0},"threadId":0},"resources":[],"samples":[{"timestamp":1.0}],"stacks":[]}"#;
+        let text = r#"{"frames":[],"jsprof":{"pid":3,"stall":{"durationMs":1002.5,"ended":false,"stack":["spin (file:///a.js:1:2)"],"start":12.25,"thresholdMs":300.0},"threadId":0},"resources":[],"samples":[{"timestamp":1.0}],"stacks":[]}"#;
         let trace = ProfilerTrace::from_json(text).unwrap();
         let stall = trace.jsprof.as_ref().unwrap().stall.as_ref().unwrap();
         assert_eq!(stall.duration_ms, 1002.5);
         assert!(!stall.ended);
+        assert_eq!(
+            stall.stack.as_deref(),
+            Some(&["spin (file:///a.js:1:2)".to_string()][..])
+        );
+        let many = format!(
+            r#"{{"stall":{{"durationMs":1,"ended":true,"stack":{:?},"start":0,"thresholdMs":1}}}}"#,
+            vec!["f"; 257]
+        );
+        assert!(with(&many).unwrap_err().message.contains("jsprof.stall.stack"));
         assert_eq!(serde_json::to_string(&trace).unwrap(), text);
     }
 
