@@ -89,6 +89,21 @@ export declare class Recording {
   streamIntoTrace(timeOriginUs: number): void
 }
 
+/** The watched thread's side: beats, and ends the watcher thread when stopped or collected. */
+export declare class StallWatcher {
+  /**
+   * Watches the calling thread's beats: a stall is no beat for `thresholdMs`; its end is looked
+   * for every `checkMs`. The first beat is now.
+   */
+  constructor(thresholdMs: number, checkMs: number)
+  /** Its id, for `listenStalls` in another thread. */
+  get id(): number
+  /** The loop turned: stores the time. */
+  beat(): void
+  /** Ends the watcher thread (idempotent). */
+  stop(): void
+}
+
 export declare class TraceHandle {
   /** A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do. */
   static fromTraceJson(bytes: Uint8Array): TraceHandle
@@ -149,8 +164,8 @@ export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: numbe
  */
 export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
-/** Reads an `ExportProfilesServiceResponse` body's `partial_success`. */
-export declare function decodeOtlpPartialSuccess(body: Buffer): OtlpPartialSuccess | null
+/** Reads an `ExportProfilesServiceResponse` body's `partial_success` (`cut`: only its start was read). */
+export declare function decodeOtlpPartialSuccess(body: Buffer, cut?: boolean | undefined | null): OtlpPartialSuccess | null
 
 /**
  * Ends the process by `signal` with its default action (the exit status a shell shows as 128+n).
@@ -241,6 +256,12 @@ export interface InspectorColumns {
 }
 
 /**
+ * Sends the stall watcher `id`'s events to `onEvent` on the calling thread's event loop (replacing an
+ * earlier listener). Returns false when no such watcher runs (stopped already).
+ */
+export declare function listenStalls(id: number, onEvent: (event: StallEvent) => void): boolean
+
+/**
  * The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
  * stats as JSON.
  */
@@ -313,8 +334,11 @@ export interface RecordedTrace {
   durationMs: number
 }
 
-/** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
-export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
+/**
+ * Maps a trace's tables off the main thread, on the source-map thread (never the libuv pool: the
+ * app's own file I/O does not wait behind it); the samples stay in JS, only their stack ids change.
+ */
+export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<MappedTables>
 
 /** `{ kind, package?, version?, root? }` of one resource. */
 export interface ResourceAttribution {
@@ -333,6 +357,39 @@ export declare function setOwnCode(prefixes: Array<string>): void
 
 /** Test hook: how many files the process-wide source-map cache has read from disk. */
 export declare function sourceMapReads(): number
+
+/** What the listener is told. */
+export interface StallEvent {
+  /**
+   * `'stall'`: the loop has not turned for `blockedMs` (≥ the threshold); `'end'`: it turned again
+   * after a reported stall, having been blocked for `blockedMs`.
+   */
+  kind: string
+  /** The stall's number (1, 2, …) for this watcher; an `'end'` has its stall's. */
+  seq: number
+  /** Milliseconds since the last beat before the stall. */
+  blockedMs: number
+}
+
+/** `jsprof.stall` as JS gives it (see `jsprof_core::Stall`). */
+export interface StallSidecar {
+  durationMs: number
+  ended: boolean
+  stack?: Array<string>
+  start: number
+  thresholdMs: number
+}
+
+export declare function stallState(id: number): StallState | null
+
+/**
+ * How long (ms) the watched thread of watcher `id` has not beaten, and the stall being reported
+ * (`seq`, 0 when none); null when no such watcher runs.
+ */
+export interface StallState {
+  blockedMs: number
+  seq: number
+}
 
 /** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
 export declare function summarizeHeapProfile(json: string, by: string): string
@@ -395,6 +452,8 @@ export interface TraceSidecar {
   pid?: number
   threadId?: number
   timeOrigin?: number
+  /** A stall trace's stall (`watchStalls`), checked with the trace. */
+  stall?: StallSidecar
 }
 
 export interface TraceTiming {

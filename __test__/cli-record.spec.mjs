@@ -292,7 +292,7 @@ burnMain(200)`,
     // --heap writes a file beside the trace: with -o - it would have nowhere to go.
     const heap = jsprof(['record', '-o', '-', '--heap', '--', process.execPath, path.join(dir, 'app.js')], { cwd: dir })
     assert.equal(heap.code, 2, heap.stderr)
-    assert.match(heap.stderr, /--heap writes its profile beside the trace: give -o a file, not -/)
+    assert.match(heap.stderr, /--heap writes files beside the trace: give -o a file, not -/)
     assert.equal(heap.stdout, '')
   })
 

@@ -34,7 +34,7 @@ function summarize(trace, options) {
   if (isHeapProfile(trace)) {
     // Rows { name, kind, package?, version?, selfSize, totalSize, selfSamples, totalSamples } by bytes.
     const { by } = readOptions('summarize', options, { by: OPTIONS.by }, { defaults: { by: 'package' } })
-    return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by)))
+    return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by), trace))
   }
   // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.
   const text = traceText('summarize', trace, { tables: true })
@@ -47,7 +47,7 @@ function summarize(trace, options) {
       if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': summarize: ')
       throw err
     }
-  })
+  }, trace)
   return JSON.parse(json)
 }
 

@@ -46,7 +46,7 @@ pub use text::{markup as markup_text, visible as visible_text};
 
 // The trace: its tables, its extension member, its validation (ProfilerTrace::from_json, ::validate),
 // its timing and the weight of its samples.
-pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
+pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
 
 // The V8 CPU profile format, and V8's sampling heap profile.
 pub use v8::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};

@@ -46,6 +46,37 @@ function appNameWithLabels(appName, labels) {
   return parts.length ? `${appName}{${parts.join(',')}}` : appName
 }
 
+// Set by the transport for each request: a caller's value would break it.
+const RESERVED_HEADERS = new Set(['content-length', 'host', 'transfer-encoding', 'connection'])
+
+/**
+ * options.headers checked when the exporter is made (a TypeError now, not every push failing later):
+ * names HTTP tokens, values strings or numbers Node can send, none the transport sets itself.
+ */
+function checkHeaders(api, headers) {
+  if (headers === undefined) return
+  const http = require('node:http')
+  for (const [name, value] of Object.entries(headers)) {
+    const shown = JSON.stringify(name).slice(0, 80)
+    try {
+      http.validateHeaderName(name)
+    } catch {
+      throw new TypeError(`${api}: options.headers has an invalid header name ${shown}`)
+    }
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw new TypeError(`${api}: options.headers must not set ${name} (the exporter sets it)`)
+    if (typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value)))
+      throw new TypeError(`${api}: options.headers[${shown}] must be a string, got ${received(value)}`)
+    try {
+      http.validateHeaderValue(name, String(value))
+    } catch {
+      throw new TypeError(
+        `${api}: options.headers[${shown}] has a character a header value cannot hold (a line break or control character)`,
+      )
+    }
+  }
+}
+
 /** What `judge` returns to have the same chunk sent again at once, its request rebuilt (once). */
 const AGAIN = Symbol('send again')
 
@@ -149,6 +180,8 @@ class PushExporter {
     }
     // The chunk's own fields are kept, not its trace (the payload holds what is sent).
     const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
+    // A stall trace's (watchStalls) labels say so.
+    if (chunk.stall) meta.stall = true
     this.#queue.push({ body, chunk: meta, attempts: 0 })
     this.#queueBytes += body.length
     if (this.#heap && chunk.heap) {
@@ -299,6 +332,7 @@ class PyroscopeExporter extends PushExporter {
       defaults: { ...PUSH_DEFAULTS, api: 'ingest' },
       required: true,
     })
+    checkHeaders('pyroscopeExporter', o.headers)
     const { url, credentials } = parseUrl(o.url, 'pyroscopeExporter')
     // The server's base: what was given, without a trailing /ingest.
     const basePath = url.pathname.replace(/\/ingest\/?$/, '').replace(/\/+$/, '')
@@ -308,12 +342,15 @@ class PyroscopeExporter extends PushExporter {
     pushUrl.pathname = `${basePath}${PUSH_PATH}`
     const api = o.api
     const name = appNameWithLabels(o.appName, o.labels)
+    // A stall trace (watchStalls, chunk.stall) goes as the same profile with the label stall=true.
+    const stallName = appNameWithLabels(o.appName, { ...o.labels, stall: 'true' })
     // The push API's labels: the profile type, the service, then the caller's.
     const labels = [
       { name: '__name__', value: 'process_cpu' },
       { name: 'service_name', value: o.appName },
       ...Object.entries(o.labels || {}).map(([k, v]) => ({ name: k, value: String(v) })),
     ]
+    const stallLabels = [...labels.filter((l) => l.name !== 'stall'), { name: 'stall', value: 'true' }]
     // A heap profile is Pyroscope's `memory` type (its Node SDK's: pprof sample type `space`/`bytes`).
     const heapLabels = [{ name: '__name__', value: 'memory' }, ...labels.slice(1)]
     const spyName = o.spyName === undefined ? 'nodespy' : String(o.spyName)
@@ -328,7 +365,12 @@ class PyroscopeExporter extends PushExporter {
       request(body, chunk) {
         if (exporter.#api !== 'ingest') {
           const json = JSON.stringify({
-            series: [{ labels, samples: [{ rawProfile: Buffer.from(body).toString('base64') }] }],
+            series: [
+              {
+                labels: chunk.stall ? stallLabels : labels,
+                samples: [{ rawProfile: Buffer.from(body).toString('base64') }],
+              },
+            ],
           })
           return { url: pushUrl, headers: pushHeaders, body: Buffer.from(json) }
         }
@@ -336,7 +378,7 @@ class PyroscopeExporter extends PushExporter {
         const untilS = Math.max(fromS + 1, Math.ceil(chunk.endUnixMs / 1000))
         const target = new URL(ingestUrl)
         target.search = new URLSearchParams({
-          name,
+          name: chunk.stall ? stallName : name,
           from: String(fromS),
           until: String(untilS),
           format: 'pprof',
@@ -407,6 +449,7 @@ const OTLP_OPTIONS = {
 class OtlpExporter extends PushExporter {
   constructor(options) {
     const o = readOptions('otlpExporter', options, OTLP_OPTIONS, { defaults: PUSH_DEFAULTS, required: true })
+    checkHeaders('otlpExporter', o.headers)
     const { url, credentials } = parseUrl(o.url, 'otlpExporter')
     // A bare collector address gets the signal's path (as OTEL_EXPORTER_OTLP_ENDPOINT does); a URL
     // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
@@ -421,6 +464,8 @@ class OtlpExporter extends PushExporter {
       resource['service.name'] = o.serviceName
     }
     const encodeOptions = { resource, attributes: o.attributes }
+    // A stall trace (watchStalls, chunk.stall) carries the attribute stall=true.
+    const stallOptions = { resource, attributes: { ...o.attributes, stall: 'true' } }
     // The attributes are checked now (a TypeError here, not a dropped chunk later).
     exporters.toOtlpProfiles({ resources: [], frames: [], stacks: [], samples: [] }, encodeOptions)
     const headers = { ...o.headers, 'content-type': 'application/x-protobuf' }
@@ -428,7 +473,7 @@ class OtlpExporter extends PushExporter {
     super(o, {
       who,
       credentials,
-      encode: (trace) => exporters.toOtlpProfiles(trace, encodeOptions),
+      encode: (trace, chunk) => exporters.toOtlpProfiles(trace, chunk && chunk.stall ? stallOptions : encodeOptions),
       request: (body) => ({ url, headers, body }),
       heap: {
         encode: (profile) => exporters.toOtlpProfiles(profile, encodeOptions),
@@ -438,7 +483,7 @@ class OtlpExporter extends PushExporter {
         if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
         // 200 with a partial success: the backend kept the request but rejected some profiles
         // (not retryable, by the specification); counted, and the reason kept.
-        const partial = partialSuccess(res.body)
+        const partial = partialSuccess(res.body, res.truncated === true)
         if (partial && partial.rejectedProfiles > 0) {
           exporter.stats.rejected += partial.rejectedProfiles
           exporter.lastError = new Error(
@@ -456,12 +501,15 @@ class OtlpExporter extends PushExporter {
   }
 }
 
-/** The `partial_success` of an ExportProfilesServiceResponse body (protobuf), or null. */
-function partialSuccess(body) {
+/**
+ * The `partial_success` of an ExportProfilesServiceResponse body (protobuf), or null. `cut`: only its
+ * first 64 KiB were read (a long error message): read as far as it goes.
+ */
+function partialSuccess(body, cut) {
   if (!body || body.length === 0) return null
   try {
     const { binding } = require('../../native')
-    return binding.decodeOtlpPartialSuccess(body)
+    return binding.decodeOtlpPartialSuccess(body, cut)
   } catch {
     // Not a response we can read (a proxy's page, JSON): the 2xx stands.
     return null

@@ -11,7 +11,7 @@ mod validate;
 mod weights;
 
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
-pub use extension::{Clock, Extension};
+pub use extension::{Clock, Extension, Stall};
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};
 
