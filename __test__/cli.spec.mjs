@@ -245,7 +245,7 @@ describe('jsprof record', () => {
     assert.ok(!t.resources.some((url) => /[\\/]npm[\\/]/.test(url)), 'no npm code in the trace')
   })
 
-  test('worker threads: each writes its own trace, an exited one at its exit, a terminated one up to its last flush', () => {
+  test('worker threads: each writes its own trace, an exited one at its exit, a terminated one when it is terminated', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'workers-'))
     const app = path.join(dir, 'workers.js')
     fs.writeFileSync(
@@ -310,7 +310,7 @@ describe('jsprof record', () => {
     assert.match(
       r.stderr,
       new RegExp(
-        `wrote .*t\\.worker-${seen.pool.id}\\.json \\(worker thread ${seen.pool.id}, .*it did not exit \\(terminated`,
+        `wrote .*t\\.worker-${seen.pool.id}\\.json \\(worker thread ${seen.pool.id}, .*written when it was terminated`,
       ),
     )
     assert.match(r.stderr, /1 worker thread was not profiled/)

@@ -54,9 +54,10 @@ function writeAll(fd, data) {
 
 /**
  * Writes `data` (a string or bytes) to `file` by the rules above. `replace`: an existing regular file
- * may be replaced. `inputs`: paths the command read, never written. Throws an error with a `code`.
+ * may be replaced. `inputs`: paths the command read, never written. `mode`: a new file's permissions
+ * (default: the umask's). Throws an error with a `code`.
  */
-function writeOutputFile(file, data, { replace = true, inputs = [] } = {}) {
+function writeOutputFile(file, data, { replace = true, inputs = [], mode } = {}) {
   let stat = null
   try {
     stat = fs.statSync(file) // follows every link, /proc's magic ones (/dev/stdout) included
@@ -97,8 +98,10 @@ function writeOutputFile(file, data, { replace = true, inputs = [] } = {}) {
   const tmp = path.join(path.dirname(target), `.${path.basename(target)}.${process.pid}.${Date.now().toString(36)}.tmp`)
   try {
     fs.writeFileSync(tmp, data, { mode: 0o666, flag: 'wx' })
-    // A replaced file keeps its permissions; a new one gets the umask's.
+    // A replaced file keeps its permissions; a new one gets `mode` when given (`jsprof record`: the
+    // user's umask, not the app's), else the umask's.
     if (stat) fs.chmodSync(tmp, stat.mode & 0o7777)
+    else if (Number.isInteger(mode)) fs.chmodSync(tmp, mode & 0o777)
     fs.renameSync(tmp, target)
   } catch (err) {
     try {

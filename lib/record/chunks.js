@@ -76,13 +76,47 @@ function sidecarOf(header) {
 /**
  * Writes a trace file built in Rust (binding RecordedTrace: its JSON bytes and what to say of it) by
  * lib/output.js's rules; returns `{ path, samples, durationMs }`.
+ *   - `skipEmpty`: a trace without samples is not written (`path: null`): a worker thread with nothing
+ *     leaves no file;
+ *   - `mode`: a new file's permissions (the user's umask, not the app's: see writeOutputFile);
+ *   - when `output` cannot be written (a read-only or removed directory, a full disk), the recording is
+ *     not lost: it is written to the temporary directory instead, and the result says so
+ *     (`notWritten: { path, error }`). Throws only when that fails too.
  */
-function writeRecorded(output, recorded) {
-  writeOutputFile(output, recorded.json)
-  return { path: output, samples: recorded.samples, durationMs: recorded.durationMs }
+function writeRecorded(output, recorded, { skipEmpty = false, mode } = {}) {
+  const result = { path: output, samples: recorded.samples, durationMs: recorded.durationMs }
+  if (skipEmpty && recorded.samples === 0) return { ...result, path: null }
+  try {
+    writeOutputFile(output, recorded.json, { mode })
+    return result
+  } catch (err) {
+    const { describeIoError } = require('../cli/common')
+    const error = describeIoError(err)
+    const path = require('node:path')
+    const kept = path.join(
+      require('node:os').tmpdir(),
+      // The name it was to have, as plain characters and its end only (a name of 255 bytes must leave
+      // room for the prefix).
+      `jsprof-kept-${process.pid}-${Date.now()}-${path
+        .basename(output)
+        .replace(/[^\w.-]/g, '_')
+        .slice(-100)}`,
+    )
+    try {
+      writeOutputFile(kept, recorded.json, { replace: false, mode })
+    } catch (again) {
+      throw new Error(`${error}; and could not keep it in ${kept} either: ${describeIoError(again)}`, {
+        cause: again,
+      })
+    }
+    return { ...result, path: kept, notWritten: { path: output, error } }
+  }
 }
 
-/** Assembles the side file `file` into the trace `output`: `{ path, samples, durationMs }`, or null. */
+/**
+ * Assembles the side file `file` into the trace `output`: `{ path, samples, durationMs }` (path null
+ * when it has no samples: nothing is written then), or null when there is no side file.
+ */
 function assemble(file, output) {
   const chunks = readChunks(file)
   if (!chunks) return null
@@ -91,16 +125,24 @@ function assemble(file, output) {
   const recorded = callNative(() =>
     binding.traceFromChunkLines(chunks.lines, header.intervalUs, header.timeOriginUs, sidecarOf(header)),
   )
-  return writeRecorded(output, recorded)
+  return writeRecorded(output, recorded, { skipEmpty: true })
 }
 
-/** Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. */
+/**
+ * Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. The
+ * file is the CLI's to read whatever the app's umask (fchmod is not subject to it).
+ */
 function writeStatus(file, status) {
   if (typeof file !== 'string') return
+  let fd = null
   try {
-    fs.writeFileSync(file, JSON.stringify(status))
+    fd = fs.openSync(file, 'w', 0o600)
+    fs.fchmodSync(fd, 0o600)
+    fs.writeSync(fd, JSON.stringify(status))
   } catch {
     // The CLI or its temporary directory is gone: nobody to tell.
+  } finally {
+    if (fd !== null) fs.closeSync(fd)
   }
 }
 

@@ -132,6 +132,7 @@ function start(config) {
   const { startRecorder } = require('./recorder')
   const { assemble, writeStatus, siblingOutput } = require('./chunks')
   const shared = require('./shared')
+  const { finishWorkersFirst } = require('./workers')
   const { pid } = process
   const kill = process.kill.bind(process)
   const top = isTopProcess(config)
@@ -139,7 +140,11 @@ function start(config) {
   // A child process (--children) writes beside the top one's trace: t.json -> t.pid-<pid>.json (or
   // its own name when -o has {pid}), with status and side files of its own.
   const named = path.resolve(config.output.split('{pid}').join(String(pid)))
-  const output = top || config.output.includes('{pid}') ? named : siblingOutput(named, `pid-${pid}`)
+  // Where the traces of other threads and processes go beside (`-o -`: the trace goes to the CLI's
+  // stdout, the others to the working directory).
+  const base =
+    typeof config.siblings === 'string' ? path.resolve(config.siblings.split('{pid}').join(String(pid))) : named
+  const output = top || config.output.includes('{pid}') ? named : siblingOutput(base, `pid-${pid}`)
   const status = top || !dir ? config.status : path.join(dir, `status.${pid}.json`)
   const chunksFile = path.resolve(
     !top && dir
@@ -168,6 +173,7 @@ function start(config) {
       output,
       flushEveryMs,
       periodic: !watched,
+      write: { mode: config.mode },
     })
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
@@ -175,6 +181,8 @@ function start(config) {
     return
   }
   const heap = startHeap(config)
+  // Worker threads terminated, or still running when the process ends, write their traces first.
+  const finishWorkers = finishWorkersFirst({ hookExpression: shared.hookExpression, onError: stderrLine })
   // --stalls: each event-loop stall's trace beside the trace (t.json -> t.stall-<n>.json).
   startStalls(config, output)
 
@@ -184,12 +192,16 @@ function start(config) {
       return undefined
     const startedAt = Date.now()
     const facts = { pid, how }
+    let askedWorkers = false
     try {
       let result = recorder.finish(sidecar)
       if (result === null && how !== 'exit') {
         Atomics.store(state, shared.CLAIM, shared.RUNNING)
         return 'busy'
       }
+      // This thread's samples end here; its workers then write theirs (also when this write fails below).
+      askedWorkers = true
+      finishWorkers()
       // At exit nobody asks again: the trace up to the last flush.
       if (result === null) result = { ...assemble(chunksFile, output), partial: true }
       const heapResult = finishHeap(heap, output)
@@ -205,6 +217,7 @@ function start(config) {
       stderrLine(`could not write the trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
     }
+    if (!askedWorkers) finishWorkers()
     return undefined
   }
 
@@ -278,7 +291,8 @@ function start(config) {
   // Worker threads created from now on record themselves (the watcher above does not).
   try {
     const threads = require('node:worker_threads')
-    threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output, status, flushEveryMs }))
+    const siblings = top ? base : output
+    threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output: siblings, status, flushEveryMs }))
     process.on('worker', (w) => {
       // Neither the signal watcher nor --stalls' helper thread is the app's.
       if ((!watcher || w.threadId !== watcher.threadId) && !helperThreads().has(w.threadId)) workersStarted++
@@ -327,14 +341,18 @@ function start(config) {
  * A worker thread records itself: on its own thread's sampler engine (V8 profiles each thread's
  * isolate apart), harvested into its own side file every --flush-every while it yields, written as its
  * own trace when it exits (its event loop emptied, process.exit() in it). A worker that never gets to
- * exit — terminate(), or the process ending while it runs — runs no more JS: the `jsprof` CLI then
- * assembles its trace from the side file, with the samples up to its last flush.
+ * exit — terminate(), or the process ending while it runs — runs no more JS: the thread ending it asks
+ * it first, through the inspector, to write its trace (lib/record/workers.js; its hook below). Only
+ * when it cannot answer does the `jsprof` CLI assemble its trace from the side file, with the samples
+ * up to its last flush; a worker that sampled nothing leaves no file.
  */
 function startWorkerThread(config) {
   const path = require('node:path')
   const { threadId } = require('node:worker_threads')
   const { startRecorder } = require('./recorder')
   const { writeStatus, siblingOutput } = require('./chunks')
+  const shared = require('./shared')
+  const { finishWorkersFirst, sharedState, announce, answer, STARTED, DONE, BUSY } = require('./workers')
   const { pid } = process
   // Without the CLI (the preload loaded by hand: no status file, so no CLI directory), a worker's side
   // file goes beside its trace, as the main thread's does, and it reports to nobody.
@@ -342,7 +360,8 @@ function startWorkerThread(config) {
   const output = siblingOutput(config.output, `worker-${threadId}`)
   const chunksFile = dir ? path.join(dir, `chunks.${pid}.t${threadId}.jsonl`) : path.resolve(`${output}.${pid}.chunks`)
   const status = dir ? path.join(dir, `status.${pid}.t${threadId}.json`) : null
-  const sidecar = { pid, threadId, timeOrigin: require('node:perf_hooks').performance.timeOrigin }
+  const { performance } = require('node:perf_hooks')
+  const sidecar = { pid, threadId, timeOrigin: performance.timeOrigin }
   let recorder
   try {
     recorder = startRecorder({
@@ -353,6 +372,8 @@ function startWorkerThread(config) {
       output,
       flushEveryMs: config.flushEveryMs,
       periodic: true,
+      // A worker that sampled nothing leaves no file (the CLI says so).
+      write: { mode: config.mode, skipEmpty: true },
     })
   } catch (err) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)
@@ -360,18 +381,66 @@ function startWorkerThread(config) {
   }
   // Each thread samples its own heap (V8 has one heap per isolate).
   const heap = startHeap(config)
-  process.on('exit', () => {
+  // Its own workers (nested) write their traces before it terminates them, or before it ends.
+  const finishWorkers = finishWorkersFirst({ hookExpression: shared.hookExpression, onError: stderrLine })
+  let stage = 'running'
+  // A request that came while the trace was being written (its slot is told DONE at the end).
+  let waiting = -1
+
+  /** Writes the trace (once): true when written (or nothing to do), false when the engine was busy. */
+  function finish(how) {
+    if (stage === 'done') return true
+    // Asked again from inside its own finish (an interrupt): not done yet.
+    if (stage === 'finishing') return false
+    stage = 'finishing'
     const startedAt = Date.now()
-    const facts = { pid, threadId, how: 'exit' }
+    const facts = { pid, threadId, how }
     try {
       const result = recorder.finish(sidecar)
+      if (result === null) {
+        stage = 'running'
+        return false
+      }
       const heapResult = finishHeap(heap, output)
-      if (result) writeStatus(status, { ...result, ...facts, ...heapResult, writeMs: Date.now() - startedAt })
+      writeStatus(status, { ...result, ...facts, ...heapResult, writeMs: Date.now() - startedAt })
     } catch (err) {
       stderrLine(`could not write worker thread ${threadId}'s trace to ${output}: ${err.message}`)
       writeStatus(status, { error: err.message, ...facts })
     }
+    stage = 'done'
+    finishWorkers()
+    // Whoever asked meanwhile (terminate() while this worker wrote its trace at its own exit, as
+    // jest-worker does 500 ms after asking a worker to end) need not wait for the thread to end.
+    if (waiting >= 0) answer(workers, waiting, DONE)
+    return true
+  }
+
+  // The thread that terminates this one, or whose process ends while it runs, asks it to write its
+  // trace first (lib/record/workers.js), through the inspector: a V8 interrupt, which a thread spinning
+  // in a loop that never returns takes too.
+  const workers = sharedState()
+  Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
+    value(what, slot) {
+      if (what === 'flush') {
+        // The watcher's ask (lib/record/watcher.js), for a worker that does not yield: skipped when
+        // this worker's own timer harvested lately, or while it ends.
+        if (stage !== 'running' || performance.now() - recorder.lastChunkAt < config.flushEveryMs / 2) return
+        try {
+          recorder.flush()
+        } catch (err) {
+          stderrLine(`could not flush worker thread ${threadId}'s profile: ${err.message}`)
+        }
+        return
+      }
+      if (what !== 'finish') return
+      answer(workers, slot, STARTED)
+      const done = finish('terminated')
+      if (!done && stage === 'finishing') waiting = slot
+      answer(workers, slot, done ? DONE : BUSY)
+    },
   })
+  announce(workers, threadId)
+  process.on('exit', () => finish('exit'))
 }
 
 /** The thread ids of the stall watchers' helper threads (the 'worker' event comes once each has one). */

@@ -22,13 +22,14 @@ const NO_PERIODIC = { harvestMinPeriodUs: Infinity, harvestMaxPeriodUs: Infinity
  * Starts recording this thread every `intervalUs` µs. `flushEveryMs` > 0: chunks go to `chunksFile`;
  * `periodic`: the engine harvests every `flushEveryMs` by itself (a worker thread's event loop, which
  * its app yields), else only when `flush()` is called (the main thread, by its watcher). Returns
- * `{ canFlush, flushedSamples, flush(), finish(sidecar) }`. Throws when this thread cannot be profiled.
+ * `{ canFlush, flushedSamples, flush(), finish(sidecar) }`. `write`: writeRecorded's options for the
+ * trace (skipEmpty, mode). Throws when this thread cannot be profiled.
  *
  * `canFlush` is false when another profiler client can see the engine's bridge profiles (`--cpu-prof`,
  * NODE_V8_COVERAGE, an open inspector): each harvest would then restart V8 fully, re-logging all code
  * and sampling code already running as its caller, so nothing is harvested before the end.
  */
-function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flushEveryMs, periodic }) {
+function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flushEveryMs, periodic, write = {} }) {
   const v8IntervalUs = effectiveIntervalUs(intervalUs / 1000)
   const canFlush = flushEveryMs > 0 && !otherProfilerClientPossible(require('node:inspector'))
   const periodUs = canFlush && periodic ? flushEveryMs * 1000 : Infinity
@@ -47,8 +48,9 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
   let ending = false
   const state = {
     canFlush,
-    /** Samples written to the side file so far. */
+    /** Samples written to the side file so far, and when the last chunk was (performance.now(), ms). */
     flushedSamples: 0,
+    lastChunkAt: -Infinity,
     /** What the recording cost the thread so far (ms; `jsprof record` reports them in its status). */
     costs: { flushes: 0, flushMs: 0 },
     /** Harvests now (V8 goes on sampling); ms it took, or -1 when the engine was busy (ask again). */
@@ -61,8 +63,9 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
       return ms
     },
     /**
-     * Stops sampling and writes the trace to `output`: `{ path, samples, durationMs, ...costs }`; null when the
-     * engine was busy (a V8 interrupt inside its own work: ask again). Throws on a write failure.
+     * Stops sampling and writes the trace to `output`: `{ path, samples, durationMs, ...costs }` (and
+     * `notWritten` when it went to the temporary directory instead: see writeRecorded); null when the
+     * engine was busy (a V8 interrupt inside its own work: ask again). Throws when nothing could be written.
      */
     finish(sidecar) {
       sub.stopAt(nowUs())
@@ -78,7 +81,7 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
           ? binding.traceFromChunkLines(Buffer.alloc(0), v8IntervalUs, originUs, sidecar)
           : recording.buildFile(originUs, sidecar),
       )
-      const result = writeRecorded(output, recorded)
+      const result = writeRecorded(output, recorded, write)
       fs.rmSync(chunksFile, { force: true })
       return { ...result, ...state.costs }
     },
@@ -99,6 +102,7 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
           if (ending) return
           chunks.append(chunk)
           state.flushedSamples += chunk.sampleCount
+          state.lastChunkAt = performance.now()
         }
       : undefined,
   })

@@ -19,6 +19,19 @@ module.exports = {
   CONNECTED: 1,
   EXITING: 2,
   SLOTS: 3,
-  // globalThis[Symbol.for(HOOK)](what, signal): 'flush' or 'signal'.
+  // globalThis[Symbol.for(HOOK)](what, arg): 'flush' or 'signal' (the main thread's), 'finish' (a worker's).
   HOOK: 'jsprof.record',
+  hookExpression,
 }
+
+/**
+ * The expression another thread evaluates through the inspector to call a thread's hook. The script
+ * V8 compiles for it is named after this file (`//# sourceURL`), so its frame, on the stack of every
+ * sample taken while the hook runs, is jsprof's own code, which no trace shows (src/own_code.rs): not an
+ * anonymous script of its own.
+ */
+function hookExpression(what, arg) {
+  return `globalThis[Symbol.for(${JSON.stringify(module.exports.HOOK)})](${JSON.stringify(what)}, ${arg | 0})\n//# sourceURL=${SOURCE_URL}`
+}
+
+const SOURCE_URL = require('node:url').pathToFileURL(__filename).href

@@ -1,11 +1,12 @@
 'use strict'
 // The worker thread `jsprof record` starts in the profiled process (lib/record/preload.js). Its event
 // loop stays free while the app's main thread spins, so it is the one that acts on time:
-//   - every --flush-every it asks the main thread to harvest the samples into the side file, so a process
+//   - every --flush-every it asks the main thread (and its worker threads) to harvest the samples into the side file, so a process
 //     killed without warning (SIGKILL, the OOM killer, abort) still leaves its samples up to then;
 //   - on SIGINT / SIGTERM / SIGHUP (caught by the native watcher, src/signals.rs, when the app has no
 //     handler of its own) it asks the main thread to write the trace and die of the signal.
-// Both requests run on the main thread through this worker's inspector session connected to it: the
+// Both requests run on the main thread through this worker's inspector session connected to it (and the
+// flush, for worker threads that never yield, on each of them through its NodeWorker domain): the
 // inspector serves it through V8 interrupts, which a spinning loop takes too. An interrupt that lands
 // inside the sampler engine's own work is answered 'busy' (flush: skipped; signal: asked again). Should the main thread
 // still not answer (blocked in native code, or a trace too big to write in time), the worker writes
@@ -16,7 +17,8 @@ const { workerData, parentPort } = require('node:worker_threads')
 const inspector = require('node:inspector')
 // The addon for the signal deliveries; the side file's code only if the main thread never answers.
 const { binding } = require('../native')
-const { CLAIM, RUNNING, BY_WORKER, EXITED, HOOK, SESSION, NO_SESSION, CONNECTED } = require('./shared')
+const { CLAIM, RUNNING, BY_WORKER, EXITED, SESSION, NO_SESSION, CONNECTED, hookExpression } = require('./shared')
+const { sharedState, isRecording } = require('./workers')
 
 const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
 
@@ -29,7 +31,7 @@ function ask(what, signal, then) {
   session.post(
     'Runtime.evaluate',
     {
-      expression: `globalThis[Symbol.for(${JSON.stringify(HOOK)})](${JSON.stringify(what)}, ${signal | 0})`,
+      expression: hookExpression(what, signal),
       silent: true,
       returnByValue: true,
     },
@@ -46,10 +48,49 @@ let flushTimer = null
 function scheduleFlush(delayMs) {
   flushTimer = setTimeout(() => {
     if (Atomics.load(state, CLAIM) !== RUNNING) return
+    flushWorkers()
     ask('flush', 0, (tookMs) => scheduleFlush(Math.max(flushEveryMs, BUDGET * (Number(tookMs) || 0))))
   }, delayMs)
 }
-if (connected && flushEveryMs > 0) scheduleFlush(flushEveryMs)
+
+// The worker threads of the main thread, by threadId -> NodeWorker session id: a worker that never
+// yields never runs its own timer, so it is asked to flush from here too, through the same kind of
+// interrupt (it skips the ask when it flushed lately by itself). So a process killed without warning
+// still leaves such a worker's samples up to then.
+const workerSessions = new Map()
+const workers = sharedState()
+function watchWorkers() {
+  session.on('NodeWorker.attachedToWorker', ({ params }) => {
+    const m = /^\[worker (\d+)\]/.exec((params.workerInfo && params.workerInfo.title) || '')
+    if (m) workerSessions.set(Number(m[1]), params.sessionId)
+  })
+  session.on('NodeWorker.detachedFromWorker', ({ params }) => {
+    for (const [id, sessionId] of workerSessions) if (sessionId === params.sessionId) workerSessions.delete(id)
+  })
+  session.post('NodeWorker.enable', { waitForDebuggerOnStart: false }, () => {})
+}
+function flushWorkers() {
+  for (const [threadId, sessionId] of workerSessions) {
+    if (!isRecording(workers, threadId)) continue
+    session.post(
+      'NodeWorker.sendMessageToWorker',
+      {
+        sessionId,
+        message: JSON.stringify({
+          id: 1,
+          method: 'Runtime.evaluate',
+          params: { expression: hookExpression('flush', 0), silent: true },
+        }),
+      },
+      () => {},
+    )
+  }
+}
+
+if (connected && flushEveryMs > 0) {
+  if (workers) watchWorkers()
+  scheduleFlush(flushEveryMs)
+}
 
 // How soon a signal is asked again when the main thread was inside the engine's own work.
 const BUSY_RETRY_MS = 10

@@ -20,6 +20,8 @@ const {
   MIN_INTERVAL_MS,
   heapSettings,
   heapLine,
+  describeIoError,
+  writeStdout,
 } = require('../common')
 
 const PRELOAD = path.resolve(__dirname, '..', '..', 'record', 'preload.js')
@@ -39,8 +41,11 @@ beside the main one (t.json -> t.worker-<threadId>.json) when it exits, or up to
 when it is terminated or the process ends first.
 
 Options:
-  -o, --output <file>    where to write the trace ('{pid}' is replaced by the process id)
-                         (default: ./jsprof-<pid>-<date>.trace.json)
+  -o, --output <file>    where to write the trace ('{pid}' is replaced by the process id; checked
+                         writable before the command runs) (default: ./jsprof-<pid>-<date>.trace.json);
+                         '-' for stdout, once the command has ended (its own stdout then goes to
+                         stderr; other threads' traces to
+                         ./jsprof-<pid>-<date>.worker-<threadId>.trace.json)
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
       --flush-every <ms> save the samples so far this often, so a process killed without warning
                          (SIGKILL, OOM killer, abort) still leaves its trace up to then
@@ -64,7 +69,10 @@ Options:
 On a terminal, a status line on stderr shows the time so far and the samples flushed (none when
 stderr is not a terminal, or with JSPROF_NO_PROGRESS set).
 
-The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM).
+The exit status is the command's (128 + n when it died of signal n: 130 for SIGINT, 143 for SIGTERM),
+or 1 when the command succeeded but a trace could not be written where asked (a directory made
+read-only or removed during the run, a full disk): the trace is then written to the temporary
+directory, and the message names it.
 One SIGINT, SIGTERM or SIGHUP (to jsprof, which forwards it, to the app, or to both as Ctrl-C sends
 it) ends the app within about a second, with its trace, even when it spins. An app with its own
 handler for the signal decides itself, as without jsprof (a spinning app runs it only when it
@@ -166,7 +174,7 @@ function otherTraces(statusDir) {
     try {
       const result = assemble(file, chunks.header.output)
       if (result && result.samples > 0) found.push({ ...who, ...result, partial: true })
-      else found.push({ ...who, error: 'nothing was flushed before it ended' })
+      else found.push({ ...who, error: 'nothing was flushed before it ended', empty: true })
     } catch (err) {
       found.push({ ...who, error: err.message })
     }
@@ -178,6 +186,47 @@ function otherTraces(statusDir) {
 function whose(t, topPid) {
   if (t.pid === topPid || topPid === undefined) return t.threadId ? `worker thread ${t.threadId}` : 'main thread'
   return t.threadId ? `worker thread ${t.threadId} of child process ${t.pid}` : `child process ${t.pid}`
+}
+
+/** This process's umask (reading it means setting it: set straight back). */
+function currentUmask() {
+  const mask = process.umask(0o022)
+  process.umask(mask)
+  return mask
+}
+
+/**
+ * Before the app runs: the trace's directory exists and a file can be created in it (a read-only
+ * directory or file system, no permission), or `-o` names a device or pipe that can be written. A
+ * directory that only fails later (removed during the run, a full disk) is handled at the end: the
+ * trace goes to the temporary directory and the exit status says so. `{pid}` in a directory's name
+ * cannot be checked before the process exists.
+ */
+function checkWritable(shown, file) {
+  const dir = path.dirname(file)
+  if (dir.includes('{pid}')) return
+  let stat = null
+  try {
+    stat = fs.statSync(file.split('{pid}').join('0'))
+  } catch {}
+  if (stat && (stat.isFIFO() || stat.isCharacterDevice())) {
+    try {
+      fs.accessSync(file, fs.constants.W_OK)
+      return
+    } catch (err) {
+      throw new CliError(`cannot write ${shown}: ${describeIoError(err)}`, 1)
+    }
+  }
+  if (stat && stat.isDirectory()) throw new CliError(`cannot write ${shown}: it is a directory`, 1)
+  if (!fs.existsSync(dir)) throw new CliError(`cannot write ${shown}: no such directory ${dir}`, 1)
+  // A file made and removed at once: what the trace's write (a temporary file renamed) will need.
+  const probe = path.join(dir, `.jsprof-probe-${process.pid}-${Date.now().toString(36)}.tmp`)
+  try {
+    fs.closeSync(fs.openSync(probe, 'wx', 0o600))
+    fs.unlinkSync(probe)
+  } catch (err) {
+    throw new CliError(`cannot write ${shown}: ${describeIoError(err)} (in ${dir})`, 1)
+  }
 }
 
 function parseFlushEvery(text) {
@@ -236,20 +285,27 @@ async function record(args) {
     )
       throw usage('record', `--stall-threshold must be a number of ms in [10, 3600000], got '${text}'`)
   }
-  const output = path.resolve(values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`)
-  if (values.output !== undefined) {
-    const dir = path.dirname(output)
-    if (!fs.existsSync(dir)) throw new CliError(`cannot write ${values.output}: no such directory ${dir}`, 1)
-  }
+  // `-o -`: the trace goes to stdout once the command has ended (written first beside the status
+  // files: the app's own stdout is the same), the other threads' and processes' to the working directory.
+  const toStdout = values.output === '-'
+  const named = path.resolve(
+    toStdout || values.output === undefined ? `jsprof-{pid}-${stamp(new Date())}.trace.json` : values.output,
+  )
+  if (!toStdout) checkWritable(values.output ?? named, named)
+  const heap = heapSettings('record', values)
+  if (toStdout && (heap || stallThresholdMs > 0))
+    throw usage('record', `${heap ? '--heap' : '--stalls'} writes files beside the trace: give -o a file, not -`)
 
   const statusDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-record-'))
   const status = path.join(statusDir, 'status.json')
   const chunks = path.join(statusDir, 'chunks.jsonl')
+  const output = toStdout ? path.join(statusDir, 'stdout.trace.json') : named
   const line0 = statusLine()
   // progress: the preload reports the samples it flushed, for the status line on a terminal.
   const config = {
     output,
-    heap: heapSettings('record', values),
+    siblings: toStdout ? named : undefined,
+    heap,
     intervalUs: intervalMs * 1000,
     status,
     chunks,
@@ -257,13 +313,19 @@ async function record(args) {
     stallThresholdMs,
     children: values.children === true,
     progress: line0.on,
+    // New trace files get the user's permissions (this umask), whatever the app sets its own to.
+    mode: 0o666 & ~currentUmask(),
   }
   const env = { ...process.env, JSPROF_RECORD: JSON.stringify(config) }
   const line = commandLine(command, env, config.children)
 
   try {
     const { code, signal, spawnError } = await new Promise((resolve) => {
-      const child = spawn(line.file, line.args, { stdio: 'inherit', env: line.env })
+      // `-o -`: stdout is the trace's; the command's own output goes to stderr.
+      const child = spawn(line.file, line.args, {
+        stdio: ['inherit', toStdout ? 2 : 'inherit', 'inherit'],
+        env: line.env,
+      })
       const started = Date.now()
       const tick = line0.on
         ? setInterval(() => {
@@ -318,13 +380,29 @@ async function record(args) {
     if (!result && signal) result = salvage(chunks, output, signal)
     const others = otherTraces(statusDir)
     const which = others.length > 0 ? 'main thread, ' : ''
+    // A trace that could not go where it was asked (kept in the temporary directory, or lost): the exit
+    // status is not the app's 0 then.
+    let failed = Boolean(result && result.error) || others.some((t) => t.error && !t.empty)
+    /** `wrote <file> (details)`, or where a trace went when its own file could not be written. */
+    const wrote = (t, shown, details) => {
+      if (!t.notWritten) return info(`wrote ${shown} (${details})`)
+      failed = true
+      info(`could not write ${t.notWritten.path} (${t.notWritten.error}): wrote ${t.path} instead (${details})`)
+    }
     if (result && result.path) {
+      let shown = result.path
+      if (toStdout && result.path === output) {
+        await writeStdout(fs.readFileSync(output))
+        shown = 'stdout'
+      }
       const how = result.partial
         ? `; ${result.how}: samples up to the last flush`
         : `; written at exit in ${result.writeMs} ms`
-      info(`wrote ${result.path} (${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
+      wrote(result, shown, `${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how}`)
       heapLine(result, 'main thread')
       if (stallThresholdMs > 0) stallLines(result.path)
+    } else if (result && result.samples === 0) {
+      info('no trace was written: the main thread sampled nothing before it ended')
     } else if (!(result && result.error)) {
       const why = signal
         ? `it was killed by ${signal}`
@@ -337,10 +415,16 @@ async function record(args) {
         info(`${whose(t, topPid)}: no trace (${t.error})`)
         continue
       }
+      if (!t.path) {
+        info(`${whose(t, topPid)}: no trace (it sampled nothing in its ${formatDuration(t.durationMs)})`)
+        continue
+      }
       const how = t.partial
-        ? `; it did not exit (${t.threadId ? 'terminated, or the process ended first' : 'killed'}): samples up to its last flush`
-        : ''
-      info(`wrote ${t.path} (${whose(t, topPid)}, ${t.samples} samples, ${formatDuration(t.durationMs)}${how})`)
+        ? `; it did not exit (${t.threadId ? (signal ? `its process was killed by ${signal}` : 'terminated, or the process ended first') : 'killed'}): samples up to its last flush`
+        : t.how === 'terminated'
+          ? '; written when it was terminated, or its process ended'
+          : ''
+      wrote(t, t.path, `${whose(t, topPid)}, ${t.samples} samples, ${formatDuration(t.durationMs)}${how}`)
       heapLine(t, whose(t, topPid))
     }
     const ownWorkers = others.filter((t) => t.pid === topPid && t.threadId > 0).length
@@ -351,6 +435,10 @@ async function record(args) {
       )
     }
     if (signal) return 128 + (os.constants.signals[signal] || 0)
+    if (failed && !code) {
+      info('exit status 1: a trace could not be written where asked')
+      return 1
+    }
     return code ?? 1
   } finally {
     fs.rmSync(statusDir, { recursive: true, force: true })
