@@ -507,7 +507,7 @@ proptest! {
         let mut accepted = 0;
         for text in &texts {
             let profile = Profile::from_json(text).unwrap();
-            let added = r.add_chunk(&Arc::new(Chunk { profile, interval_us: chunk_interval }));
+            let added = r.add_chunk(&Arc::new(Chunk { profile, interval_us: chunk_interval, labels: Vec::new() }));
             accepted += added.accepted;
         }
         prop_assert_eq!(r.sample_count(), accepted);

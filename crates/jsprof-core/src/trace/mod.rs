@@ -7,11 +7,13 @@
 //! above reads traces through them. It depends on nothing but the error type and the interner.
 
 mod extension;
+pub(crate) mod labels;
 mod validate;
 mod weights;
 
 pub use extension::Extension;
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
+pub use labels::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};
 
@@ -178,6 +180,7 @@ pub(crate) struct TraceBuilder {
     frames: Interner<Frame>,
     stacks: Interner<Stack>,
     samples: Vec<TraceSample>,
+    labels: labels::LabelTable,
 }
 
 impl TraceBuilder {
@@ -199,15 +202,34 @@ impl TraceBuilder {
 
     pub(crate) fn push_sample(&mut self, sample: TraceSample) {
         self.samples.push(sample);
+        self.labels.push(None);
     }
 
+    /// Appends a sample taken under `labels`.
+    pub(crate) fn push_labelled_sample(&mut self, sample: TraceSample, labels: Option<&Arc<LabelSet>>) {
+        self.samples.push(sample);
+        self.labels.push(labels);
+    }
+
+    /// The trace; its `jsprof` member holds only the samples' labels (absent when none has any).
     pub(crate) fn finish(self) -> ProfilerTrace {
+        let dropped = self.labels.dropped();
+        let mut jsprof = self
+            .labels
+            .finish()
+            .map_or_else(Extension::default, |(sets, per_sample)| Extension {
+                label_sets: Some(sets),
+                sample_labels: Some(per_sample),
+                ..Extension::default()
+            });
+        jsprof.labels_dropped = (dropped > 0).then_some(dropped);
+        let jsprof = (!jsprof.is_empty()).then_some(jsprof);
         ProfilerTrace {
             resources: self.resources.into_values(),
             frames: self.frames.into_values(),
             stacks: self.stacks.into_values(),
             samples: self.samples,
-            jsprof: None,
+            jsprof,
         }
     }
 }
