@@ -70,7 +70,7 @@ pub use recording::{Added, Chunk, Recording};
 // Reading a valid trace: attribution, summaries, source maps.
 pub use attribution::{Attribution, Attributor, Kind};
 pub use sourcemap::{resolve as resolve_source_maps, ExplicitMap, MapCache, MapOptions, Resolved, Stats};
-pub use summary::{summarize, By, Row};
+pub use summary::{summarize, summarize_by_label, By, Row};
 
 // The exporters, one format each.
 pub use export::collapsed::to_collapsed;

@@ -547,7 +547,11 @@ mod tests {
             &[0.0, 2_500.0],
             &[a.clone(), b.clone()],
         );
-        let second = labelled(&every(5_000.0, 7_000.0, 1_000.0), &[4_500.0], &[a.clone()]);
+        let second = labelled(
+            &every(5_000.0, 7_000.0, 1_000.0),
+            &[4_500.0],
+            std::slice::from_ref(&a),
+        );
         let mut r = Recording::new(0.0, 1_000.0, 100);
         r.add_chunk(&first);
         r.keep_intervals(&[2_000.0, 3_000.0, 6_000.0, 7_000.0]).unwrap();

@@ -319,6 +319,46 @@ pub(crate) mod tests {
         }
     }
 
+    /// [`sample_trace`] with labels: samples 0, 1 (the same stack) of two spans of route `/a`, sample
+    /// 2 of route `/b` with a hostile value and an invalid span context, the rest without labels.
+    pub(crate) fn labelled_trace() -> ProfilerTrace {
+        let mut t = sample_trace();
+        let set = |pairs: &[(&str, &str)]| -> LabelSet {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let mut sample_labels = vec![None; t.samples.len()];
+        sample_labels[0] = Some(0);
+        sample_labels[1] = Some(1);
+        sample_labels[2] = Some(2);
+        t.jsprof = Some(Extension {
+            label_sets: Some(vec![
+                set(&[
+                    ("route", "GET /a"),
+                    ("span_id", "00f067aa0ba902b7"),
+                    ("span_name", "GET /a"),
+                    ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
+                ]),
+                set(&[
+                    ("route", "GET /a"),
+                    ("span_id", "00f067aa0ba902b8"),
+                    ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4737"),
+                ]),
+                set(&[
+                    ("route", "GET /b\u{1b}[2J\n"),
+                    ("trace_id", "not hex"),
+                    ("span_id", "0000000000000000"),
+                ]),
+            ]),
+            sample_labels: Some(sample_labels),
+            ..Extension::default()
+        });
+        t.validate().unwrap();
+        t
+    }
+
     #[test]
     fn dedups_every_table_and_keeps_first_use_order() {
         let mut b = TraceBuilder::new();
