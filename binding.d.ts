@@ -129,6 +129,9 @@ export declare function checkHeapProfile(json: string, what: string): void
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 
+/** Test hook: forgets this thread's timeline. */
+export declare function clearLabelTransitions(): void
+
 /** Forgets every map read so far. */
 export declare function clearSourceMapCache(): void
 
@@ -244,6 +247,23 @@ export interface InspectorColumns {
 }
 
 /**
+ * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
+ * or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
+ * set is not kept and the id is [`DROPPED`] (4294967295).
+ */
+export declare function internLabels(keys: Array<string>, values: Array<string>): number
+
+/** How many distinct label sets the process has registered. */
+export declare function labelSetCount(): number
+
+/**
+ * Appends the first `count` changes of the JS ring to this thread's timeline: `times` µs on V8's
+ * clock, `ids` label-set ids. A change earlier than the last one kept is ignored (the timeline stays
+ * ascending), and changes older than 30 s before the latest are let go.
+ */
+export declare function labelTransitions(times: Float64Array, ids: Uint32Array, count: number): void
+
+/**
  * The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
  * stats as JSON.
  */
@@ -325,7 +345,10 @@ export declare function sourceMapReads(): number
 /** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
 export declare function summarizeHeapProfile(json: string, by: string): string
 
-/** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
+/**
+ * A summary of a trace (as JSON text) by `package`, `function`, `resource` or `label:<key>`, as JSON
+ * text of the rows.
+ */
 export declare function summarizeTrace(trace: TraceInput, by: string, sampleInterval?: number | undefined | null): string
 
 /**

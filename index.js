@@ -19,6 +19,7 @@ const { startContinuous } = require('./lib/api/continuous')
 const { pyroscopeExporter, otlpExporter } = require('./lib/api/backend')
 const { resolveSourceMaps } = require('./lib/api/sourcemaps')
 const { HeapProfiler, fromHeapProfile, toHeapProfile } = require('./lib/api/heap')
+const { withLabels, setLabels, getLabels } = require('./lib/labels')
 
 module.exports = {
   Profiler,
@@ -40,4 +41,7 @@ module.exports = {
   HeapProfiler,
   fromHeapProfile,
   toHeapProfile,
+  withLabels,
+  setLabels,
+  getLabels,
 }

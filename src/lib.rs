@@ -15,7 +15,8 @@
 //! - `heap.rs`: heap profiles (V8's converted and written back, summaries, exporters, the CLI's reader).
 //! - `export.rs`: the exporters; `analysis.rs`: `attributeResource`, `summarizeTrace`;
 //!   `sourcemap.rs`: `resolveSourceMaps`; `text.rs`: `visibleText`, `markupText`;
-//!   `signals.rs`: the native signal watcher of `jsprof record`.
+//!   `signals.rs`: the native signal watcher of `jsprof record`; `labels.rs`: the label-set registry
+//!   and each thread's timeline of label changes (`internLabels`, `labelTransitions`).
 //!
 //! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
 //! (`TypeError: …`, `SyntaxError: …`, `RangeError: …`: [`core_error`], turned back into the
@@ -31,6 +32,7 @@ mod chunk;
 mod cpu_profile;
 mod export;
 mod heap;
+mod labels;
 mod own_code;
 mod recording;
 mod signals;

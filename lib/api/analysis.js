@@ -10,8 +10,12 @@ const { isHeapProfile, heapText } = require('./heap')
 const BY = ['package', 'function', 'resource']
 const byChoice = oneOf(BY)
 /** `by`: one of BY, or `label:<key>` (rows by the value of a sample label; the key's rule is Rust's). */
-const byOrLabel = (value, fail) =>
-  typeof value === 'string' && value.startsWith('label:') ? value : byChoice(value, fail)
+const byOrLabel = (value, fail) => {
+  if (typeof value === 'string' && value.startsWith('label:')) return value
+  const must = `one of ${BY.map((c) => `'${c}'`).join(', ')} or 'label:<key>'`
+  if (typeof value !== 'string') fail(TypeError, must)
+  return BY.includes(value) ? value : fail('range', must)
+}
 const OPTIONS = { by: byOrLabel, sampleInterval: number({ min: 0, what: 'a number of ms' }) }
 
 /**

@@ -1,0 +1,156 @@
+'use strict'
+// Labels on samples, the JS half: `withLabels(labels, fn)` runs fn with labels, `setLabels(labels)`
+// adds labels to the code running now and what it starts from here on, `getLabels()` reads them.
+//
+// Propagation: an AsyncLocalStorage holds the id of the current label set (a number: nothing is
+// allocated per async resource beyond what AsyncLocalStorage itself does), so the labels follow
+// promises, `await`, timers, event emitters' async resources and streams as Node's async context does.
+//
+// Samples: V8's sampler cannot read JS state, so the thread records *when* its label set changes:
+// an async hook's `before`/`after` (every callback of an async resource, promise reactions included)
+// compares the id of the context it enters or returns to with the last one recorded and, when it
+// differs, writes (time on V8's sample clock, id) into a preallocated ring of typed arrays — no
+// allocation per context switch. The ring goes to Rust when it is full and before each harvest
+// (flushLabels, called by the sampler), and Rust gives each harvested sample the set current at its
+// time (src/labels.rs, jsprof-core Chunk::label_samples). So labels reach every consumer of the
+// sampler: Profiler traces, continuous chunks, request profiles, `jsprof record`.
+//
+// Label sets are interned once each (the native registry checks the label rule, jsprof-core
+// trace/labels.rs: keys as label names, bounded counts and lengths; and caps the number of distinct
+// sets: past it a set's samples carry no labels and the trace counts them in `jsprof.labelsDropped`).
+
+const { AsyncLocalStorage, createHook } = require('node:async_hooks')
+const { performance } = require('node:perf_hooks')
+const { binding, callNative } = require('./native')
+const { timeOriginUs } = require('./clock')
+const { describe } = require('./args')
+
+/** The native registry's id of a set it could not keep (past its cap). */
+const DROPPED = 0xffffffff
+/** Ring capacity (changes between two flushes). 12 bytes each. */
+const RING = 16_384
+/** Depth of nested callbacks tracked (deeper ones return to "no labels"). */
+const STACK = 1024
+
+const storage = new AsyncLocalStorage()
+const originUs = timeOriginUs()
+const now = () => performance.now() * 1000 + originUs
+
+const times = new Float64Array(RING)
+const ids = new Uint32Array(RING)
+let filled = 0
+/** The id last recorded: the set current on the thread as the timeline says. */
+let recorded = 0
+
+const stack = new Uint32Array(STACK)
+let depth = 0
+
+/** The registered sets: id -> frozen labels object; canonical text -> id. */
+const setsById = new Map()
+const idsByText = new Map()
+
+function record(id) {
+  if (id === recorded) return
+  recorded = id
+  if (filled === RING) flushLabels()
+  times[filled] = now()
+  ids[filled] = id
+  filled++
+}
+
+/** Hands the ring to Rust (the sampler calls it before every harvest). */
+function flushLabels() {
+  if (filled === 0) return
+  const n = filled
+  filled = 0
+  binding.labelTransitions(times, ids, n)
+}
+
+const currentId = () => storage.getStore() ?? 0
+
+let hook = null
+function enableTracking() {
+  if (hook !== null) return
+  hook = createHook({
+    before() {
+      if (depth < STACK) stack[depth] = recorded
+      depth++
+      record(currentId())
+    },
+    after() {
+      if (depth > 0) depth--
+      record(depth < STACK ? stack[depth] : 0)
+    },
+  })
+  hook.enable()
+}
+
+/** The id of `labels` (a plain object of string values) merged over the set `baseId`. */
+function idOf(what, labels, baseId) {
+  if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
+    throw new TypeError(`${what}: labels must be an object of label names to string values, got ${describe(labels)}`)
+  }
+  const merged = baseId > 0 && baseId !== DROPPED ? { ...setsById.get(baseId) } : {}
+  for (const key of Object.keys(labels)) {
+    const value = labels[key]
+    if (typeof value !== 'string') {
+      throw new TypeError(`${what}: the value of label ${JSON.stringify(key)} must be a string, got ${describe(value)}`)
+    }
+    merged[key] = value
+  }
+  const keys = Object.keys(merged).sort()
+  const values = keys.map((k) => merged[k])
+  const text = JSON.stringify([keys, values])
+  const known = idsByText.get(text)
+  if (known !== undefined) return known
+  const id = callNative(() => {
+    try {
+      return binding.internLabels(keys, values)
+    } catch (err) {
+      if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', `: ${what}: `)
+      throw err
+    }
+  })
+  // A dropped set is not remembered: the registry is full, and this map must not grow past it.
+  if (id !== DROPPED) {
+    idsByText.set(text, id)
+    if (id !== 0) setsById.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
+  }
+  return id
+}
+
+/**
+ * Runs `fn(...args)` with `labels` added to the labels current now: every sample taken while it, or
+ * anything it starts, runs carries them. Returns what fn returns (a promise stays labelled to the end).
+ */
+function withLabels(labels, fn, ...args) {
+  if (typeof fn !== 'function') throw new TypeError(`withLabels: fn must be a function, got ${describe(fn)}`)
+  const id = idOf('withLabels', labels, currentId())
+  enableTracking()
+  const previous = recorded
+  record(id)
+  try {
+    return storage.run(id, fn, ...args)
+  } finally {
+    record(previous)
+  }
+}
+
+/**
+ * Adds `labels` to the labels of the code running now and of everything it starts from here on (as
+ * AsyncLocalStorage.enterWith does): e.g. the route, once a router knows it.
+ */
+function setLabels(labels) {
+  const id = idOf('setLabels', labels, currentId())
+  enableTracking()
+  storage.enterWith(id)
+  record(id)
+}
+
+/** The labels current now (a frozen object; empty when none). */
+function getLabels() {
+  const id = currentId()
+  return setsById.get(id) ?? Object.freeze({})
+}
+
+module.exports = { withLabels, setLabels, getLabels, flushLabels, DROPPED }
