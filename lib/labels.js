@@ -153,4 +153,79 @@ function getLabels() {
   return setsById.get(id) ?? Object.freeze({})
 }
 
-module.exports = { withLabels, setLabels, getLabels, flushLabels, DROPPED }
+// ---- For the request integrations (lib/api/requests): every request labelled with its route ----
+
+/** Request label sets by `method route`: a handful of distinct routes, so a plain cache. */
+const requestIds = new Map()
+/** Past this many distinct (method, route) pairs, new ones are labelled by method only. */
+const MAX_REQUEST_SETS = 10_000
+
+/**
+ * The id of `{ method, route: 'GET /users/:id' }` (route omitted when `template` is undefined). Never
+ * throws: a method or template the label rule refuses (too long) labels by what is valid, or not at all.
+ */
+function requestLabelsId(method, template) {
+  const m = typeof method === 'string' ? method : ''
+  const key = template === undefined ? m : `${m} ${template}`
+  let id = requestIds.get(key)
+  if (id !== undefined) return id
+  const labels = template === undefined ? { method: m } : { method: m, route: key }
+  try {
+    id = idOf('requests', labels, 0)
+  } catch {
+    id = template === undefined ? 0 : requestLabelsId(method, undefined)
+  }
+  if (requestIds.size < MAX_REQUEST_SETS) requestIds.set(key, id)
+  return id
+}
+
+/** Runs `fn.apply(thisArg, args)` with the label set `id` (0: none), as withLabels does. */
+function runWithLabelsId(id, fn, thisArg, args) {
+  enableTracking()
+  const previous = recorded
+  record(id)
+  try {
+    return storage.run(id, Reflect.apply, fn, thisArg, args)
+  } finally {
+    record(previous)
+  }
+}
+
+/**
+ * A request's labels: `id` now, and `route(template)` once the router knows the route; the request's
+ * own events (body 'data'/'end', which Node emits in the connection's async context, not the
+ * request's) run with them too (the emitter stays wrapped for the request's life: it is the request's
+ * own object).
+ */
+class RequestLabels {
+  id
+  #method
+
+  /** `template`: the route template when it is known from the start (Fastify). */
+  constructor(method, emitter, template) {
+    this.#method = method
+    this.id = requestLabelsId(method, typeof template === 'string' ? template : undefined)
+    const self = this
+    const emit = emitter.emit
+    emitter.emit = function labelledEmit(...args) {
+      return runWithLabelsId(self.id, emit, this, args)
+    }
+  }
+
+  /**
+   * The router matched `template` (inside run()): the request, and the code running now, carry it
+   * from here on.
+   */
+  route(template) {
+    if (typeof template !== 'string') return
+    this.id = requestLabelsId(this.#method, template)
+    storage.enterWith(this.id)
+    record(this.id)
+  }
+
+  run(fn, thisArg, args) {
+    return runWithLabelsId(this.id, fn, thisArg, args)
+  }
+}
+
+module.exports = { withLabels, setLabels, getLabels, flushLabels, DROPPED, RequestLabels, requestLabelsId }
