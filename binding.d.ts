@@ -253,6 +253,12 @@ export interface InspectorColumns {
  */
 export declare function internLabels(keys: Array<string>, values: Array<string>): number
 
+/**
+ * The id of a label set used for a short while (one request's span context): not interned, written
+ * into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
+ */
+export declare function internTransientLabels(keys: Array<string>, values: Array<string>): number
+
 /** How many distinct label sets the process has registered. */
 export declare function labelSetCount(): number
 

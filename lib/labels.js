@@ -48,6 +48,12 @@ let depth = 0
 /** The registered sets: id -> frozen labels object; canonical text -> id. */
 const setsById = new Map()
 const idsByText = new Map()
+/** Transient sets (one per request with a span): id -> frozen labels, the oldest let go past the cap. */
+const transientSets = new Map()
+const MAX_TRANSIENT = 65_536
+
+/** The labels of set `id` (undefined for none or an unknown one). */
+const labelsOfId = (id) => setsById.get(id) ?? transientSets.get(id)
 
 function record(id) {
   if (id === recorded) return
@@ -90,7 +96,7 @@ function idOf(what, labels, baseId) {
   if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
     throw new TypeError(`${what}: labels must be an object of label names to string values, got ${describe(labels)}`)
   }
-  const merged = baseId > 0 && baseId !== DROPPED ? { ...setsById.get(baseId) } : {}
+  const merged = baseId > 0 && baseId !== DROPPED ? { ...labelsOfId(baseId) } : {}
   for (const key of Object.keys(labels)) {
     const value = labels[key]
     if (typeof value !== 'string') {
@@ -100,6 +106,8 @@ function idOf(what, labels, baseId) {
   }
   const keys = Object.keys(merged).sort()
   const values = keys.map((k) => merged[k])
+  // A set with a span context is one request's: transient, not interned for good.
+  if (merged.span_id !== undefined) return internTransient(what, keys, values)
   const text = JSON.stringify([keys, values])
   const known = idsByText.get(text)
   if (known !== undefined) return known
@@ -116,6 +124,22 @@ function idOf(what, labels, baseId) {
     idsByText.set(text, id)
     if (id !== 0) setsById.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
   }
+  return id
+}
+
+/** A transient set's id (see src/labels.rs), remembered here among the last MAX_TRANSIENT. */
+function internTransient(what, keys, values) {
+  const id = callNative(() => {
+    try {
+      return binding.internTransientLabels(keys, values)
+    } catch (err) {
+      if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', `: ${what}: `)
+      throw err
+    }
+  })
+  if (id === 0) return 0
+  if (transientSets.size >= MAX_TRANSIENT) transientSets.delete(transientSets.keys().next().value)
+  transientSets.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
   return id
 }
 
@@ -150,7 +174,7 @@ function setLabels(labels) {
 /** The labels current now (a frozen object; empty when none). */
 function getLabels() {
   const id = currentId()
-  return setsById.get(id) ?? Object.freeze({})
+  return labelsOfId(id) ?? Object.freeze({})
 }
 
 // ---- For the request integrations (lib/api/requests): every request labelled with its route ----
@@ -191,25 +215,95 @@ function runWithLabelsId(id, fn, thisArg, args) {
   }
 }
 
+// ---- Span profiles: the local root span of the request, when OpenTelemetry is there ----
+
+/** @opentelemetry/api when the app can load it (an optional peer, looked up once), else null. */
+let otel
+function openTelemetry() {
+  if (otel === undefined) {
+    try {
+      otel = require('@opentelemetry/api')
+    } catch {
+      otel = null
+    }
+  }
+  return otel
+}
+
 /**
- * A request's labels: `id` now, and `route(template)` once the router knows the route; the request's
- * own events (body 'data'/'end', which Node emits in the connection's async context, not the
- * request's) run with them too (the emitter stays wrapped for the request's life: it is the request's
- * own object).
+ * The context key under which @opentelemetry/instrumentation-http keeps the request's server span
+ * (`@opentelemetry/core`'s RPC metadata; createContextKey makes keys with Symbol.for): the local root
+ * span of an incoming request, whatever child span is active where the integration runs.
+ */
+const RPC_METADATA = Symbol.for('OpenTelemetry SDK Context Key RPC_METADATA')
+
+/** The attribute that tells Grafana a span has a profile (its value: the span id). */
+const PROFILE_ID_ATTRIBUTE = 'pyroscope.profile.id'
+
+/**
+ * `{ trace_id, span_id, span_name? }` of the local root span active now (the request's server span,
+ * else the active span), and the attribute `pyroscope.profile.id` set on it; null without
+ * OpenTelemetry or a valid span. Never throws: a tracer's odd span is ignored.
+ */
+function rootSpanLabels() {
+  const api = openTelemetry()
+  if (api === null) return null
+  try {
+    const active = api.context.active()
+    const rpc = active.getValue(RPC_METADATA)
+    const span = (rpc && rpc.span) || api.trace.getSpan(active)
+    if (!span || typeof span.spanContext !== 'function') return null
+    const sc = span.spanContext()
+    if (!api.isSpanContextValid(sc)) return null
+    const labels = { trace_id: sc.traceId, span_id: sc.spanId }
+    if (typeof span.name === 'string' && span.name !== '') labels.span_name = span.name
+    if (typeof span.setAttribute === 'function') span.setAttribute(PROFILE_ID_ATTRIBUTE, sc.spanId)
+    return labels
+  } catch {
+    return null
+  }
+}
+
+/** The id of a request's labels with its span's (a transient set: one per request). Never throws. */
+function spanLabelsId(method, template, span) {
+  const labels = { method: typeof method === 'string' ? method : '', ...span }
+  if (template !== undefined) labels.route = `${labels.method} ${template}`
+  const keys = Object.keys(labels).sort()
+  const values = keys.map((k) => labels[k])
+  try {
+    return internTransient('requests', keys, values)
+  } catch {
+    return requestLabelsId(method, template)
+  }
+}
+
+/**
+ * A request's labels: `id` now, and `route(template)` once the router knows the route; with
+ * OpenTelemetry, the span context of the request's local root span too. The request's own events
+ * (body 'data'/'end', which Node emits in the connection's async context, not the request's) run with
+ * them (the emitter stays wrapped for the request's life: it is the request's own object).
  */
 class RequestLabels {
   id
   #method
+  #span
 
   /** `template`: the route template when it is known from the start (Fastify). */
   constructor(method, emitter, template) {
     this.#method = method
-    this.id = requestLabelsId(method, typeof template === 'string' ? template : undefined)
+    this.#span = rootSpanLabels()
+    this.id = this.#idOf(typeof template === 'string' ? template : undefined)
     const self = this
     const emit = emitter.emit
     emitter.emit = function labelledEmit(...args) {
       return runWithLabelsId(self.id, emit, this, args)
     }
+  }
+
+  #idOf(template) {
+    return this.#span === null
+      ? requestLabelsId(this.#method, template)
+      : spanLabelsId(this.#method, template, this.#span)
   }
 
   /**
@@ -218,7 +312,7 @@ class RequestLabels {
    */
   route(template) {
     if (typeof template !== 'string') return
-    this.id = requestLabelsId(this.#method, template)
+    this.id = this.#idOf(template)
     storage.enterWith(this.id)
     record(this.id)
   }
@@ -228,4 +322,13 @@ class RequestLabels {
   }
 }
 
-module.exports = { withLabels, setLabels, getLabels, flushLabels, DROPPED, RequestLabels, requestLabelsId }
+module.exports = {
+  withLabels,
+  setLabels,
+  getLabels,
+  flushLabels,
+  DROPPED,
+  RequestLabels,
+  requestLabelsId,
+  rootSpanLabels,
+}

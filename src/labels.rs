@@ -4,8 +4,15 @@
 //! label-set changes (`labelTransitions`: what the JS ring held, appended at every flush), which
 //! [`label_chunk`] joins to a chunk's samples when the sampler harvests.
 //!
+//! Sets that hold a span context (one per request: `trace_id`, `span_id`) are not kept for good:
+//! `internTransientLabels` puts them in a ring of [`TRANSIENT_SLOTS`] slots, the oldest overwritten
+//! first; an id names its slot and the slot's generation, so an id whose slot was reused since reads
+//! as "no labels" (a request older than 65,536 newer span sets loses its span labels, it never gets
+//! another request's).
+//!
 //! Ids: 0 is "no labels", [`DROPPED`] a set past the cap (its samples show none and are counted in
-//! the trace's `jsprof.labelsDropped`), 1.. the registered sets.
+//! the trace's `jsprof.labelsDropped`), 1..2^31 the registered sets, and ids with the top bit set
+//! transient ones (bits 16-30 the generation, 0-15 the slot).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -26,11 +33,56 @@ pub(crate) const DROPPED: u32 = u32::MAX;
 /// nothing harvests (no profiler running).
 const KEEP_US: f64 = 30_000_000.0;
 
+/// The ring of transient sets: 2^16 slots.
+const TRANSIENT_SLOTS: usize = 1 << 16;
+const TRANSIENT_BIT: u32 = 1 << 31;
+/// Generations run 0..0x7fff, so no transient id is [`DROPPED`].
+const GENERATIONS: u32 = 0x7fff;
+
 #[derive(Default)]
 struct Registry {
     /// Index i holds id i + 1.
     sets: Vec<Arc<LabelSet>>,
     ids: HashMap<Arc<LabelSet>, u32>,
+    /// Transient sets: (generation, set) per slot, and the next slot to write.
+    transient: Vec<(u32, Arc<LabelSet>)>,
+    next_slot: usize,
+    generation: u32,
+}
+
+impl Registry {
+    fn get(&self, id: u32) -> Option<Arc<LabelSet>> {
+        match id {
+            0 => None,
+            DROPPED => Some(Arc::clone(&DROPPED_SET)),
+            id if id & TRANSIENT_BIT != 0 => {
+                let slot = (id & 0xffff) as usize;
+                let generation = (id >> 16) & 0x7fff;
+                self.transient
+                    .get(slot)
+                    .filter(|(g, _)| *g == generation)
+                    .map(|(_, set)| Arc::clone(set))
+            }
+            id => self.sets.get(id as usize - 1).cloned(),
+        }
+    }
+
+    fn add_transient(&mut self, set: LabelSet) -> u32 {
+        let slot = self.next_slot;
+        let entry = (self.generation, Arc::new(set));
+        if slot < self.transient.len() {
+            self.transient[slot] = entry;
+        } else {
+            self.transient.push(entry);
+        }
+        let id = TRANSIENT_BIT | (self.generation << 16) | slot as u32;
+        self.next_slot += 1;
+        if self.next_slot == TRANSIENT_SLOTS {
+            self.next_slot = 0;
+            self.generation = (self.generation + 1) % GENERATIONS;
+        }
+        id
+    }
 }
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| Mutex::new(Registry::default()));
@@ -66,6 +118,17 @@ pub fn intern_labels(keys: Vec<String>, values: Vec<String>) -> Result<u32> {
     let id = r.sets.len() as u32;
     r.ids.insert(set, id);
     Ok(id)
+}
+
+/// The id of a label set used for a short while (one request's span context): not interned, written
+/// into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
+#[napi(catch_unwind)]
+pub fn intern_transient_labels(keys: Vec<String>, values: Vec<String>) -> Result<u32> {
+    let set = core::label_set(&keys, &values).map_err(core_error)?;
+    if set.is_empty() {
+        return Ok(0);
+    }
+    Ok(registry().add_transient(set))
 }
 
 /// How many distinct label sets the process has registered.
@@ -111,14 +174,7 @@ pub(crate) fn label_chunk(chunk: &mut core::Chunk) {
         }
         let r = registry();
         let times: Vec<f64> = timeline.iter().map(|&(t, _)| t).collect();
-        let sets: Vec<Option<Arc<LabelSet>>> = timeline
-            .iter()
-            .map(|&(_, id)| match id {
-                0 => None,
-                DROPPED => Some(Arc::clone(&DROPPED_SET)),
-                id => r.sets.get(id as usize - 1).cloned(),
-            })
-            .collect();
+        let sets: Vec<Option<Arc<LabelSet>>> = timeline.iter().map(|&(_, id)| r.get(id)).collect();
         drop(r);
         chunk.label_samples(&times, &sets);
     });
@@ -133,6 +189,28 @@ pub fn clear_label_transitions() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reused_transient_slot_reads_as_no_labels() {
+        let mut r = Registry::default();
+        let set = |v: &str| LabelSet::from([("span_id".to_owned(), v.to_owned())]);
+        let first = r.add_transient(set("a"));
+        assert_eq!(r.get(first).unwrap()["span_id"], "a");
+        assert_ne!(first, DROPPED);
+        for i in 0..TRANSIENT_SLOTS {
+            let id = r.add_transient(set(&i.to_string()));
+            assert_ne!(id, DROPPED);
+        }
+        assert_eq!(r.get(first), None, "its slot holds a newer set");
+        assert_eq!(r.transient.len(), TRANSIENT_SLOTS);
+        // Generations wrap without ever making DROPPED.
+        r.generation = GENERATIONS - 1;
+        r.next_slot = TRANSIENT_SLOTS - 1;
+        let last = r.add_transient(set("z"));
+        assert_ne!(last, DROPPED);
+        assert_eq!(r.generation, 0);
+        assert_eq!(r.get(last).unwrap()["span_id"], "z");
+    }
 
     #[test]
     fn trimming_keeps_the_set_current_at_the_cut() {
