@@ -137,11 +137,13 @@ impl ProfilerTrace {
         }
         let mut trace = ProfilerTrace {
             samples: Vec::new(),
-            // The samples keep their times, so what weighs them stays true.
-            jsprof: source.jsprof.clone(),
+            jsprof: None,
             ..tables
         };
         trace.validate()?;
+        // The samples keep their times and their order, so what weighs them and their labels stay
+        // true (the source was validated with them).
+        trace.jsprof = source.jsprof.clone();
         let stacks = trace.stacks.len();
         for (i, s) in source.samples.iter().enumerate() {
             if let Some(id) = s.stack_id {
@@ -317,6 +319,22 @@ pub(crate) mod tests {
             })
             .collect(),
         }
+    }
+
+    #[test]
+    fn new_tables_keep_the_samples_labels() {
+        let mut source = Arc::new(labelled_trace());
+        let mut tables = ProfilerTrace {
+            samples: Vec::new(),
+            jsprof: None,
+            ..(*source).clone()
+        };
+        tables.resources[0] = "file:///src/main.ts".into();
+        let map: Vec<u32> = (0..tables.stacks.len() as u32).collect();
+        let out = ProfilerTrace::with_tables(&mut source, tables, &map).unwrap();
+        out.validate().unwrap();
+        assert_eq!(out.jsprof, labelled_trace().jsprof);
+        assert_eq!(out.resources[0], "file:///src/main.ts");
     }
 
     /// [`sample_trace`] with labels: samples 0, 1 (the same stack) of two spans of route `/a`, sample
