@@ -155,7 +155,7 @@ test(
 )
 
 test('jsprof report --by route ranks the expensive route first; jsprof diff --by route compares', () => {
-  const { dir, trace } = capture()
+  const { dir } = capture()
   const file = path.join(dir, 'trace.json')
   const run = (...args) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 })
   const json = run('report', file, '--by', 'route', '--json')
