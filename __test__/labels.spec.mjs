@@ -291,3 +291,59 @@ test('past the cap of distinct label sets, new sets are dropped and counted in t
   assert.deepEqual(out.sets, [])
   assert.ok(out.samples === 0 || out.dropped >= 1, child.stdout)
 })
+
+function chunkWork() {
+  return spin(15)
+}
+
+test('continuous chunks carry labels', async () => {
+  const { startContinuous } = await import('jsprof-node')
+  await retryCapture(5, async () => {
+    const chunks = []
+    const handle = startContinuous({ sampleInterval: 1, chunkSeconds: 60, onChunk: (c) => chunks.push(c) })
+    await withLabels({ tenant: 'acme' }, async () => {
+      for (let i = 0; i < 4; i++) {
+        chunkWork()
+        await wait(1)
+      }
+    })
+    await handle.stop()
+    const counts = { chunkWork: {} }
+    for (const c of chunks) {
+      const one = labelsOf(c.trace, ['chunkWork'], 'tenant').chunkWork
+      for (const [k, v] of Object.entries(one)) counts.chunkWork[k] = (counts.chunkWork[k] || 0) + v
+    }
+    assertLabelled(counts, 'chunkWork', 'acme')
+  })
+})
+
+test('jsprof record carries the app’s labels into its trace file', async () => {
+  const fs = await import('node:fs')
+  const os = await import('node:os')
+  const path = await import('node:path')
+  const root = fileURLToPath(new URL('..', import.meta.url))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-labels-record-'))
+  const app = path.join(dir, 'app.js')
+  fs.writeFileSync(
+    app,
+    `const { withLabels } = require(${JSON.stringify(root)})
+     function recordedWork() { const end = performance.now() + 15; let x = 0; while (performance.now() < end) x += Math.sqrt(x + 1); return x }
+     ;(async () => {
+       for (let i = 0; i < 20; i++) await withLabels({ job: 'nightly' }, async () => { recordedWork(); await new Promise((r) => setTimeout(r, 1)) })
+     })()`,
+  )
+  await retryCapture(3, async () => {
+    const out = path.join(dir, 'trace.json')
+    const r = spawnSync(
+      process.execPath,
+      [path.join(root, 'bin', 'jsprof.js'), 'record', '-o', out, '--', process.execPath, app],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    const trace = JSON.parse(fs.readFileSync(out, 'utf8'))
+    assertLabelled(labelsOf(trace, ['recordedWork'], 'job'), 'recordedWork', 'nightly')
+  })
+})
