@@ -39,6 +39,8 @@ const LABELS = {
   reqall: `jsprof-node every request (${process.env.REQ_INTERVAL || 10} ms)`,
   prof10: 'plain `new Profiler` around every 10th request (10 ms)',
   profall: 'plain `new Profiler` around every request (10 ms)',
+  contlabels: 'jsprof-node continuous, 10 ms, every request labelled (profileRequests wrap, sampleRate 0)',
+  contnolabels: 'jsprof-node continuous, 10 ms, profileRequests wrap, sampleRate 0, labels: false',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook

@@ -2,6 +2,7 @@
 // The benchmark's server: a small JSON API with CPU work in its handler, run in its own process
 // (see run.mjs) with one profiling mode:
 //   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry | switch (in-process.mjs)
+//   | contlabels | contnolabels (labels on every request, and its pair without)
 //   (and the diagnostics sampler1 | sampler10 | track | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
@@ -70,6 +71,20 @@ if (mode === 'continuous') {
       if (encodePprof) encodePprof(chunk.trace)
     },
   })
+} else if (mode === 'contlabels' || mode === 'contnolabels') {
+  // Continuous at 10 ms with the request integration on every request (sampleRate 0: no request
+  // profiles), labelling each request (contlabels) or not (contnolabels, its pair): what labels cost.
+  const { startContinuous, profileRequests } = require(root)
+  startContinuous({
+    sampleInterval: 10,
+    chunkSeconds: CHUNK_SECONDS,
+    onChunk(chunk) {
+      figures.chunks++
+      if (encodePprof) encodePprof(chunk.trace)
+    },
+  })
+  const rp = profileRequests({ sampleRate: 0, labels: mode === 'contlabels', onProfile() {} })
+  listener = rp.wrap(handler)
 } else if (mode === 'req10' || mode === 'reqall') {
   const { profileRequests } = require(root)
   const rp = profileRequests({
