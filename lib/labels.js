@@ -20,6 +20,7 @@
 // sets: past it a set's samples carry no labels and the trace counts them in `jsprof.labelsDropped`).
 
 const { AsyncLocalStorage, createHook } = require('node:async_hooks')
+const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
 const { binding, callNative } = require('./native')
 const { timeOriginUs } = require('./clock')
@@ -74,21 +75,60 @@ function flushLabels() {
 
 const currentId = () => storage.getStore() ?? 0
 
+/** Entering a callback: remember the set we return to, record the callback's. */
+function enter(id) {
+  if (depth < STACK) stack[depth] = recorded
+  depth++
+  record(id)
+}
+/** Leaving it: back to the set recorded before it. */
+function leave() {
+  if (depth > 0) depth--
+  record(depth < STACK ? stack[depth] : 0)
+}
+
+/**
+ * Whether an async hook can leave promises out (`trackPromises: false`: Node 24.21+ and 26, not 20 or
+ * 22): then promise reactions are followed with V8's promise hooks, cheaper per await than the async
+ * hook's promise wrappers (the request tracker's finding, lib/api/requests/context.js).
+ */
+function promiseAware() {
+  if (typeof promiseHooks?.createHook !== 'function') return false
+  let sawPromise = false
+  const probe = createHook({
+    init(asyncId, type) {
+      if (type === 'PROMISE') sawPromise = true
+    },
+    trackPromises: false,
+  })
+  probe.enable()
+  Promise.resolve().then(() => {})
+  probe.disable()
+  return !sawPromise
+}
+
 let hook = null
 function enableTracking() {
   if (hook !== null) return
-  hook = createHook({
+  const callbacks = {
     before() {
-      if (depth < STACK) stack[depth] = recorded
-      depth++
-      record(currentId())
+      enter(currentId())
     },
-    after() {
-      if (depth > 0) depth--
-      record(depth < STACK ? stack[depth] : 0)
-    },
-  })
+    after: leave,
+  }
+  if (promiseAware()) {
+    hook = createHook({ ...callbacks, trackPromises: false })
+    promiseHooks.createHook({ before: () => enter(currentId()), after: leave })
+  } else {
+    hook = createHook(callbacks)
+  }
   hook.enable()
+  // An uncaught exception skips the `after` of every callback it unwinds (Node clears its async
+  // stack): back to the event loop, no labels.
+  process.on('uncaughtExceptionMonitor', () => {
+    depth = 0
+    record(0)
+  })
 }
 
 /** The id of `labels` (a plain object of string values) merged over the set `baseId`. */
@@ -295,8 +335,10 @@ class RequestLabels {
     this.id = this.#idOf(typeof template === 'string' ? template : undefined)
     const self = this
     const emit = emitter.emit
-    emitter.emit = function labelledEmit(...args) {
-      return runWithLabelsId(self.id, emit, this, args)
+    emitter.emit = function labelledEmit(event, ...args) {
+      // An event nobody listens to runs no code: no context to enter.
+      if (this.listenerCount(event) === 0) return emit.call(this, event, ...args)
+      return runWithLabelsId(self.id, emit, this, [event, ...args])
     }
   }
 
