@@ -177,7 +177,7 @@ export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput,
 export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
-export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, pid?: number | undefined | null): Buffer
+export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
 
 /** Folded stacks of a heap profile, each line's count its bytes. */
 export declare function exportHeapCollapsed(json: string): string
@@ -189,16 +189,13 @@ export declare function exportHeapDiffFlameGraph(base: string, next: string, tit
 export declare function exportHeapFlameGraph(json: string, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** OTLP/HTTP `ExportProfilesServiceRequest` bytes of a heap profile (`resource`, `attributes`: JSON text). */
-export declare function exportHeapOtlpProfiles(json: string, timeOriginMs?: number | undefined | null, pid?: number | undefined | null, runtimeVersion?: string | undefined | null, sdkVersion?: string | undefined | null, resource?: string | undefined | null, attributes?: string | undefined | null): Buffer
+export declare function exportHeapOtlpProfiles(json: string, args: OtlpArgs): Buffer
 
 /** Gzipped pprof bytes of a heap profile. */
 export declare function exportHeapPprof(json: string, timeOriginMs?: number | undefined | null): Buffer
 
-/**
- * OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
- * of objects.
- */
-export declare function exportOtlpProfiles(trace: TraceInput, timeOriginMs?: number | undefined | null, pid?: number | undefined | null, runtimeVersion?: string | undefined | null, sdkVersion?: string | undefined | null, resource?: string | undefined | null, attributes?: string | undefined | null): Buffer
+/** OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. */
+export declare function exportOtlpProfiles(trace: TraceInput, args: OtlpArgs): Buffer
 
 /** Gzipped `profile.proto` bytes. */
 export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | undefined | null): Buffer
@@ -281,6 +278,21 @@ export interface MappedTables {
 
 /** [`visible_text`] with XML/HTML markup escaped, for SVG/HTML text and attribute values. */
 export declare function markupText(text: string): string
+
+/** What an OTLP export is told beside the profile (CPU or heap). */
+export interface OtlpArgs {
+  /** The options' clock (`timeOrigin`, `pid`), over the profile's own. */
+  timeOrigin?: number
+  pid?: number
+  /** This process's clock, for a profile that says nothing of its own. */
+  processTimeOrigin: number
+  processPid: number
+  runtimeVersion: string
+  sdkVersion: string
+  /** JSON text of objects of attribute names to values. */
+  resource?: string
+  attributes?: string
+}
 
 /** What an OTLP export response says of rejected profiles (`null` when it says nothing). */
 export interface OtlpPartialSuccess {

@@ -176,7 +176,7 @@ test("the sampler's harvests leave no sample of themselves: V8's start samples o
   for (let i = 0; i < 30; i++) {
     const p = new Profiler({ sampleInterval: 10, maxBufferSize: 100 })
     workload.runAlpha(5)
-    p.stop() // frequent stops: harvests at the stop rate (one per 100 ms)
+    p.stop() // frequent stops: harvests at the stop rate (one per 250 ms)
     await new Promise((resolve) => setImmediate(resolve))
   }
   const windows = stats.recentOwnWindows.filter(([from]) => from > before.startUs)

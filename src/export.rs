@@ -3,8 +3,8 @@
 //! for pprof. Errors are `TypeError: …` for the facade to rethrow.
 
 use jsprof_core::{
-    otlp_partial_success, speedscope_clock_name, to_collapsed, to_cpu_profile, to_diff_flame_graph,
-    to_flame_graph, to_flame_graph_html, to_gecko_json, to_otlp_profiles, to_pprof, to_speedscope, unplaced,
+    otlp_partial_success, to_collapsed, to_cpu_profile, to_diff_flame_graph, to_flame_graph,
+    to_flame_graph_html, to_gecko_json, to_otlp_profiles, to_pprof, to_speedscope, unplaced, Clock,
     FlameGraphOptions, GeckoOptions, OtlpOptions, PprofOptions,
 };
 use napi::bindgen_prelude::*;
@@ -27,18 +27,25 @@ pub fn export_cpu_profile(trace: TraceInput<'_>) -> Result<Buffer> {
     to_json(&to_cpu_profile(&*trace_of(trace)?))
 }
 
+/// The clock options of every exporter that shows times (`ExportClockOptions`); the core puts them over
+/// the trace's own `jsprof` member.
+pub(crate) fn clock(time_origin_ms: Option<f64>, pid: Option<u32>) -> Clock {
+    Clock { time_origin_ms, pid }
+}
+
 /// Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]).
 #[napi(catch_unwind)]
 pub fn export_gecko_profile(
     trace: TraceInput<'_>,
     thread_name: Option<String>,
     start_time: Option<f64>,
+    time_origin_ms: Option<f64>,
     pid: Option<u32>,
 ) -> Result<Buffer> {
     let options = GeckoOptions {
         thread_name,
         start_time,
-        pid,
+        clock: clock(time_origin_ms, pid),
     };
     to_gecko_json(&*trace_of(trace)?, &options)
         .map(Buffer::from)
@@ -53,39 +60,55 @@ pub fn export_speedscope(
     time_origin_ms: Option<f64>,
     pid: Option<u32>,
 ) -> Result<Buffer> {
-    let trace = trace_of(trace)?;
-    let name = name.or_else(|| time_origin_ms.map(|o| speedscope_clock_name(&trace, o, pid)));
-    to_json(&to_speedscope(&trace, name.as_deref()).map_err(core_error)?)
+    let options = clock(time_origin_ms, pid);
+    to_json(&to_speedscope(&*trace_of(trace)?, name.as_deref(), options).map_err(core_error)?)
 }
 
 /// Gzipped `profile.proto` bytes.
 #[napi(catch_unwind)]
 pub fn export_pprof(trace: TraceInput<'_>, time_origin_ms: Option<f64>) -> Result<Buffer> {
-    let options = PprofOptions { time_origin_ms };
+    let options = PprofOptions {
+        clock: clock(time_origin_ms, None),
+    };
     Ok(to_pprof(&*trace_of(trace)?, &options).map_err(core_error)?.into())
 }
 
-/// OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes. `resource` and `attributes` are JSON text
-/// of objects.
+/// What an OTLP export is told beside the profile (CPU or heap).
+#[napi(object)]
+pub struct OtlpArgs {
+    /// The options' clock (`timeOrigin`, `pid`), over the profile's own.
+    pub time_origin: Option<f64>,
+    pub pid: Option<u32>,
+    /// This process's clock, for a profile that says nothing of its own.
+    pub process_time_origin: f64,
+    pub process_pid: u32,
+    pub runtime_version: String,
+    pub sdk_version: String,
+    /// JSON text of objects of attribute names to values.
+    pub resource: Option<String>,
+    pub attributes: Option<String>,
+}
+
+impl OtlpArgs {
+    pub(crate) fn options(self) -> Result<OtlpOptions> {
+        let attributes = |text: Option<String>, what| {
+            OtlpOptions::attributes_from_json(text.as_deref(), what).map_err(core_error)
+        };
+        Ok(OtlpOptions {
+            clock: clock(self.time_origin, self.pid),
+            process_clock: clock(Some(self.process_time_origin), Some(self.process_pid)),
+            runtime_version: Some(self.runtime_version),
+            sdk_version: Some(self.sdk_version),
+            resource: attributes(self.resource, "resource")?,
+            attributes: attributes(self.attributes, "attributes")?,
+        })
+    }
+}
+
+/// OTLP/HTTP `ExportProfilesServiceRequest` protobuf bytes.
 #[napi(catch_unwind)]
-pub fn export_otlp_profiles(
-    trace: TraceInput<'_>,
-    time_origin_ms: Option<f64>,
-    pid: Option<u32>,
-    runtime_version: Option<String>,
-    sdk_version: Option<String>,
-    resource: Option<String>,
-    attributes: Option<String>,
-) -> Result<Buffer> {
-    let options = OtlpOptions {
-        time_origin_ms,
-        pid,
-        runtime_version,
-        sdk_version,
-        resource: OtlpOptions::attributes_from_json(resource.as_deref(), "resource").map_err(core_error)?,
-        attributes: OtlpOptions::attributes_from_json(attributes.as_deref(), "attributes")
-            .map_err(core_error)?,
-    };
+pub fn export_otlp_profiles(trace: TraceInput<'_>, args: OtlpArgs) -> Result<Buffer> {
+    let options = args.options()?;
     Ok(to_otlp_profiles(&*trace_of(trace)?, &options)
         .map_err(core_error)?
         .into())

@@ -6,7 +6,7 @@
 use jsprof_core::{
     read_heap_file, summarize_heap, to_heap_collapsed, to_heap_diff_flame_graph, to_heap_flame_graph,
     to_heap_flame_graph_html, to_heap_otlp_profiles, to_heap_pprof, By, FlameGraphOptions, FromV8Options,
-    HeapInfo, HeapProfile, HeapTree, OtlpOptions, PprofOptions,
+    HeapInfo, HeapProfile, HeapTree, PprofOptions,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -105,32 +105,17 @@ pub fn summarize_heap_profile(json: String, by: String) -> Result<String> {
 #[napi(catch_unwind)]
 pub fn export_heap_pprof(json: String, time_origin_ms: Option<f64>) -> Result<Buffer> {
     let heap = heap_of(&json, "toPprof")?;
-    Ok(to_heap_pprof(&heap, &PprofOptions { time_origin_ms })
-        .map_err(core_error)?
-        .into())
+    let options = PprofOptions {
+        clock: crate::export::clock(time_origin_ms, None),
+    };
+    Ok(to_heap_pprof(&heap, &options).map_err(core_error)?.into())
 }
 
 /// OTLP/HTTP `ExportProfilesServiceRequest` bytes of a heap profile (`resource`, `attributes`: JSON text).
 #[napi(catch_unwind)]
-pub fn export_heap_otlp_profiles(
-    json: String,
-    time_origin_ms: Option<f64>,
-    pid: Option<u32>,
-    runtime_version: Option<String>,
-    sdk_version: Option<String>,
-    resource: Option<String>,
-    attributes: Option<String>,
-) -> Result<Buffer> {
+pub fn export_heap_otlp_profiles(json: String, args: crate::export::OtlpArgs) -> Result<Buffer> {
     let heap = heap_of(&json, "toOtlpProfiles")?;
-    let options = OtlpOptions {
-        time_origin_ms,
-        pid,
-        runtime_version,
-        sdk_version,
-        resource: OtlpOptions::attributes_from_json(resource.as_deref(), "resource").map_err(core_error)?,
-        attributes: OtlpOptions::attributes_from_json(attributes.as_deref(), "attributes")
-            .map_err(core_error)?,
-    };
+    let options = args.options()?;
     Ok(to_heap_otlp_profiles(&heap, &options).map_err(core_error)?.into())
 }
 

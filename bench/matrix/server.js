@@ -21,15 +21,25 @@
 //   sentry10    @sentry/profiling-node's native profiler per transaction, every 10th request:
 //               CpuProfilerBindings.startProfiling(id) / stopProfiling(id, THREAD), as its SDK did for
 //               transaction profiles
+//   <mode>~<ms> the mode with the sampler engine's stop gap (schedule.js minStopGapUs) set to <ms>, so
+//               two gaps can be compared in the same rounds (e.g. --modes none,prof10,prof10~250)
+//   <mode>#<tag> the mode under another name: `none#2` paired with `none` is the benchmark's noise floor
 //
 // It prints {"port":N} when listening; an IPC 'measure' starts counting, 'report' answers with the
-// requests served and the CPU time of the whole process (every thread) since 'measure'.
+// requests served and the CPU time of the whole process (every thread) since 'measure', and that CPU
+// time split by thread group (main / V8's profiler thread / others).
 
 const http = require('node:http')
 const path = require('node:path')
 
-const [kind = 'http-sync', mode = 'none'] = process.argv.slice(2)
+const [kind = 'http-sync', modeArg = 'none'] = process.argv.slice(2)
 const root = path.join(__dirname, '..', '..')
+// `none#2`: a second `none` under another name, so the matrix shows none against none: the noise floor.
+const [mode, stopGapMs] = modeArg.split('#')[0].split('~')
+if (stopGapMs !== undefined) {
+  // The engine takes its options when first made: before any Profiler exists.
+  require(path.join(root, 'lib', 'sampler')).getSampler({ minStopGapUs: Number(stopGapMs) * 1000 })
+}
 
 // --- the work of one request --------------------------------------------------------------------
 const WORDS = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta']
@@ -192,16 +202,52 @@ function start(ready) {
   throw new Error(`unknown kind ${kind}`)
 }
 
+/**
+ * CPU µs of each thread group so far (Linux: /proc/self/task/<tid>/stat, in clock ticks of 10 ms): the main
+ * thread, V8's profiler thread (`v8:ProfEvntProc`, which also sends the sampling signals), and all others
+ * (V8's GC and compiler helpers, the libuv pool, the inspector's I/O thread). Null where /proc is missing.
+ */
+function threadCpuUs() {
+  const fs = require('node:fs')
+  const groups = { main: 0, profiler: 0, other: 0 }
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      let stat
+      try {
+        stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      } catch {
+        continue // the thread ended meanwhile
+      }
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      // utime and stime are the 14th and 15th fields of stat, the 12th and 13th after the name.
+      const us = (Number(fields[11]) + Number(fields[12])) * 10_000
+      const group = Number(tid) === process.pid ? 'main' : name === 'v8:ProfEvntProc' ? 'profiler' : 'other'
+      groups[group] += us
+    }
+  } catch {
+    return null
+  }
+  return groups
+}
+
 let cpuStart = null
+let threadsStart = null
 let servedStart = 0
 process.on('message', (message) => {
   if (message === 'measure') {
     cpuStart = process.cpuUsage()
+    threadsStart = threadCpuUs()
     servedStart = served
   } else if (message === 'report') {
     const cpu = process.cpuUsage(cpuStart)
+    const threadsEnd = threadCpuUs()
     const requests = served - servedStart
-    process.send({ requests, cpuUs: cpu.user + cpu.system, rssMB: process.memoryUsage().rss / 2 ** 20 })
+    const threadsUs =
+      threadsStart && threadsEnd
+        ? Object.fromEntries(Object.keys(threadsEnd).map((k) => [k, threadsEnd[k] - threadsStart[k]]))
+        : null
+    process.send({ requests, cpuUs: cpu.user + cpu.system, threadsUs, rssMB: process.memoryUsage().rss / 2 ** 20 })
   }
 })
 

@@ -31,26 +31,13 @@ function exportOptions(fn, trace, given, spec) {
   return readOptions(fn, chunk ? undefined : given, spec, { outOfRange: TypeError })
 }
 
-// The recording's clock, which every exporter that shows times takes (ExportClockOptions).
+// The recording's clock, which every exporter that shows times takes (ExportClockOptions). Rust puts
+// them over the trace's own `jsprof` member (what `jsprof record` and request profiles write: the Unix
+// epoch, ms, of the time origin the timestamps count from, and the pid): trace/extension.rs `Clock`.
+// Without either, exports count from 0 (1970 in go tool pprof) with pid 1.
 const CLOCK = {
   timeOrigin: number(),
   pid: number({ min: 1, max: 2 ** 32 - 1, integer: true, what: 'a process id' }),
-}
-
-/**
- * `{ timeOrigin, pid }` for an export: the options' own, else the trace's sidecar `jsprof` member (what
- * `jsprof record` writes: the Unix epoch, ms, of the time origin its timestamps count from, and the
- * pid). Without either, exports count from 0 (1970 in go tool pprof) with pid 1.
- */
-function clock(trace, o) {
-  const sidecar =
-    trace !== null && typeof trace === 'object' && trace.jsprof !== null && typeof trace.jsprof === 'object'
-      ? trace.jsprof
-      : {}
-  const timeOrigin = o.timeOrigin ?? (Number.isFinite(sidecar.timeOrigin) ? sidecar.timeOrigin : undefined)
-  const pid =
-    o.pid ?? (Number.isInteger(sidecar.pid) && sidecar.pid > 0 && sidecar.pid < 2 ** 32 ? sidecar.pid : undefined)
-  return { timeOrigin, pid }
 }
 
 // The JSON formats as the text Rust writes, UTF-8 bytes (a Buffer): the public functions parse it into
@@ -66,16 +53,14 @@ const JSON_TEXT = {
     timeOnly('toGeckoProfile', trace)
     const text = traceText('toGeckoProfile', trace)
     const o = exportOptions('toGeckoProfile', trace, given, { threadName: string(), startTime: number(), ...CLOCK })
-    const { timeOrigin, pid } = clock(trace, o)
-    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime ?? timeOrigin, pid))
+    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime, o.timeOrigin, o.pid))
   },
   toSpeedscope(trace, given) {
     timeOnly('toSpeedscope', trace)
     const text = traceText('toSpeedscope', trace)
     const o = exportOptions('toSpeedscope', trace, given, { name: string(), ...CLOCK })
-    // With the recording's clock (options or the sidecar), the default name says when it started.
-    const { timeOrigin, pid } = clock(trace, o)
-    return callNative(() => binding.exportSpeedscope(text, o.name, timeOrigin, pid))
+    // With the recording's clock (options or the trace's own), the default name says when it started.
+    return callNative(() => binding.exportSpeedscope(text, o.name, o.timeOrigin, o.pid))
   },
 }
 
@@ -90,13 +75,13 @@ const toSpeedscope = (trace, options) => JSON.parse(JSON_TEXT.toSpeedscope(trace
 
 /** Gzipped pprof `profile.proto` bytes, as a Buffer. */
 function toPprof(trace, given) {
+  // pid is an ExportClockOptions member too; pprof has no field for it.
   if (isHeapProfile(trace)) {
-    const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
+    const { timeOrigin } = exportOptions('toPprof', trace, given, CLOCK)
     return callNative(() => binding.exportHeapPprof(heapText('toPprof', trace), timeOrigin))
   }
   const text = traceText('toPprof', trace)
-  // pid is an ExportClockOptions member too; pprof has no field for it.
-  const { timeOrigin } = clock(trace, exportOptions('toPprof', trace, given, CLOCK))
+  const { timeOrigin } = exportOptions('toPprof', trace, given, CLOCK)
   return callNative(() => binding.exportPprof(text, timeOrigin))
 }
 
@@ -113,7 +98,6 @@ function toOtlpProfiles(trace, given) {
     resource: object('of attribute names to values'),
     attributes: object('of attribute names to values'),
   })
-  const { timeOrigin, pid } = clock(trace, o)
   const json = (value, what) => {
     if (value === undefined) return undefined
     try {
@@ -122,17 +106,17 @@ function toOtlpProfiles(trace, given) {
       throw new TypeError(`toOtlpProfiles: options.${what} cannot be serialized: ${cause && cause.message}`, { cause })
     }
   }
-  return callNative(() =>
-    (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(
-      text,
-      timeOrigin ?? require('node:perf_hooks').performance.timeOrigin,
-      pid ?? process.pid,
-      process.versions.node,
-      require('../../package.json').version,
-      json(o.resource, 'resource'),
-      json(o.attributes, 'attributes'),
-    ),
-  )
+  const args = {
+    timeOrigin: o.timeOrigin,
+    pid: o.pid,
+    processTimeOrigin: require('node:perf_hooks').performance.timeOrigin,
+    processPid: process.pid,
+    runtimeVersion: process.versions.node,
+    sdkVersion: require('../../package.json').version,
+    resource: json(o.resource, 'resource'),
+    attributes: json(o.attributes, 'attributes'),
+  }
+  return callNative(() => (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(text, args))
 }
 
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
@@ -183,5 +167,4 @@ module.exports = {
   toFlameGraph,
   toDiffFlameGraph,
   JSON_TEXT,
-  clock,
 }

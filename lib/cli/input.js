@@ -109,8 +109,8 @@ function traceProblem(trace) {
 }
 
 /**
- * Reads `file` -> { trace, format: 'trace'|'cpuprofile', clock?, thread? } (`clock` and `thread` from a
- * trace file's `jsprof` member), or for a heap profile { heap, format: 'heap', clock, thread }. Every
+ * Reads `file` -> { trace, format: 'trace'|'cpuprofile', thread? } (`thread` from a trace file's `jsprof`
+ * member), or for a heap profile { heap, format: 'heap', thread }. Every
  * failure is a CliError (exit 2) whose message names the file and
  * the problem.
  */
@@ -134,16 +134,15 @@ function readTrace(file) {
     binding.TraceHandle.releaseInput(bytes.buffer)
   }
   if (read.format === 'cpuprofile') return { trace: read.trace, format: 'cpuprofile' }
-  // The trace's `jsprof` member (checked with the trace in Rust): the commands pass its clock (jsprof
-  // record's time origin, pid and thread) to the exporters as options, by the rule the same options
-  // given follow.
+  // The trace's `jsprof` member (checked with the trace in Rust, and kept in it: the exporters show its
+  // clock): the commands name the thread it recorded.
   const data = { jsprof: read.jsprof ? JSON.parse(read.jsprof) : undefined }
-  return { trace: read.trace, format: 'trace', clock: require('../api/export').clock(data, {}), thread: threadOf(data) }
+  return { trace: read.trace, format: 'trace', thread: threadOf(data) }
 }
 
 /**
  * A heap profile file — V8's `.heapprofile` (node --heap-prof, DevTools) or ours (`jsprof record --heap`,
- * HeapProfiler) — as `{ heap, format: 'heap', clock, thread }`, or null for any other file (a trace or a
+ * HeapProfiler) — as `{ heap, format: 'heap', thread }`, or null for any other file (a trace or a
  * CPU profile). Only text that names `head` or `heap` is asked (a cheap byte search first).
  */
 function readHeap(file, bytes, binding, callNative) {
@@ -157,7 +156,7 @@ function readHeap(file, bytes, binding, callNative) {
   }
   if (json === null) return null
   const heap = JSON.parse(json.toString('utf8'))
-  return { heap, format: 'heap', clock: require('../api/export').clock(heap, {}), thread: threadOf(heap) }
+  return { heap, format: 'heap', thread: threadOf(heap) }
 }
 
 /**

@@ -8,8 +8,8 @@
 //
 // When it harvests (the rules are the pure functions of schedule.js):
 //   - when a subscription stops: at once if no harvest happened in the last `minStopGapUs` (a lone
-//     stop() resolves promptly), else `minStopGapUs` (100 ms) after the last one — frequent stops (a
-//     Profiler per request) share one harvest, and V8 is asked for its samples at most 10 times a second;
+//     stop() resolves promptly), else `minStopGapUs` (250 ms) after the last one — frequent stops (a
+//     Profiler per request) share one harvest, and V8 is asked for its samples at most 4 times a second;
 //     a caller may give its own bound instead (request profiling: up to `maxStopDelay`);
 //   - when a buffer may be full, and periodically (about every 1000 samples, 0.1-10 s), so that each
 //     harvest, each main-thread stall, stays small and samples move from V8 into compact chunks;

@@ -14,11 +14,13 @@ const DEFAULTS = Object.freeze({
   harvestMaxPeriodUs: 10_000_000,
   /**
    * At most one harvest per this many µs serves the stops that ask for one: a lone stop() (no harvest
-   * in the last 100 ms) is served at once, frequent ones wait up to this long and share one harvest.
+   * in the last 250 ms) is served at once, frequent ones wait up to this long and share one harvest.
    * A harvest costs the main thread the same however many Profilers stop, and a busy process more CPU the
-   * more often it runs (bench/harvest-rate.mjs: docs/bench.md#harvests-by-their-rate).
+   * more often it runs (bench/harvest-rate.mjs: docs/bench.md#harvests-by-their-rate): at 10 a second
+   * (100 ms, the earlier gap) a Profiler around every 10th request cost a small server ~7% of its CPU
+   * per request, at 4 a second within the 5% target (bench/matrix: docs/bench.md#the-per-request-matrix).
    */
-  minStopGapUs: 100_000,
+  minStopGapUs: 250_000,
   /**
    * V8 keeps sampling this long after the last subscription left, so the next Profiler (the next
    * sampled request) needs no cold start (code logging on the main thread: docs/bench.md#cold-and-warm-starts).

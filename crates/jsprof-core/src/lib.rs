@@ -46,7 +46,7 @@ pub use text::{markup as markup_text, visible as visible_text};
 
 // The trace: its tables, its extension member, its validation (ProfilerTrace::from_json, ::validate),
 // its timing and the weight of its samples.
-pub use trace::{Extension, Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
+pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
 // Labels on samples: the one rule of a label, and its bounds.
 pub use trace::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
 
@@ -79,7 +79,7 @@ pub use export::flamegraph::{to_diff_flame_graph, to_flame_graph, to_flame_graph
 pub use export::gecko::{to_gecko_json, to_gecko_profile, GeckoOptions};
 pub use export::otlp::{partial_success as otlp_partial_success, to_otlp_profiles, OtlpOptions};
 pub use export::pprof::{to_pprof, PprofOptions};
-pub use export::speedscope::{clock_name as speedscope_clock_name, to_speedscope};
+pub use export::speedscope::to_speedscope;
 pub use export::unplaced;
 
 // Heap profiles: the type, its validation and conversions, and its views.

@@ -75,7 +75,7 @@ class Profiler extends EventTarget {
 
   /**
    * Resolves with the trace of the samples taken from construction until this call. V8's samples are
-   * collected by a harvest: at once for a lone stop, within ~100 ms when stops are frequent (shared).
+   * collected by a harvest: at once for a lone stop, within ~250 ms when stops are frequent (shared).
    */
   stop() {
     if (!Profiler.#is(this)) return Promise.reject(new TypeError('Illegal invocation'))

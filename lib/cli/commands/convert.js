@@ -9,9 +9,9 @@ const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sou
 // format -> [exporter name in index.js, file suffix, binary?]
 const FORMATS = {
   cpuprofile: { fn: 'toCpuProfile', suffix: '.cpuprofile', json: true },
-  gecko: { fn: 'toGeckoProfile', suffix: '.gecko.json', json: true, clock: true },
-  speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true, clock: true },
-  pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true, clock: true },
+  gecko: { fn: 'toGeckoProfile', suffix: '.gecko.json', json: true },
+  speedscope: { fn: 'toSpeedscope', suffix: '.speedscope.json', json: true },
+  pprof: { fn: 'toPprof', suffix: '.pb.gz', binary: true },
   collapsed: { fn: 'toCollapsed', suffix: '.collapsed.txt' },
   heapprofile: { fn: 'toHeapProfile', suffix: '.heapprofile', heapOnly: true },
 }
@@ -122,15 +122,14 @@ async function convert(args) {
     throw usage('convert', `${input} is not a heap profile: --to ${values.to} takes one`)
   }
   const { trace } = await applySourceMaps(read.heap ?? read.trace, values)
-  // The recording's clock (time origin, pid), for the formats that show it.
-  const options = format.clock ? { ...read.clock } : undefined
-  // JSON formats as the text Rust writes (no object parsed to be stringified again).
+  // JSON formats as the text Rust writes (no object parsed to be stringified again). The exporters show
+  // the recording's clock (time origin, pid) from the trace's own `jsprof` member.
   const data = refusedAsCliError(`--to ${values.to}`, () =>
     format.heapOnly
       ? require('../../api/heap').heapProfileText(trace)
       : format.json
-        ? require('../../api/export').JSON_TEXT[format.fn](trace, options)
-        : api(format.fn)(trace, options),
+        ? require('../../api/export').JSON_TEXT[format.fn](trace)
+        : api(format.fn)(trace),
   )
   await emit('convert', values, input, derivedPath(input, format.suffix), data, format)
   return 0

@@ -62,6 +62,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = to_flame_graph(&trace, &Default::default());
     let _ = to_flame_graph_html(&trace, &Default::default());
     let _ = to_pprof(&trace, &Default::default());
-    let _ = to_speedscope(&trace, None);
+    let _ = to_speedscope(&trace, None, Default::default());
     let _ = to_collapsed(&trace);
 });

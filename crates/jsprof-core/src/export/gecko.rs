@@ -21,7 +21,7 @@ use super::{display_name, frame_attributions, Pseudo};
 use crate::attribution::Kind;
 use crate::interner::Interner;
 use crate::trace::Weigher;
-use crate::trace::{Marker, ProfilerTrace};
+use crate::trace::{Clock, Marker, ProfilerTrace};
 
 pub(crate) const PROCESSED_PROFILE_VERSION: u32 = 58;
 /// The Gecko (raw) profile format version of the same era; informational in processed profiles.
@@ -42,10 +42,11 @@ pub(crate) const CATEGORY_GENERATED: u32 = 7;
 pub struct GeckoOptions {
     /// The thread's name; defaults to "Main Thread".
     pub thread_name: Option<String>,
-    /// `meta.startTime`: ms since the Unix epoch of the trace's time origin (0 when unknown).
+    /// `meta.startTime`: ms since the Unix epoch of the trace's time origin; default: the clock's.
     pub start_time: Option<f64>,
-    /// The process id shown (1 when unknown).
-    pub pid: Option<u32>,
+    /// The recording's clock, over the trace's own (`Clock::given_or`): the time origin's epoch (0
+    /// when unknown) and the process id shown (1 when unknown).
+    pub clock: Clock,
 }
 
 #[derive(Serialize, Default)]
@@ -271,6 +272,7 @@ pub fn to_gecko_json(trace: &ProfilerTrace, options: &GeckoOptions) -> Result<Ve
 }
 
 fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'t> {
+    let clock = options.clock.given_or(trace.jsprof.as_ref());
     let mut strings = Interner::<String>::new();
     let attributions = frame_attributions(trace);
 
@@ -442,7 +444,7 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
         "name": options.thread_name.as_deref().unwrap_or("Main Thread"),
         "isMainThread": true,
         "processName": "Node.js",
-        "pid": options.pid.unwrap_or(1).to_string(),
+        "pid": clock.pid.unwrap_or(1).to_string(),
         "tid": 1,
         "stackTable": stacks,
         "frameTable": frames,
@@ -461,7 +463,7 @@ fn build<'t>(trace: &'t ProfilerTrace, options: &GeckoOptions) -> GeckoProfile<'
     let top = json!({
         "meta": {
             "interval": interval,
-            "startTime": options.start_time.unwrap_or(0.0),
+            "startTime": options.start_time.or(clock.time_origin_ms).unwrap_or(0.0),
             "profilingStartTime": first_time,
             "profilingEndTime": end_time,
             "processType": 0,

@@ -23,7 +23,7 @@ use super::{file_name, frame_attributions, ns, Pseudo};
 use crate::error::{Error, Result};
 use crate::interner::Interner;
 use crate::trace::time_span;
-use crate::trace::ProfilerTrace;
+use crate::trace::{Clock, ProfilerTrace};
 
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct Profile {
@@ -167,9 +167,10 @@ impl Strings {
 /// What a trace does not say itself.
 #[derive(Debug, Clone, Default)]
 pub struct PprofOptions {
-    /// The Unix epoch, ms, of the trace's time origin: `time_nanos` is then a real clock time (else
-    /// ms since the origin, which `go tool pprof` shows as 1970).
-    pub time_origin_ms: Option<f64>,
+    /// The recording's clock, over the trace's own (`Clock::given_or`): with the Unix epoch of the time
+    /// origin, `time_nanos` is a real clock time (else ms since the origin, which `go tool pprof` shows
+    /// as 1970). pprof has no field for the pid.
+    pub clock: Clock,
 }
 
 /// What a profile's samples measure and when it was taken: the part of a `profile.proto` that differs
@@ -192,6 +193,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
     let durations = trace.sample_weights();
     let (first, last) = time_span(&trace.samples);
     let period = ns(trace.sample_interval());
+    let origin = options.clock.given_or(trace.jsprof.as_ref()).time_origin_ms;
     let add = |i: usize, value: &mut [i64]| {
         value[0] += 1;
         value[1] = value[1].saturating_add(ns(durations[i]));
@@ -205,7 +207,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
             period,
             add: &add,
             time_nanos: if first.is_finite() {
-                ns(first + options.time_origin_ms.unwrap_or(0.0))
+                ns(first + origin.unwrap_or(0.0))
             } else {
                 0
             },
@@ -214,7 +216,7 @@ pub(crate) fn to_profile(trace: &ProfilerTrace, options: &PprofOptions) -> Profi
             } else {
                 0
             },
-            comment: if options.time_origin_ms.is_some() {
+            comment: if origin.is_some() {
                 "jsprof-node: times are Unix epoch times"
             } else {
                 "jsprof-node: times are ms from the trace's time origin (its epoch was not given)"

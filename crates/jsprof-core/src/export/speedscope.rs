@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{display_name, stack_frames, Pseudo};
 use crate::error::Result;
-use crate::trace::{ProfilerTrace, Weigher};
+use crate::trace::{Clock, ProfilerTrace, Weigher};
 
 pub(crate) const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
 
@@ -53,10 +53,11 @@ pub struct SampledProfile {
     pub weights: Vec<f64>,
 }
 
-/// The profile's name when none is given and the trace's clock is known: speedscope shows times from
-/// the profile's start only, so the name carries when it started (UTC) and the pid:
-/// `jsprof-node profile, 2026-11-24 20:05:31.123 UTC, pid 123`.
-pub fn clock_name(trace: &ProfilerTrace, time_origin_ms: f64, pid: Option<u32>) -> String {
+/// The profile's name when none is given and the recording's clock (given, else the trace's own:
+/// `Clock::given_or`) is known: speedscope shows times from the profile's start only, so the name
+/// carries when it started (UTC) and the pid: `jsprof-node profile, 2026-11-24 20:05:31.123 UTC, pid 123`.
+fn clock_name(trace: &ProfilerTrace, clock: Clock) -> Option<String> {
+    let time_origin_ms = clock.time_origin_ms?;
     let first = trace
         .samples
         .iter()
@@ -68,10 +69,10 @@ pub fn clock_name(trace: &ProfilerTrace, time_origin_ms: f64, pid: Option<u32>) 
         time_origin_ms
     };
     let mut name = format!("jsprof-node profile, {}", utc(at));
-    if let Some(pid) = pid {
+    if let Some(pid) = clock.pid {
         name.push_str(&format!(", pid {pid}"));
     }
-    name
+    Some(name)
 }
 
 /// `2026-11-24 20:05:31.123 UTC` for a Unix time in ms (the proleptic Gregorian calendar; days from
@@ -97,7 +98,7 @@ fn utc(ms: f64) -> String {
     format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{sec:02}.{milli:03} UTC")
 }
 
-pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> {
+pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>, clock: Clock) -> Result<File> {
     super::check_frame_references(super::sample_frame_references(trace), "toSpeedscope")?;
     let mut frames: Vec<SpeedscopeFrame> = trace
         .frames
@@ -137,7 +138,11 @@ pub fn to_speedscope(trace: &ProfilerTrace, name: Option<&str>) -> Result<File> 
         .first()
         .map_or(0.0, |&i| trace.samples[i as usize].timestamp);
     let end_value = round_ns(start_value + weights.iter().sum::<f64>());
-    let name = name.unwrap_or("jsprof-node profile").to_owned();
+    let name = match name {
+        Some(name) => name.to_owned(),
+        None => clock_name(trace, clock.given_or(trace.jsprof.as_ref()))
+            .unwrap_or_else(|| "jsprof-node profile".to_owned()),
+    };
     Ok(File {
         schema: SCHEMA,
         shared: Shared { frames },
@@ -168,7 +173,7 @@ mod tests {
 
     #[test]
     fn samples_are_frame_paths_weighted_by_duration() {
-        let f = to_speedscope(&sample_trace(), Some("run")).unwrap();
+        let f = to_speedscope(&sample_trace(), Some("run"), Clock::default()).unwrap();
         let p = &f.profiles[0];
         assert_eq!(f.shared.frames.len(), 5 + 3);
         assert_eq!(f.shared.frames[4].name, "(anonymous)");

@@ -99,10 +99,9 @@ fn sample_type(view: HeapView) -> &'static str {
 }
 
 /// When the profile's sampling began and how long it ran, in ns: from `jsprof.heap`'s times and the
-/// epoch of their origin (given, else the profile's own), 0 when unknown.
-fn span_ns(heap: &HeapProfile, time_origin_ms: Option<f64>) -> (Option<f64>, f64, i64) {
+/// epoch of their origin (`origin`: resolved by `Clock::given_or`), 0 when unknown.
+fn span_ns(heap: &HeapProfile, origin: Option<f64>) -> (Option<f64>, f64, i64) {
     let h = &heap.info.heap;
-    let origin = time_origin_ms.or(heap.info.clock.time_origin);
     let start = h.start_time.or(h.end_time);
     let duration = match (h.start_time, h.end_time) {
         (Some(s), Some(e)) if e >= s => ns(e - s),
@@ -114,7 +113,8 @@ fn span_ns(heap: &HeapProfile, time_origin_ms: Option<f64>) -> (Option<f64>, f64
 /// Gzipped pprof of a valid heap profile (`go tool pprof -sample_index=space`).
 pub fn to_heap_pprof(heap: &HeapProfile, options: &PprofOptions) -> Result<Vec<u8>> {
     check_frame_references(distinct_frame_references(&heap.trace), "toPprof")?;
-    let (origin, start, duration) = span_ns(heap, options.time_origin_ms);
+    let own = Some(&heap.info.clock);
+    let (origin, start, duration) = span_ns(heap, options.clock.given_or(own).time_origin_ms);
     let sizes = &heap.sizes;
     let add = |i: usize, value: &mut [i64]| value[0] = value[0].saturating_add(sizes[i] as i64);
     let kind = sample_type(heap.info.heap.view);
@@ -140,9 +140,8 @@ pub fn to_heap_pprof(heap: &HeapProfile, options: &PprofOptions) -> Result<Vec<u
 /// The body of an OTLP/HTTP export of a valid heap profile.
 pub fn to_heap_otlp_profiles(heap: &HeapProfile, options: &OtlpOptions) -> Result<Vec<u8>> {
     check_frame_references(distinct_frame_references(&heap.trace), "toOtlpProfiles")?;
-    let mut options = options.clone();
-    options.pid = options.pid.or(heap.info.clock.pid);
-    let (origin, start, duration) = span_ns(heap, options.time_origin_ms);
+    let options = options.resolved(Some(&heap.info.clock));
+    let (origin, start, duration) = span_ns(heap, options.clock.time_origin_ms);
     let sizes = &heap.sizes;
     let value = |i: usize| sizes[i] as i64;
     let request = otlp::request_of(

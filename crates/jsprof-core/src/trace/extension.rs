@@ -62,6 +62,33 @@ pub struct Extension {
     pub windows: Option<Vec<[f64; 2]>>,
 }
 
+/// The recording's clock an export shows (the `timeOrigin` and `pid` of `ExportClockOptions`): the Unix
+/// epoch (ms) of the time origin the timestamps count from, and the process id.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Clock {
+    pub time_origin_ms: Option<f64>,
+    pub pid: Option<u32>,
+}
+
+impl Clock {
+    /// The one rule every exporter (CPU and heap) follows: what the caller gave, field by field, else
+    /// what the profile's own `jsprof` member says.
+    pub fn given_or(self, own: Option<&Extension>) -> Clock {
+        Clock {
+            time_origin_ms: self.time_origin_ms.or(own.and_then(|e| e.time_origin)),
+            pid: self.pid.or(own.and_then(|e| e.pid)),
+        }
+    }
+
+    /// Fields still unknown taken from `fallback` (OTLP: the exporting process's own clock).
+    pub fn or(self, fallback: Clock) -> Clock {
+        Clock {
+            time_origin_ms: self.time_origin_ms.or(fallback.time_origin_ms),
+            pid: self.pid.or(fallback.pid),
+        }
+    }
+}
+
 impl Extension {
     /// Whether it says nothing at all (then a trace writes no `jsprof` member).
     pub fn is_empty(&self) -> bool {
@@ -239,5 +266,34 @@ mod tests {
             "v".repeat(1025)
         );
         assert_eq!(with(&long).unwrap_err().kind, crate::ErrorKind::Range);
+    }
+
+    #[test]
+    fn an_exports_clock_is_the_callers_field_by_field_else_the_traces_else_the_fallback() {
+        let own = Extension {
+            pid: Some(7),
+            time_origin: Some(1.7e12),
+            ..Extension::default()
+        };
+        let given = |time_origin_ms, pid| Clock { time_origin_ms, pid };
+        assert_eq!(
+            given(None, None).given_or(Some(&own)),
+            given(Some(1.7e12), Some(7))
+        );
+        assert_eq!(
+            given(Some(5.0), None).given_or(Some(&own)),
+            given(Some(5.0), Some(7))
+        );
+        assert_eq!(
+            given(None, Some(9)).given_or(Some(&own)),
+            given(Some(1.7e12), Some(9))
+        );
+        assert_eq!(given(None, None).given_or(None), given(None, None));
+        let process = given(Some(1.0), Some(2));
+        assert_eq!(given(None, None).given_or(None).or(process), process);
+        assert_eq!(
+            given(None, None).given_or(Some(&own)).or(process),
+            given(Some(1.7e12), Some(7))
+        );
     }
 }
