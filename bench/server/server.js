@@ -3,6 +3,7 @@
 // (see run.mjs) with one profiling mode:
 //   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry | switch (in-process.mjs)
 //   | contlabels | contnolabels (labels on every request, and its pair without)
+//   | pyrolabels | pyronolabels (Pyroscope's Node SDK with wrapWithLabels on every request, and without)
 //   (and the diagnostics sampler1 | sampler10 | track | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
@@ -167,6 +168,17 @@ if (mode === 'continuous') {
     },
   }).enable()
   listener = (req, res) => als.run({}, handler, req, res)
+} else if (mode === 'pyrolabels' || mode === 'pyronolabels') {
+  // Pyroscope's Node SDK (@pyroscope/nodejs: @datadog/pprof's CPU profiler), its own 10 s flushes to a
+  // server that is not there, every request run in wrapWithLabels (pyrolabels) or not (its pair). Its
+  // labels only cover the synchronous handler (gone after the first await): this handler has none.
+  const Pyroscope = require('@pyroscope/nodejs').default
+  Pyroscope.setLogger({ debug() {}, info() {}, warn() {}, error() {} })
+  Pyroscope.init({ serverAddress: 'http://127.0.0.1:9', appName: 'bench', flushIntervalMs: CHUNK_SECONDS * 1000 })
+  Pyroscope.startCpuProfiling()
+  if (mode === 'pyrolabels') {
+    listener = (req, res) => Pyroscope.wrapWithLabels({ route: 'GET /search' }, () => handler(req, res))
+  }
 } else if (mode === 'datadog') {
   const pprof = require('@datadog/pprof')
   pprof.time.start({ intervalMicros: 10_000, durationMillis: CHUNK_SECONDS * 1000 })
