@@ -32,6 +32,9 @@ pub(crate) const DROPPED: u32 = u32::MAX;
 /// 10 s old (sampler/schedule.js), so 30 s keeps every change a chunk can need, and bounds memory when
 /// nothing harvests (no profiler running).
 const KEEP_US: f64 = 30_000_000.0;
+/// And at most this many changes (16 MB): a thread switching label sets faster than 35,000 times a
+/// second keeps less than 30 s (the oldest go first; a harvest is due every ~10 s at most).
+const MAX_TIMELINE: usize = 1 << 20;
 
 /// The ring of transient sets: 2^16 slots.
 const TRANSIENT_SLOTS: usize = 1 << 16;
@@ -139,7 +142,7 @@ pub fn label_set_count() -> u32 {
 
 /// Appends the first `count` changes of the JS ring to this thread's timeline: `times` µs on V8's
 /// clock, `ids` label-set ids. A change earlier than the last one kept is ignored (the timeline stays
-/// ascending), and changes older than 30 s before the latest are let go.
+/// ascending), and changes older than 30 s before the latest (or past the newest 2^20) are let go.
 #[napi(catch_unwind)]
 pub fn label_transitions(times: Float64Array, ids: Uint32Array, count: u32) {
     let n = (count as usize).min(times.len()).min(ids.len());
@@ -153,6 +156,10 @@ pub fn label_transitions(times: Float64Array, ids: Uint32Array, count: u32) {
         }
         if let Some(&(latest, _)) = timeline.last() {
             trim(&mut timeline, latest - KEEP_US);
+        }
+        if timeline.len() > MAX_TIMELINE {
+            let excess = timeline.len() - MAX_TIMELINE;
+            timeline.drain(..excess);
         }
     });
 }
