@@ -174,7 +174,7 @@ export declare function exportCpuProfile(trace: TraceInput): Buffer
 export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput, title?: string | undefined | null): string
 
 /** SVG text, or with `html` the self-contained HTML page. */
-export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
+export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null, labelKey?: string | undefined | null, labelValue?: string | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
 export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
@@ -262,7 +262,7 @@ export declare function labelSetCount(): number
 /**
  * Appends the first `count` changes of the JS ring to this thread's timeline: `times` µs on V8's
  * clock, `ids` label-set ids. A change earlier than the last one kept is ignored (the timeline stays
- * ascending), and changes older than 30 s before the latest are let go.
+ * ascending), and changes older than 30 s before the latest (or past the newest 2^20) are let go.
  */
 export declare function labelTransitions(times: Float64Array, ids: Uint32Array, count: number): void
 

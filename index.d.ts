@@ -309,6 +309,11 @@ export interface FlameGraphOptions {
    * time, share and package@version.
    */
   format?: 'svg' | 'html'
+  /**
+   * One label, `{ route: 'GET /users/:id' }` or `{ trace_id: '…' }`: the flame graph of the samples
+   * that carry it, each weighing what it weighs in the whole trace (CPU traces; docs/labels.md).
+   */
+  label?: Record<string, string>
 }
 
 /** A flame graph (SVG or HTML text) coloured by kind of code, with each frame's package in its tooltip. */

@@ -347,3 +347,27 @@ test('jsprof record carries the app’s labels into its trace file', async () =>
     assertLabelled(labelsOf(trace, ['recordedWork'], 'job'), 'recordedWork', 'nightly')
   })
 })
+
+test('the flame graph of one label value holds only its samples', async () => {
+  const { toFlameGraph } = await import('jsprof-node')
+  const trace = {
+    frames: [{ name: 'alphaPath' }, { name: 'betaPath' }],
+    jsprof: { labelSets: [{ route: '/a' }, { route: '/b' }], sampleLabels: [0, 1, 0, null] },
+    resources: [],
+    samples: [
+      { stackId: 0, timestamp: 1 },
+      { stackId: 1, timestamp: 2 },
+      { stackId: 0, timestamp: 3 },
+      { stackId: 1, timestamp: 4 },
+    ],
+    stacks: [{ frameId: 0 }, { frameId: 1 }],
+  }
+  for (const format of ['svg', 'html']) {
+    const a = toFlameGraph(trace, { format, label: { route: '/a' } })
+    assert.ok(a.includes('alphaPath') && !a.includes('betaPath'), format)
+    const all = toFlameGraph(trace, { format })
+    assert.ok(all.includes('alphaPath') && all.includes('betaPath'), format)
+  }
+  assert.throws(() => toFlameGraph(trace, { label: { route: 1 } }), { name: 'TypeError', message: /options\.label/ })
+  assert.throws(() => toFlameGraph(trace, { label: { a: 'x', b: 'y' } }), { name: 'TypeError' })
+})

@@ -39,7 +39,8 @@ async function use(): Promise<void> {
   const current: Readonly<m.Labels> = m.getLabels()
   const sets: Array<Record<string, string>> | undefined = trace.jsprof?.labelSets
   const index: number | null | undefined = trace.jsprof?.sampleLabels?.[0]
-  void [byRoute, labelled, current, sets, index]
+  const oneRoute: string = m.toFlameGraph(trace, { format: 'html', label: { route: 'GET /a' } })
+  void [byRoute, labelled, current, sets, index, oneRoute]
   const labelledRequests: m.RequestProfiler = m.profileRequests({ labels: false, onProfile: () => undefined })
   void labelledRequests
   const cpu: m.CpuProfile = m.toCpuProfile(trace)
