@@ -152,8 +152,8 @@ export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: numbe
  */
 export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
 
-/** Reads an `ExportProfilesServiceResponse` body's `partial_success`. */
-export declare function decodeOtlpPartialSuccess(body: Buffer): OtlpPartialSuccess | null
+/** Reads an `ExportProfilesServiceResponse` body's `partial_success` (`cut`: only its start was read). */
+export declare function decodeOtlpPartialSuccess(body: Buffer, cut?: boolean | undefined | null): OtlpPartialSuccess | null
 
 /**
  * Ends the process by `signal` with its default action (the exit status a shell shows as 128+n).
@@ -339,8 +339,11 @@ export interface RecordedTrace {
   durationMs: number
 }
 
-/** Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change). */
-export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<unknown>
+/**
+ * Maps a trace's tables off the main thread, on the source-map thread (never the libuv pool: the
+ * app's own file I/O does not wait behind it); the samples stay in JS, only their stack ids change.
+ */
+export declare function resolveSourceMaps(tables: TableColumns, optionsJson: string): Promise<MappedTables>
 
 /** `{ kind, package?, version?, root? }` of one resource. */
 export interface ResourceAttribution {

@@ -171,7 +171,38 @@ test('OTLP answers: 503 is retried, 500 and 400 are final, a partial success is 
   }
 })
 
+test('a partial success whose message goes past the 64 KiB read is still a partial success', async () => {
+  // rejected_profiles: 5, error_message: 70,000 bytes (a varint length): the answer is read to 64 KiB.
+  const message = Buffer.alloc(70_000, 'y')
+  const varint = (n) => {
+    const out = []
+    while (n > 0x7f) {
+      out.push((n & 0x7f) | 0x80)
+      n >>>= 7
+    }
+    out.push(n)
+    return Buffer.from(out)
+  }
+  const inner = Buffer.concat([Buffer.from([0x08, 0x05, 0x12]), varint(message.length), message])
+  const body = Buffer.concat([Buffer.from([0x0a]), varint(inner.length), inner])
+  const srv = await endpoint(() => [200, body])
+  try {
+    const exporter = otlpExporter({ url: srv.url, retryBaseMs: 1 })
+    exporter.push(chunk(0))
+    await exporter.flush()
+    assert.deepEqual([exporter.stats.sent, exporter.stats.rejected], [1, 5])
+    assert.match(exporter.lastError.message, /^OTLP endpoint rejected 5 profile\(s\): y{1000,}…$/)
+    await exporter.close()
+  } finally {
+    await srv.close()
+  }
+})
+
 test('bad options are TypeErrors at construction, not dropped chunks later', () => {
+  for (const headers of [{ 'a b': 'x' }, { 'x-ok': 'a\r\nb' }, { 'content-length': '1' }, { x: { y: 1 } }]) {
+    assert.throws(() => otlpExporter({ url: 'http://x', headers }), TypeError, JSON.stringify(headers))
+  }
+  assert.throws(() => otlpExporter({ url: 'http://x', headers: { 'a b': 'x' } }), /invalid header name "a b"/)
   assert.throws(() => otlpExporter({ url: 'ftp://x' }), TypeError)
   assert.throws(() => otlpExporter({ url: 'http://x', resource: { a: { nested: 1 } } }), /resource\["a"\]/)
   assert.throws(() => otlpExporter({ url: 'http://x', serviceName: '' }), TypeError)

@@ -1,7 +1,7 @@
 // Benchmark: resolveSourceMaps on a trace of 10,000 frames across 200 generated files, each with a
 // real source map (written by esbuild from generated TypeScript), cold (cache emptied) and cached, and
 // the longest main-thread stall while mapping (a setImmediate ticker records every event-loop turn
-// from the call until the promise resolves; reading and parsing maps run on the libuv pool).
+// from the call until the promise resolves; reading and parsing maps run on the source-map thread).
 //
 // `node bench/sourcemaps.mjs` (also part of `npm run bench`). Knobs: BENCH_SM_FILES (200),
 // BENCH_SM_FUNCTIONS (50 per file), BENCH_SM_SAMPLES (50,000), BENCH_SM_REPS (10).

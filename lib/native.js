@@ -99,12 +99,47 @@ function rethrowTyped(err) {
   throw err
 }
 
-/** Calls into the binding, translating its errors. */
-function callNative(fn) {
+// `samples[3].timestamp: null where a number belongs`: the path of a value Rust found null.
+const NULL_NUMBER = /([A-Za-z_$][\w$]*(?:\[\d+\]|\.[A-Za-z_$][\w$]*)*): null where a number belongs/g
+
+/** The value at a path such as `samples[3].timestamp` in `value`, or undefined. */
+function valueAt(value, path) {
+  for (const part of path.match(/[A-Za-z_$][\w$]*|\d+/g)) {
+    if (value === null || typeof value !== 'object' || !Object.hasOwn(value, part)) return undefined
+    value = value[part]
+  }
+  return value
+}
+
+/**
+ * A JS input's non-finite number (Infinity, NaN, a JSON `1e400`) reaches Rust as `null` (what
+ * JSON.stringify writes for it): an error about that null names the number instead.
+ */
+function nonFiniteNamed(err, source) {
+  if (source === null || typeof source !== 'object' || !(err instanceof TypeError)) return err
+  const message = err.message.replace(NULL_NUMBER, (whole, path) => {
+    const v = valueAt(source, path)
+    return typeof v === 'number' && !Number.isFinite(v)
+      ? `${path}: ${v}, out of range, where a finite number belongs`
+      : whole
+  })
+  if (message === err.message) return err
+  return new TypeError(message)
+}
+
+/**
+ * Calls into the binding, translating its errors; `source`: the JS value the call's input was
+ * serialized from (its non-finite numbers are named in errors, not as the null they became).
+ */
+function callNative(fn, source) {
   try {
     return fn()
   } catch (err) {
-    return rethrowTyped(err)
+    try {
+      return rethrowTyped(err)
+    } catch (typed) {
+      throw nonFiniteNamed(typed, source)
+    }
   }
 }
 

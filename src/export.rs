@@ -121,10 +121,10 @@ pub struct OtlpPartialSuccess {
     pub error_message: String,
 }
 
-/// Reads an `ExportProfilesServiceResponse` body's `partial_success`.
+/// Reads an `ExportProfilesServiceResponse` body's `partial_success` (`cut`: only its start was read).
 #[napi(catch_unwind)]
-pub fn decode_otlp_partial_success(body: Buffer) -> Result<Option<OtlpPartialSuccess>> {
-    Ok(otlp_partial_success(&body)
+pub fn decode_otlp_partial_success(body: Buffer, cut: Option<bool>) -> Result<Option<OtlpPartialSuccess>> {
+    Ok(otlp_partial_success(&body, cut.unwrap_or(false))
         .map_err(core_error)?
         .map(|(rejected, message)| OtlpPartialSuccess {
             rejected_profiles: rejected as f64,

@@ -33,6 +33,7 @@ mod cpu_profile;
 mod export;
 mod heap;
 mod labels;
+mod map_thread;
 mod own_code;
 mod recording;
 mod signals;

@@ -184,10 +184,7 @@ fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
     serde_json::to_string(value).map_err(|e| Error::from_reason(e.to_string()))
 }
 
-impl Task for ResolveSourceMaps {
-    type Output = Output;
-    type JsValue = MappedTables;
-
+impl ResolveSourceMaps {
     fn compute(&mut self) -> Result<Output> {
         guarded("resolving source maps", || {
             let tables = self.input.to_trace()?;
@@ -225,23 +222,29 @@ impl Task for ResolveSourceMaps {
             })
         })
     }
-
-    fn resolve(&mut self, _env: Env, output: Output) -> Result<MappedTables> {
-        Ok(MappedTables {
-            tables: output.tables.into_js(),
-            stack_map: output.stack_map.into(),
-            stats: output.stats,
-        })
-    }
 }
 
-/// Maps a trace's tables off the main thread (the samples stay in JS: only their stack ids change).
-#[napi(catch_unwind)]
-pub fn resolve_source_maps(tables: TableColumns, options_json: String) -> AsyncTask<ResolveSourceMaps> {
-    AsyncTask::new(ResolveSourceMaps {
+/// Maps a trace's tables off the main thread, on the source-map thread (never the libuv pool: the
+/// app's own file I/O does not wait behind it); the samples stay in JS, only their stack ids change.
+#[napi(catch_unwind, ts_return_type = "Promise<MappedTables>")]
+pub fn resolve_source_maps(env: &Env, tables: TableColumns, options_json: String) -> Result<Object<'_>> {
+    let mut task = ResolveSourceMaps {
         input: Columns::from_js(&tables),
         options_json,
+    };
+    let (deferred, promise) = env.create_deferred()?;
+    crate::map_thread::run(move || match task.compute() {
+        Ok(output) => deferred.resolve(move |_env| {
+            Ok(MappedTables {
+                tables: output.tables.into_js(),
+                stack_map: output.stack_map.into(),
+                stats: output.stats,
+            })
+        }),
+        Err(e) => deferred.reject(e),
     })
+    .map_err(|e| Error::from_reason(format!("cannot start the source-map thread: {e}")))?;
+    Ok(promise)
 }
 
 /// Test hook: how many files the process-wide source-map cache has read from disk.

@@ -43,7 +43,7 @@ function summarize(trace, options) {
   if (isHeapProfile(trace)) {
     // Rows { name, kind, package?, version?, selfSize, totalSize, selfSamples, totalSamples } by bytes.
     const { by } = readOptions('summarize', options, { by: byChoice }, { defaults: { by: 'package' } })
-    return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by)))
+    return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by), trace))
   }
   // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.
   const text = traceText('summarize', trace, { tables: true })
@@ -56,7 +56,7 @@ function summarize(trace, options) {
       if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': summarize: ')
       throw err
     }
-  })
+  }, trace)
   return JSON.parse(json)
 }
 

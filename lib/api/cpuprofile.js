@@ -34,7 +34,7 @@ function fromCpuProfile(profile, options) {
     { timeOrigin: number({ what: 'a number of µs' }) },
     { outOfRange: TypeError },
   )
-  return assembleTrace(callNative(() => convert(timeOrigin)))
+  return assembleTrace(callNative(() => convert(timeOrigin), profile))
 }
 
 module.exports = { fromCpuProfile }

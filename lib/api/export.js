@@ -47,20 +47,20 @@ const JSON_TEXT = {
   toCpuProfile(trace) {
     timeOnly('toCpuProfile', trace)
     const text = traceText('toCpuProfile', trace)
-    return callNative(() => binding.exportCpuProfile(text))
+    return callNative(() => binding.exportCpuProfile(text), trace)
   },
   toGeckoProfile(trace, given) {
     timeOnly('toGeckoProfile', trace)
     const text = traceText('toGeckoProfile', trace)
     const o = exportOptions('toGeckoProfile', trace, given, { threadName: string(), startTime: number(), ...CLOCK })
-    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime, o.timeOrigin, o.pid))
+    return callNative(() => binding.exportGeckoProfile(text, o.threadName, o.startTime, o.timeOrigin, o.pid), trace)
   },
   toSpeedscope(trace, given) {
     timeOnly('toSpeedscope', trace)
     const text = traceText('toSpeedscope', trace)
     const o = exportOptions('toSpeedscope', trace, given, { name: string(), ...CLOCK })
     // With the recording's clock (options or the trace's own), the default name says when it started.
-    return callNative(() => binding.exportSpeedscope(text, o.name, o.timeOrigin, o.pid))
+    return callNative(() => binding.exportSpeedscope(text, o.name, o.timeOrigin, o.pid), trace)
   },
 }
 
@@ -78,11 +78,11 @@ function toPprof(trace, given) {
   // pid is an ExportClockOptions member too; pprof has no field for it.
   if (isHeapProfile(trace)) {
     const { timeOrigin } = exportOptions('toPprof', trace, given, CLOCK)
-    return callNative(() => binding.exportHeapPprof(heapText('toPprof', trace), timeOrigin))
+    return callNative(() => binding.exportHeapPprof(heapText('toPprof', trace), timeOrigin), trace)
   }
   const text = traceText('toPprof', trace)
   const { timeOrigin } = exportOptions('toPprof', trace, given, CLOCK)
-  return callNative(() => binding.exportPprof(text, timeOrigin))
+  return callNative(() => binding.exportPprof(text, timeOrigin), trace)
 }
 
 /**
@@ -116,14 +116,14 @@ function toOtlpProfiles(trace, given) {
     resource: json(o.resource, 'resource'),
     attributes: json(o.attributes, 'attributes'),
   }
-  return callNative(() => (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(text, args))
+  return callNative(() => (heap ? binding.exportHeapOtlpProfiles : binding.exportOtlpProfiles)(text, args), trace)
 }
 
 /** Folded stacks text (`a;b;c 42` lines) for flamegraph.pl and inferno. */
 function toCollapsed(trace) {
-  if (isHeapProfile(trace)) return callNative(() => binding.exportHeapCollapsed(heapText('toCollapsed', trace)))
+  if (isHeapProfile(trace)) return callNative(() => binding.exportHeapCollapsed(heapText('toCollapsed', trace)), trace)
   const text = traceText('toCollapsed', trace)
-  return callNative(() => binding.exportCollapsed(text))
+  return callNative(() => binding.exportCollapsed(text), trace)
 }
 
 /** `label`: `{ key: value }`, one label: the flame graph of the samples that carry it (docs/labels.md). */
@@ -148,10 +148,16 @@ function toFlameGraph(trace, given) {
   if (heap) {
     if (o.label !== undefined)
       throw new TypeError('toFlameGraph: options.label applies to CPU traces, not heap profiles')
-    return callNative(() => binding.exportHeapFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'))
+    return callNative(
+      () => binding.exportHeapFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'),
+      trace,
+    )
   }
   const [key, value] = o.label ?? []
-  return callNative(() => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html', key, value))
+  return callNative(
+    () => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html', key, value),
+    trace,
+  )
 }
 
 /**

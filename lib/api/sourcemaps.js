@@ -1,8 +1,8 @@
 'use strict'
 // resolveSourceMaps(trace, options?): a trace whose frames point at the code people wrote (the .ts
 // file, the package inside a bundle), through the generated files' source maps. Finding, reading and
-// parsing the maps, and rewriting the tables, happen in Rust (jsprof-core sourcemap.rs) on the libuv
-// pool; this file checks the arguments, sends the small tables across as JSON text and renumbers the
+// parsing the maps, and rewriting the tables, happen in Rust (jsprof-core sourcemap.rs) on the
+// source-map thread (src/map_thread.rs, never the libuv pool); this file checks the arguments, sends the small tables across as JSON text and renumbers the
 // samples' stack ids with the map Rust gives back (the samples, which dominate, never cross).
 
 const { binding, rethrowTyped, callNative: callNativeTyped } = require('../native')

@@ -1,7 +1,9 @@
 //! Reading files named by a profile, with bounded work. Paths in a profile come from code nobody here
 //! wrote: a `package.json` or a source map may be a FIFO (an open would wait for a writer forever), a
 //! symlink to `/dev/zero` (a read would never end) or just huge. Every such read goes through
-//! [`read_regular`]: regular files only, opened without blocking, read with a hard cap.
+//! [`read_regular`]: regular files only, opened without blocking, read with a hard cap — the smaller of
+//! the caller's cap and the size the file states, so a file whose size lies (most of `/proc` says 0 and
+//! streams without end) costs a byte, not the cap.
 
 use std::io::Read;
 use std::path::Path;
@@ -17,6 +19,10 @@ pub(crate) enum ReadProblem {
     TooLarge {
         len: u64,
         max: u64,
+    },
+    /// More bytes than its size says: a special file (`/proc`, `/sys`) or one growing while read.
+    SizeLies {
+        stated: u64,
     },
 }
 
@@ -52,7 +58,8 @@ pub(crate) fn regular_metadata(path: &Path, max_bytes: u64) -> Result<std::fs::M
 }
 
 /// Reads a regular file of at most `max_bytes`. Opened without blocking (a FIFO swapped in after a
-/// `stat` cannot stall the thread), checked again on the open file, and read with a hard cap.
+/// `stat` cannot stall the thread), checked again on the open file, and read with a hard cap: at most
+/// one byte more than the size it states (more is [`ReadProblem::SizeLies`]).
 pub(crate) fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadProblem> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -61,15 +68,20 @@ pub(crate) fn read_regular(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadP
     let file = options.open(path).map_err(ReadProblem::io)?;
     let meta = file.metadata().map_err(ReadProblem::io)?;
     check_regular(&meta, max_bytes)?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1)
+    let stated = meta.len();
+    let mut bytes = Vec::with_capacity(stated as usize);
+    file.take(stated.min(max_bytes) + 1)
         .read_to_end(&mut bytes)
         .map_err(ReadProblem::io)?;
-    if bytes.len() as u64 > max_bytes {
+    let read = bytes.len() as u64;
+    if read > max_bytes {
         return Err(ReadProblem::TooLarge {
-            len: bytes.len() as u64,
+            len: read,
             max: max_bytes,
         });
+    }
+    if read > stated {
+        return Err(ReadProblem::SizeLies { stated });
     }
     Ok(bytes)
 }
@@ -103,5 +115,24 @@ mod tests {
         let zero = dir.path().join("zero");
         std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
         assert!(matches!(read_regular(&zero, 10), Err(ReadProblem::NotRegular)));
+    }
+
+    #[test]
+    fn a_file_whose_size_lies_costs_one_byte() {
+        // /proc files say they are empty regular files and stream far more.
+        let path = Path::new("/proc/self/maps");
+        if std::fs::metadata(path)
+            .map(|m| m.is_file() && m.len() == 0)
+            .unwrap_or(false)
+        {
+            assert!(matches!(
+                read_regular(path, 1 << 30),
+                Err(ReadProblem::SizeLies { stated: 0 })
+            ));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(read_regular(&empty, 10).unwrap(), b"");
     }
 }

@@ -43,8 +43,15 @@ use crate::trace::{Frame, ProfilerTrace, Stack, TraceBuilder};
 
 /// Default cap on the bytes read of one file (generated script or map).
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
-/// What a [`MapCache`] keeps at most, counted in bytes of the files it read.
+/// What a [`MapCache`] keeps at most, counted in the memory its entries take once decoded (a map's
+/// mappings, its strings; a generated file's text and line index), not in bytes of the files read. A
+/// map or text that alone would take more is not decoded (a map: `mapTooLarge`) or not kept (a text).
 pub(crate) const CACHE_BUDGET: u64 = 512 * 1024 * 1024;
+/// What one call may read from disk in all: one file of `max_bytes`, plus this much per frame with a
+/// position (a tiny trace naming many huge files must not cost minutes of reads).
+pub(crate) const READ_BYTES_PER_FRAME: u64 = 1024 * 1024;
+/// The memory one decoded mapping (segment) takes.
+const TOKEN_BYTES: u64 = std::mem::size_of::<sourcemap::RawToken>() as u64;
 
 /// A map the caller names for one resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,9 +217,10 @@ struct GeneratedText {
 
 impl GeneratedText {
     fn new(bytes: Vec<u8>) -> GeneratedText {
-        let line_starts: Vec<usize> = std::iter::once(0)
-            .chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1))
-            .collect();
+        // Sized exactly (what the cache counts is what it holds).
+        let mut line_starts = Vec::with_capacity(memchr::memchr_iter(b'\n', &bytes).count() + 1);
+        line_starts.push(0);
+        line_starts.extend(memchr::memchr_iter(b'\n', &bytes).map(|i| i + 1));
         let ascii = (0..line_starts.len())
             .map(|l| {
                 let end = line_starts.get(l + 1).map_or(bytes.len(), |e| e - 1);
@@ -224,6 +232,17 @@ impl GeneratedText {
             line_starts,
             ascii,
         }
+    }
+
+    /// The memory a text of `bytes` with `lines` lines takes once indexed (its bytes, a start and a
+    /// flag per line).
+    fn memory_of(bytes: u64, lines: u64) -> u64 {
+        bytes + lines * (std::mem::size_of::<usize>() as u64 + 1)
+    }
+
+    /// The memory it takes.
+    fn memory(&self) -> u64 {
+        Self::memory_of(self.bytes.len() as u64, self.line_starts.len() as u64)
     }
 
     /// Line `line` (0-based) without its line break, if it is all ASCII.
@@ -295,6 +314,10 @@ struct ScriptInfo {
     text: Option<Arc<GeneratedText>>,
 }
 
+/// A generated file's [`ScriptInfo`], or why it could not be read (kept too: a failure is not retried
+/// while the file is unchanged).
+type ScriptResult = std::result::Result<ScriptInfo, Failure>;
+
 /// What a generated file says about its map.
 #[derive(Clone)]
 enum ScriptRef {
@@ -316,7 +339,7 @@ struct Entry<T> {
 #[derive(Default)]
 struct CacheInner {
     maps: HashMap<PathBuf, Entry<Loaded>>,
-    scripts: HashMap<PathBuf, Entry<ScriptInfo>>,
+    scripts: HashMap<PathBuf, Entry<ScriptResult>>,
     bytes: u64,
     /// At most this many bytes are kept ([`CACHE_BUDGET`] unless made with [`MapCache::with_budget`]).
     budget: u64,
@@ -364,6 +387,16 @@ impl MapCache {
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
         // Only caches behind it: usable after a panic elsewhere.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the cache keeps at most (bytes of memory).
+    pub fn budget(&self) -> u64 {
+        self.lock().budget
+    }
+
+    /// The memory its entries take now (as counted against the budget).
+    pub fn bytes(&self) -> u64 {
+        self.lock().bytes
     }
 
     /// How many files (scripts and maps) this cache has read from disk.
@@ -419,7 +452,7 @@ fn maps_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<Loaded>> {
     &mut inner.maps
 }
 
-fn scripts_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<ScriptInfo>> {
+fn scripts_table(inner: &mut CacheInner) -> &mut HashMap<PathBuf, Entry<ScriptResult>> {
     &mut inner.scripts
 }
 
@@ -487,7 +520,56 @@ fn failure(problem: ReadProblem, path: &Path, what: &str) -> Failure {
             Reason::MapTooLarge,
             format!("{what} {shown} has {len} bytes or more, more than the limit of {max}"),
         ),
+        ReadProblem::SizeLies { stated } => Failure::new(
+            Reason::MapUnreadable,
+            format!(
+                "{what} {shown} states {stated} bytes but has more (a special file such as /proc, or it grew while read)"
+            ),
+        ),
     }
+}
+
+/// At most how much memory a map's text takes once decoded: a mapping per `,` or `;` followed by
+/// something else than a separator or the string's end (an upper bound: those in its strings count
+/// too; empty lines do not) plus its strings (at most its text).
+fn decoded_bound(bytes: &[u8]) -> u64 {
+    let segments = memchr::memchr2_iter(b',', b';', bytes)
+        .filter(|&i| !matches!(bytes.get(i + 1), Some(b',' | b';' | b'"') | None))
+        .count() as u64;
+    (segments + 1) * TOKEN_BYTES + bytes.len() as u64
+}
+
+/// The memory a decoded map takes: its mappings and its strings (at most its text's length).
+fn decoded_size(map: &DecodedMap, text_len: u64, bound: u64) -> u64 {
+    match map {
+        DecodedMap::Regular(m) => u64::from(m.get_token_count()) * TOKEN_BYTES + text_len,
+        _ => bound,
+    }
+}
+
+/// Decodes a map whose decoded form takes at most `limit` bytes (else `mapTooLarge`, not decoded). A
+/// panic of the decoder on a hostile map makes that one map invalid, not the call. Also returns the
+/// memory it takes.
+fn decode_within(bytes: &[u8], base: Option<Url>, origin: String, limit: u64) -> (Loaded, u64) {
+    let bound = decoded_bound(bytes);
+    if bound > limit {
+        let mib = |b: u64| b.div_ceil(1024 * 1024);
+        let failure = Failure::new(
+            Reason::MapTooLarge,
+            format!(
+                "{origin}: would take up to {} MiB once decoded, more than the source-map cache's budget of {} MiB",
+                mib(bound),
+                mib(limit)
+            ),
+        );
+        return (Err(failure), 64);
+    }
+    let loaded = decode(bytes, base, origin);
+    let size = match &loaded {
+        Ok(m) => decoded_size(&m.map, bytes.len() as u64, bound),
+        Err(_) => 64,
+    };
+    (loaded, size)
 }
 
 /// Decodes a map. A panic of the decoder on a hostile map makes that one map invalid, not the call.
@@ -533,10 +615,13 @@ fn data_url_bytes(url: &str) -> std::result::Result<Vec<u8>, String> {
         .map_err(|e| format!("bad base64 in a data: URL: {e}"))
 }
 
-fn decode_data_url(url: &str, base: Option<Url>) -> Loaded {
+fn decode_data_url(url: &str, base: Option<Url>, limit: u64) -> (Loaded, u64) {
     match data_url_bytes(url) {
-        Ok(bytes) => decode(&bytes, base, "inline".to_owned()),
-        Err(message) => Err(Failure::new(Reason::MapInvalid, format!("inline map: {message}"))),
+        Ok(bytes) => decode_within(&bytes, base, "inline".to_owned(), limit),
+        Err(message) => (
+            Err(Failure::new(Reason::MapInvalid, format!("inline map: {message}"))),
+            64,
+        ),
     }
 }
 
@@ -577,6 +662,11 @@ fn find_comment(script: &[u8]) -> Option<String> {
 struct Loader<'a> {
     options: &'a MapOptions,
     cache: &'a MapCache,
+    /// Bytes this call may still read from disk, of `read_budget` in all.
+    read_left: std::cell::Cell<u64>,
+    read_budget: u64,
+    /// Files this call could not use (a script or a map), so none is tried twice.
+    failed: std::cell::RefCell<HashMap<(bool, PathBuf), Failure>>,
 }
 
 impl Loader<'_> {
@@ -596,7 +686,9 @@ impl Loader<'_> {
                 None => Url::parse(resource).ok(),
             };
             return match explicit {
-                ExplicitMap::Text(text) => decode(text.as_bytes(), base, "explicit".to_owned()),
+                ExplicitMap::Text(text) => {
+                    decode_within(text.as_bytes(), base, "explicit".to_owned(), self.cache.budget()).0
+                }
                 ExplicitMap::Location(location) => match local_path(location) {
                     Some(path) => self.map_file(&path),
                     None => Err(Failure::new(
@@ -657,52 +749,133 @@ impl Loader<'_> {
         }
     }
 
-    /// What a script's comment says (and its text, when it names a map), read once per version of
-    /// the file.
-    fn script_info(&self, script: &Path) -> std::result::Result<ScriptInfo, Failure> {
-        let max = self.options.max_bytes;
-        let meta = regular_file(script, max, "script")?;
-        let stamp = Stamp::of(&meta);
-        if let Some(known) = self.cache.get(scripts_table, script, stamp) {
-            return Ok(known);
+    /// Takes `len` bytes from what this call may read, or says why not.
+    fn take_read(&self, len: u64, path: &Path, what: &str) -> std::result::Result<(), Failure> {
+        let left = self.read_left.get();
+        if len > left {
+            return Err(Failure::new(
+                Reason::MapTooLarge,
+                format!(
+                    "{what} {} not read: its {len} bytes would take this trace's reads past {} bytes (one file of the limit plus {} per frame with a position)",
+                    path.display(),
+                    self.read_budget,
+                    READ_BYTES_PER_FRAME
+                ),
+            ));
         }
-        let bytes = read_regular(script, max, "script")?;
-        self.cache.count_read();
-        let reference = match find_comment(&bytes) {
-            None => ScriptRef::None,
-            Some(url) if url.len() >= 5 && url[..5].eq_ignore_ascii_case("data:") => {
-                ScriptRef::Inline(decode_data_url(&url, file_url(script)))
-            }
-            Some(url) => ScriptRef::Map(Self::referenced(script, &url)),
-        };
-        let (text, kept) = match reference {
-            ScriptRef::None => (None, 64),
-            _ => {
-                let kept = bytes.len() as u64 * 2;
-                (Some(Arc::new(GeneratedText::new(bytes))), kept)
-            }
-        };
-        let info = ScriptInfo { reference, text };
-        let path = script.to_path_buf();
-        self.cache.put(scripts_table, path, stamp, info.clone(), kept);
-        Ok(info)
+        self.read_left.set(left - len);
+        Ok(())
     }
 
-    /// A map file, read and decoded once per version of the file.
-    fn map_file(&self, path: &Path) -> Loaded {
-        let max = self.options.max_bytes;
-        let meta = regular_file(path, max, "map")?;
-        let stamp = Stamp::of(&meta);
-        if let Some(known) = self.cache.get(maps_table, path, stamp) {
-            return known;
+    /// Reads a file, within the per-file limit and this call's read budget (what it reads counts, a
+    /// file whose size lies costs at most a byte more than it states).
+    fn read(
+        &self,
+        path: &Path,
+        meta: &std::fs::Metadata,
+        what: &str,
+    ) -> std::result::Result<Vec<u8>, Failure> {
+        self.take_read(meta.len().saturating_add(1), path, what)?;
+        let bytes = read_regular(path, self.options.max_bytes, what);
+        // Refund what was not read (a file that shrank, or a failure before reading).
+        let read = bytes.as_ref().map_or(0, |b| b.len() as u64);
+        let unread = meta.len().saturating_add(1).saturating_sub(read);
+        self.read_left.set(self.read_left.get().saturating_add(unread));
+        bytes
+    }
+
+    /// A failure this call already met for a script (`false`) or a map (`true`), or runs `f` and
+    /// remembers its failure.
+    fn once<T>(
+        &self,
+        is_map: bool,
+        path: &Path,
+        f: impl FnOnce() -> std::result::Result<T, Failure>,
+    ) -> std::result::Result<T, Failure> {
+        let key = (is_map, path.to_path_buf());
+        if let Some(failure) = self.failed.borrow().get(&key) {
+            return Err(failure.clone());
         }
-        let bytes = read_regular(path, max, "map")?;
-        self.cache.count_read();
-        let loaded = decode(&bytes, file_url(path), path.display().to_string());
-        let bytes = bytes.len() as u64;
-        self.cache
-            .put(maps_table, path.to_path_buf(), stamp, loaded.clone(), bytes);
-        loaded
+        let result = f();
+        if let Err(failure) = &result {
+            self.failed.borrow_mut().insert(key, failure.clone());
+        }
+        result
+    }
+
+    /// What a script's comment says (and its text, when it names a map), read once per version of
+    /// the file (a failure too).
+    fn script_info(&self, script: &Path) -> std::result::Result<ScriptInfo, Failure> {
+        self.once(false, script, || {
+            let meta = regular_file(script, self.options.max_bytes, "script")?;
+            let stamp = Stamp::of(&meta);
+            if let Some(known) = self.cache.get(scripts_table, script, stamp) {
+                return known;
+            }
+            let bytes = match self.read(script, &meta, "script") {
+                Ok(bytes) => bytes,
+                Err(failure) if failure.reason == Reason::MapTooLarge => return Err(failure),
+                Err(failure) => {
+                    // Kept for this version of the file: not read again while it is unchanged.
+                    let path = script.to_path_buf();
+                    self.cache
+                        .put(scripts_table, path, stamp, Err(failure.clone()), 64);
+                    return Err(failure);
+                }
+            };
+            self.cache.count_read();
+            let budget = self.cache.budget();
+            let mut kept = 64;
+            let reference = match find_comment(&bytes) {
+                None => ScriptRef::None,
+                Some(url) if url.len() >= 5 && url[..5].eq_ignore_ascii_case("data:") => {
+                    let (loaded, size) = decode_data_url(&url, file_url(script), budget);
+                    kept += size;
+                    ScriptRef::Inline(loaded)
+                }
+                Some(url) => ScriptRef::Map(Self::referenced(script, &url)),
+            };
+            // The text (for names of assigned functions) only when it has a map and fits the budget
+            // beside it.
+            let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64 + 1;
+            let text_memory = GeneratedText::memory_of(bytes.len() as u64, lines);
+            let text = match reference {
+                ScriptRef::None => None,
+                _ if kept + text_memory > budget => None,
+                _ => {
+                    let text = GeneratedText::new(bytes);
+                    kept += text.memory();
+                    Some(Arc::new(text))
+                }
+            };
+            let info = ScriptInfo { reference, text };
+            let path = script.to_path_buf();
+            self.cache.put(scripts_table, path, stamp, Ok(info.clone()), kept);
+            Ok(info)
+        })
+    }
+
+    /// A map file, read and decoded once per version of the file (a failure too).
+    fn map_file(&self, path: &Path) -> Loaded {
+        self.once(true, path, || {
+            let meta = regular_file(path, self.options.max_bytes, "map")?;
+            let stamp = Stamp::of(&meta);
+            if let Some(known) = self.cache.get(maps_table, path, stamp) {
+                return known;
+            }
+            let (loaded, size) = match self.read(path, &meta, "map") {
+                Ok(bytes) => {
+                    self.cache.count_read();
+                    let origin = path.display().to_string();
+                    decode_within(&bytes, file_url(path), origin, self.cache.budget())
+                }
+                Err(failure) if failure.reason == Reason::MapTooLarge => return Err(failure),
+                Err(failure) => (Err(failure), 64),
+            };
+            self.cache
+                .put(maps_table, path.to_path_buf(), stamp, loaded.clone(), size);
+            loaded
+        })
     }
 }
 
@@ -808,7 +981,22 @@ impl LoadedMap {
 /// Maps every frame of `tables` (a valid trace: see [`ProfilerTrace::validate`]; its samples are not
 /// looked at) whose map can be found, through `cache`.
 pub fn resolve(tables: &ProfilerTrace, options: &MapOptions, cache: &MapCache) -> Resolved {
-    let loader = Loader { options, cache };
+    let positioned = tables
+        .frames
+        .iter()
+        .filter(|f| f.resource_id.is_some() && f.line.is_some() && f.column.is_some())
+        .count() as u64;
+    let read_budget = options
+        .max_bytes
+        .saturating_add(1)
+        .saturating_add(positioned.saturating_mul(READ_BYTES_PER_FRAME));
+    let loader = Loader {
+        options,
+        cache,
+        read_left: std::cell::Cell::new(read_budget),
+        read_budget,
+        failed: std::cell::RefCell::default(),
+    };
     let mut unmapped: BTreeMap<Reason, u32> = Reason::ALL.iter().map(|r| (*r, 0)).collect();
     let mut resources: Vec<ResourceStats> = tables
         .resources
@@ -1488,6 +1676,162 @@ mod tests {
             "a's entries, least recently used, made room for b's"
         );
         assert_eq!(again.stats.mapped, 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn special_files_cost_a_byte_each_and_failures_are_not_retried() {
+        // A crafted trace: resources naming /proc and /dev files (sizes that lie, endless streams), a
+        // FIFO, and scripts whose comments name them as maps, many times over under other spellings.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let mut resources = Vec::new();
+        for target in [
+            "/proc/self/pagemap",
+            "/proc/self/maps",
+            "/dev/zero",
+            "/dev/urandom",
+        ] {
+            let script = dir.path().join(format!("{}.js", target.replace('/', "_")));
+            std::fs::write(&script, format!("f()\n//# sourceMappingURL={target}\n")).unwrap();
+            for _ in 0..50 {
+                resources.push(url(&script));
+            }
+            resources.push(target.to_owned());
+            resources.push(format!("file://{target}"));
+            resources.push(format!(
+                "/proc/self/../self/{}",
+                target.rsplit('/').next().unwrap()
+            ));
+        }
+        resources.push(fifo.display().to_string());
+        // Distinct strings for one file: a trailing "#n" keeps the URL's path.
+        let resources: Vec<String> = resources
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                if r.starts_with("file:") {
+                    format!("{r}#{i}")
+                } else {
+                    r
+                }
+            })
+            .collect();
+        let frames = (0..resources.len() as u32).map(|r| frame("f", r, 1, 1)).collect();
+        let cache = MapCache::new();
+        let out = resolve(&chain(resources, frames), &MapOptions::default(), &cache);
+        assert_eq!(out.stats.mapped, 0);
+        for r in &out.stats.resources {
+            let error = r.error.clone().unwrap();
+            assert!(
+                matches!(
+                    error.reason,
+                    Reason::MapUnreadable | Reason::NoMap | Reason::MapNotFound | Reason::MapTooLarge
+                ),
+                "{r:?}"
+            );
+        }
+        let maps = out
+            .stats
+            .resources
+            .iter()
+            .find(|r| r.resource.contains("_proc_self_maps"))
+            .unwrap();
+        assert!(
+            maps.error
+                .as_ref()
+                .unwrap()
+                .message
+                .contains("states 0 bytes but has more"),
+            "{maps:?}"
+        );
+        // Four scripts read once each, whatever their number of spellings; no special file counted.
+        assert_eq!(cache.reads(), 4);
+        assert!(cache.bytes() <= cache.budget());
+    }
+
+    #[test]
+    fn a_call_reads_at_most_what_its_frames_justify() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut resources = Vec::new();
+        for name in ["a", "b", "c"] {
+            let script = dir.path().join(format!("{name}.js"));
+            std::fs::write(&script, "f()").unwrap();
+            // 2.5 MiB maps (their source text inside).
+            let content = "x".repeat(5 << 19);
+            let map = format!(
+                r#"{{"version":3,"sources":["{name}.ts"],"names":[],"mappings":"AAAA","sourcesContent":["{content}"]}}"#
+            );
+            std::fs::write(dir.path().join(format!("{name}.js.map")), map).unwrap();
+            resources.push(url(&script));
+        }
+        let frames = (0..3).map(|r| frame("f", r, 1, 1)).collect();
+        let options = MapOptions {
+            max_bytes: 3 << 20,
+            ..MapOptions::default()
+        };
+        // 3 MiB + 1 byte, plus 1 MiB for each of the three frames: two maps fit, not three.
+        let out = resolve(&chain(resources, frames), &options, &MapCache::new());
+        assert_eq!(out.stats.mapped, 2, "{:?}", out.stats);
+        let error = out.stats.resources[2].error.clone().unwrap();
+        assert_eq!(error.reason, Reason::MapTooLarge);
+        assert!(
+            error.message.contains("would take this trace's reads past"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn the_cache_counts_decoded_memory_not_file_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        // A map of minimal segments: 2 bytes of text, 28 of memory each.
+        let script = dir.path().join("min.js");
+        std::fs::write(&script, "f()").unwrap();
+        let segments = 100_000;
+        let mappings = "AAAA,".to_owned() + &"A,".repeat(segments);
+        let map = format!(r#"{{"version":3,"sources":["a.ts"],"names":[],"mappings":"{mappings}A"}}"#);
+        std::fs::write(dir.path().join("min.js.map"), &map).unwrap();
+        let trace = chain(vec![url(&script)], vec![frame("f", 0, 1, 1)]);
+        let roomy = MapCache::with_budget(64 << 20);
+        assert_eq!(resolve(&trace, &MapOptions::default(), &roomy).stats.mapped, 1);
+        assert!(
+            roomy.bytes() >= segments as u64 * TOKEN_BYTES,
+            "{} bytes counted for {segments} segments",
+            roomy.bytes()
+        );
+        // A budget the file's bytes fit in, and its decoded form does not: not decoded at all.
+        let small = MapCache::with_budget(map.len() as u64 * 4);
+        let out = resolve(&trace, &MapOptions::default(), &small);
+        let error = out.stats.resources[0].error.clone().unwrap();
+        assert_eq!(error.reason, Reason::MapTooLarge);
+        assert!(error.message.contains("once decoded"), "{error:?}");
+        assert!(small.bytes() <= small.budget());
+
+        // A generated file of bare newlines: its line index is kept only within the budget.
+        let lines = dir.path().join("lines.js");
+        let mut text = "\n".repeat(300_000);
+        text.push_str("f()\n//# sourceMappingURL=lines.js.map\n");
+        std::fs::write(&lines, text).unwrap();
+        std::fs::write(
+            dir.path().join("lines.js.map"),
+            map_json(&[(300_000, 0, 0, 0, "l.ts", None)], None),
+        )
+        .unwrap();
+        let trace = chain(vec![url(&lines)], vec![frame("f", 0, 300_001, 1)]);
+        let cache = MapCache::with_budget(1 << 20);
+        assert_eq!(resolve(&trace, &MapOptions::default(), &cache).stats.mapped, 1);
+        assert!(
+            cache.bytes() <= cache.budget(),
+            "{} > {}",
+            cache.bytes(),
+            cache.budget()
+        );
+        // Where it fits, what it takes is counted: a start and a flag per line beside the bytes.
+        let roomy = MapCache::with_budget(64 << 20);
+        assert_eq!(resolve(&trace, &MapOptions::default(), &roomy).stats.mapped, 1);
+        assert!(roomy.bytes() >= 300_000 * 9, "{}", roomy.bytes());
     }
 
     mod props {

@@ -63,6 +63,37 @@ function appNameWithLabels(appName, labels) {
   return parts.length ? `${appName}{${parts.join(',')}}` : appName
 }
 
+// Set by the transport for each request: a caller's value would break it.
+const RESERVED_HEADERS = new Set(['content-length', 'host', 'transfer-encoding', 'connection'])
+
+/**
+ * options.headers checked when the exporter is made (a TypeError now, not every push failing later):
+ * names HTTP tokens, values strings or numbers Node can send, none the transport sets itself.
+ */
+function checkHeaders(api, headers) {
+  if (headers === undefined) return
+  const http = require('node:http')
+  for (const [name, value] of Object.entries(headers)) {
+    const shown = JSON.stringify(name).slice(0, 80)
+    try {
+      http.validateHeaderName(name)
+    } catch {
+      throw new TypeError(`${api}: options.headers has an invalid header name ${shown}`)
+    }
+    if (RESERVED_HEADERS.has(name.toLowerCase()))
+      throw new TypeError(`${api}: options.headers must not set ${name} (the exporter sets it)`)
+    if (typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value)))
+      throw new TypeError(`${api}: options.headers[${shown}] must be a string, got ${received(value)}`)
+    try {
+      http.validateHeaderValue(name, String(value))
+    } catch {
+      throw new TypeError(
+        `${api}: options.headers[${shown}] has a character a header value cannot hold (a line break or control character)`,
+      )
+    }
+  }
+}
+
 /** What `judge` returns to have the same chunk sent again at once, its request rebuilt (once). */
 const AGAIN = Symbol('send again')
 
@@ -316,6 +347,7 @@ class PyroscopeExporter extends PushExporter {
       defaults: { ...PUSH_DEFAULTS, api: 'ingest' },
       required: true,
     })
+    checkHeaders('pyroscopeExporter', o.headers)
     const { url, credentials } = parseUrl(o.url, 'pyroscopeExporter')
     // The server's base: what was given, without a trailing /ingest.
     const basePath = url.pathname.replace(/\/ingest\/?$/, '').replace(/\/+$/, '')
@@ -424,6 +456,7 @@ const OTLP_OPTIONS = {
 class OtlpExporter extends PushExporter {
   constructor(options) {
     const o = readOptions('otlpExporter', options, OTLP_OPTIONS, { defaults: PUSH_DEFAULTS, required: true })
+    checkHeaders('otlpExporter', o.headers)
     const { url, credentials } = parseUrl(o.url, 'otlpExporter')
     // A bare collector address gets the signal's path (as OTEL_EXPORTER_OTLP_ENDPOINT does); a URL
     // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
@@ -455,7 +488,7 @@ class OtlpExporter extends PushExporter {
         if (res.status < 200 || res.status >= 300) return answerError(who, res, (s) => OTLP_RETRYABLE.has(s))
         // 200 with a partial success: the backend kept the request but rejected some profiles
         // (not retryable, by the specification); counted, and the reason kept.
-        const partial = partialSuccess(res.body)
+        const partial = partialSuccess(res.body, res.truncated === true)
         if (partial && partial.rejectedProfiles > 0) {
           exporter.stats.rejected += partial.rejectedProfiles
           exporter.lastError = new Error(
@@ -473,12 +506,15 @@ class OtlpExporter extends PushExporter {
   }
 }
 
-/** The `partial_success` of an ExportProfilesServiceResponse body (protobuf), or null. */
-function partialSuccess(body) {
+/**
+ * The `partial_success` of an ExportProfilesServiceResponse body (protobuf), or null. `cut`: only its
+ * first 64 KiB were read (a long error message): read as far as it goes.
+ */
+function partialSuccess(body, cut) {
   if (!body || body.length === 0) return null
   try {
     const { binding } = require('../../native')
-    return binding.decodeOtlpPartialSuccess(body)
+    return binding.decodeOtlpPartialSuccess(body, cut)
   } catch {
     // Not a response we can read (a proxy's page, JSON): the 2xx stands.
     return null

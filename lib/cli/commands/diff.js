@@ -155,6 +155,9 @@ async function diff(args) {
   if (positionals.length < 2) throw usage('diff', 'expected two profiles: <base> <new>')
   if (values.output === '') throw usage('diff', '--output must not be empty')
   const [baseFile, newFile] = positionals
+  // stdin can be read once: one of the two may come from it, not both.
+  if (baseFile === '-' && newFile === '-')
+    throw usage('diff', "only one of <base> and <new> can be '-' (stdin is read once)")
   const baseRead = readTrace(baseFile)
   const newRead = readTrace(newFile)
   if (Boolean(baseRead.heap) !== Boolean(newRead.heap)) {

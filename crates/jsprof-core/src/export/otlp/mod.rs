@@ -533,13 +533,64 @@ pub fn to_otlp_profiles(trace: &ProfilerTrace, options: &OtlpOptions) -> Result<
 }
 
 /// What an `ExportProfilesServiceResponse` body says of rejected profiles: `Some((count, message))`
-/// when it has a `partial_success`, `None` when it has none; an error when it is not one.
-pub fn partial_success(body: &[u8]) -> Result<Option<(i64, String)>> {
-    let response = proto::opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceResponse::decode(body)
-        .map_err(|e| Error::invalid(format!("not an OTLP profiles export response: {e}")))?;
-    Ok(response
-        .partial_success
-        .map(|p| (p.rejected_profiles, p.error_message)))
+/// when it has a `partial_success`, `None` when it has none; an error when it is not one. A `cut`
+/// body (only its start was read: a long error message) is read as far as it goes: the count comes
+/// first, the message is what was read of it, ending in `…`.
+pub fn partial_success(body: &[u8], cut: bool) -> Result<Option<(i64, String)>> {
+    let whole = proto::opentelemetry::proto::collector::profiles::v1development::ExportProfilesServiceResponse::decode(body);
+    match whole {
+        Ok(response) => Ok(response
+            .partial_success
+            .map(|p| (p.rejected_profiles, p.error_message))),
+        Err(e) => match cut.then(|| partial_success_prefix(body)).flatten() {
+            Some(found) => Ok(Some(found)),
+            None => Err(Error::invalid(format!(
+                "not an OTLP profiles export response: {e}"
+            ))),
+        },
+    }
+}
+
+/// The `partial_success` of the start of a response (field 1: `rejected_profiles` = 1, varint;
+/// `error_message` = 2, string), when the start says how many were rejected.
+fn partial_success_prefix(body: &[u8]) -> Option<(i64, String)> {
+    fn varint(b: &[u8], i: &mut usize) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*i)?;
+            *i += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    let mut i = 0;
+    // The response's field 1, length-delimited; its end may be cut.
+    if varint(body, &mut i)? != (1 << 3 | 2) {
+        return None;
+    }
+    let len = usize::try_from(varint(body, &mut i)?).ok()?;
+    let inner = &body[i..body.len().min(i.saturating_add(len))];
+    let (mut j, mut rejected, mut message) = (0, None, String::new());
+    while j < inner.len() {
+        let tag = varint(inner, &mut j)?;
+        match tag {
+            8 => rejected = Some(varint(inner, &mut j)? as i64),
+            18 => {
+                let n = usize::try_from(varint(inner, &mut j)?).ok()?;
+                let end = inner.len().min(j.saturating_add(n));
+                message = String::from_utf8_lossy(&inner[j..end]).into_owned();
+                if end < j.saturating_add(n) {
+                    message.push('…');
+                }
+                j = end;
+            }
+            _ => break,
+        }
+    }
+    rejected.map(|r| (r, message))
 }
 
 #[cfg(test)]
@@ -731,9 +782,26 @@ mod tests {
             }),
         }
         .encode_to_vec();
-        assert_eq!(partial_success(&body).unwrap(), Some((2, "too old".to_owned())));
-        assert_eq!(partial_success(&[]).unwrap(), None);
-        assert!(partial_success(b"<html>").is_err());
+        assert_eq!(
+            partial_success(&body, false).unwrap(),
+            Some((2, "too old".to_owned()))
+        );
+        assert_eq!(partial_success(&[], false).unwrap(), None);
+        assert!(partial_success(b"<html>", false).is_err());
+        // A message just over what is read (64 KiB): the start is read, not taken for a success.
+        let long = ExportProfilesServiceResponse {
+            partial_success: Some(ExportProfilesPartialSuccess {
+                rejected_profiles: 3,
+                error_message: "x".repeat(70_000),
+            }),
+        }
+        .encode_to_vec();
+        let cut = &long[..65_536];
+        assert!(partial_success(cut, false).is_err());
+        let (rejected, message) = partial_success(cut, true).unwrap().unwrap();
+        assert_eq!(rejected, 3);
+        assert!(message.ends_with('…') && message.len() > 65_000);
+        assert!(partial_success(b"<html>", true).is_err());
     }
 
     #[test]
