@@ -57,7 +57,7 @@ test('resolveSourceMaps: a misspelled option rejects with a TypeError naming the
 test('a name close to none lists the names the API takes', () => {
   assert.throws(() => jsprof.toFlameGraph(handTrace(), { colour: 'red' }), {
     name: 'TypeError',
-    message: "toFlameGraph: unknown option 'colour' (it takes 'title', 'subtitle', 'width', 'format')",
+    message: "toFlameGraph: unknown option 'colour' (it takes 'title', 'subtitle', 'width', 'format', 'label')",
   })
 })
 
