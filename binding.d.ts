@@ -89,6 +89,21 @@ export declare class Recording {
   streamIntoTrace(timeOriginUs: number): void
 }
 
+/** The watched thread's side: beats, and ends the watcher thread when stopped or collected. */
+export declare class StallWatcher {
+  /**
+   * Watches the calling thread's beats: a stall is no beat for `thresholdMs`; its end is looked
+   * for every `checkMs`. The first beat is now.
+   */
+  constructor(thresholdMs: number, checkMs: number)
+  /** Its id, for `listenStalls` in another thread. */
+  get id(): number
+  /** The loop turned: stores the time. */
+  beat(): void
+  /** Ends the watcher thread (idempotent). */
+  stop(): void
+}
+
 export declare class TraceHandle {
   /** A ProfilerTrace given as JSON text (UTF-8 bytes), parsed and validated as the exporters do. */
   static fromTraceJson(bytes: Uint8Array): TraceHandle
@@ -128,9 +143,6 @@ export declare function checkHeapProfile(json: string, what: string): void
 
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
-
-/** Test hook: forgets this thread's timeline. */
-export declare function clearLabelTransitions(): void
 
 /** Forgets every map read so far. */
 export declare function clearSourceMapCache(): void
@@ -174,7 +186,7 @@ export declare function exportCpuProfile(trace: TraceInput): Buffer
 export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput, title?: string | undefined | null): string
 
 /** SVG text, or with `html` the self-contained HTML page. */
-export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null, labelKey?: string | undefined | null, labelValue?: string | undefined | null): string
+export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
 export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
@@ -244,27 +256,10 @@ export interface InspectorColumns {
 }
 
 /**
- * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
- * or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
- * set is not kept and the id is [`DROPPED`] (4294967295).
+ * Sends the stall watcher `id`'s events to `onEvent` on the calling thread's event loop (replacing an
+ * earlier listener). Returns false when no such watcher runs (stopped already).
  */
-export declare function internLabels(keys: Array<string>, values: Array<string>): number
-
-/**
- * The id of a label set used for a short while (one request's span context): not interned, written
- * into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
- */
-export declare function internTransientLabels(keys: Array<string>, values: Array<string>): number
-
-/** How many distinct label sets the process has registered. */
-export declare function labelSetCount(): number
-
-/**
- * Appends the first `count` changes of the JS ring to this thread's timeline: `times` µs on V8's
- * clock, `ids` label-set ids. A change earlier than the last one kept is ignored (the timeline stays
- * ascending), and changes older than 30 s before the latest (or past the newest 2^20) are let go.
- */
-export declare function labelTransitions(times: Float64Array, ids: Uint32Array, count: number): void
+export declare function listenStalls(id: number, onEvent: (event: StallEvent) => void): boolean
 
 /**
  * The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
@@ -363,13 +358,43 @@ export declare function setOwnCode(prefixes: Array<string>): void
 /** Test hook: how many files the process-wide source-map cache has read from disk. */
 export declare function sourceMapReads(): number
 
+/** What the listener is told. */
+export interface StallEvent {
+  /**
+   * `'stall'`: the loop has not turned for `blockedMs` (≥ the threshold); `'end'`: it turned again
+   * after a reported stall, having been blocked for `blockedMs`.
+   */
+  kind: string
+  /** The stall's number (1, 2, …) for this watcher; an `'end'` has its stall's. */
+  seq: number
+  /** Milliseconds since the last beat before the stall. */
+  blockedMs: number
+}
+
+/** `jsprof.stall` as JS gives it (see `jsprof_core::Stall`). */
+export interface StallSidecar {
+  durationMs: number
+  ended: boolean
+  stack?: Array<string>
+  start: number
+  thresholdMs: number
+}
+
+export declare function stallState(id: number): StallState | null
+
+/**
+ * How long (ms) the watched thread of watcher `id` has not beaten, and the stall being reported
+ * (`seq`, 0 when none); null when no such watcher runs.
+ */
+export interface StallState {
+  blockedMs: number
+  seq: number
+}
+
 /** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
 export declare function summarizeHeapProfile(json: string, by: string): string
 
-/**
- * A summary of a trace (as JSON text) by `package`, `function`, `resource` or `label:<key>`, as JSON
- * text of the rows.
- */
+/** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
 export declare function summarizeTrace(trace: TraceInput, by: string, sampleInterval?: number | undefined | null): string
 
 /**
@@ -427,6 +452,8 @@ export interface TraceSidecar {
   pid?: number
   threadId?: number
   timeOrigin?: number
+  /** A stall trace's stall (`watchStalls`), checked with the trace. */
+  stall?: StallSidecar
 }
 
 export interface TraceTiming {

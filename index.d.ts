@@ -57,6 +57,8 @@ export interface ProfilerTraceExtension {
    * to show the rate V8 really delivered (docs/analysis.md#how-long-a-sample-stands-for).
    */
   sampleInterval?: number
+  /** A stall trace's event-loop stall (watchStalls). */
+  stall?: StallInfo
   /** The recorded thread: 0 for a main thread, a worker's `threadId`. */
   threadId?: number
   /** The Unix epoch (ms) of the `performance.timeOrigin` the timestamps count from. */
@@ -436,6 +438,69 @@ export interface ContinuousProfiler {
 }
 
 export declare function startContinuous(options: ContinuousOptions): ContinuousProfiler
+
+/** `jsprof.stall` of a stall trace. */
+export interface StallInfo {
+  /** ms the event loop did not turn: the whole stall when `ended`, else until the trace was taken. */
+  durationMs: number
+  /** Whether the loop turned again before the trace was taken. */
+  ended: boolean
+  /**
+   * The stalled thread's JS stack at the detection, innermost first, as `Error.stack` writes its frames
+   * (`name (file:line:column)`, at most 32), when the detection reached the thread (a V8 interrupt).
+   */
+  stack?: string[]
+  /** When the loop was last seen turning before the stall (performance.now() ms, the timestamps' clock). */
+  start: number
+  /** The threshold (ms) the turn exceeded. */
+  thresholdMs: number
+}
+
+export interface StallOptions {
+  /** A turn blocked longer than this (ms, default 300, at least 10) is a stall. */
+  thresholdMs?: number
+  /** Called on the watched thread once a stalled turn ended, with its trace (the shape of a continuous chunk). */
+  onStall?: (stall: StallTrace) => unknown
+  onError?: (error: unknown) => void
+  /**
+   * Each stall's trace is written there as `stall-<pid>-<seq>.json`, by a helper thread while the loop still
+   * blocks (`ended: false`, `stuckMs` after the detection), then replaced by the whole stall's once it ends.
+   */
+  dir?: string
+  /** Keep the sampler running, so a trace holds the stalled turn from its start (default false: from detection). */
+  keepWarm?: boolean
+  /** Stall traces per minute at most (default 6); more are counted in `stats.limited`. */
+  maxPerMinute?: number
+  /** ms between samples (default 10). */
+  sampleInterval?: number
+  /** Most samples per stall trace (default 10000). */
+  maxBufferSize?: number
+  /** How long after the detection a stall still running is traced so far (ms, default 100). */
+  stuckMs?: number
+}
+
+/** A stall's trace, shaped as a continuous chunk so an exporter's `push` takes it. */
+export interface StallTrace extends ContinuousChunk {
+  /** Its stall (also in `trace.jsprof.stall`). */
+  stall: StallInfo
+}
+
+export interface StallWatch {
+  readonly thresholdMs: number
+  readonly stats: {
+    detected: number
+    reported: number
+    limited: number
+    own: number
+    snapshots: number
+    errors: number
+  }
+  /** Stops watching; resolves once every stall trace taken was delivered. */
+  stop(): Promise<void>
+}
+
+/** Watches this thread's event loop (one watcher per thread) and traces each turn blocked beyond the threshold. */
+export declare function watchStalls(options: StallOptions): StallWatch
 
 /** The queue, retry and timeout options both push exporters share. */
 export interface PushOptions {

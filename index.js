@@ -16,6 +16,7 @@ const {
 } = require('./lib/api/export')
 const { profileRequests } = require('./lib/api/requests')
 const { startContinuous } = require('./lib/api/continuous')
+const { watchStalls } = require('./lib/api/stalls')
 const { pyroscopeExporter, otlpExporter } = require('./lib/api/backend')
 const { resolveSourceMaps } = require('./lib/api/sourcemaps')
 const { HeapProfiler, fromHeapProfile, toHeapProfile } = require('./lib/api/heap')
@@ -35,6 +36,7 @@ module.exports = {
   toFlameGraph,
   profileRequests,
   startContinuous,
+  watchStalls,
   pyroscopeExporter,
   otlpExporter,
   resolveSourceMaps,

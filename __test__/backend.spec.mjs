@@ -310,3 +310,32 @@ test("api: 'auto' keeps the push API where the server has it, and falls back to 
     legacy.server.close()
   }
 })
+
+test('a stall trace (watchStalls: chunk.stall) goes labelled stall=true: /ingest, the push API, OTLP', async () => {
+  const ingest = await ingestServer()
+  const stall = { ...fakeChunk(1), stall: { durationMs: 1200, ended: true, start: 1, thresholdMs: 300 } }
+  try {
+    const legacy = pyroscopeExporter({ url: ingest.url, appName: 'shop.api', labels: { env: 'test' }, encode })
+    legacy.push(fakeChunk(0))
+    legacy.push(stall)
+    await legacy.flush()
+    assert.deepEqual(
+      ingest.received.map((r) => r.query.name),
+      ['shop.api{env=test}', 'shop.api{env=test,stall=true}'],
+    )
+    const push = pyroscopeExporter({ url: ingest.url, appName: 'shop.api', api: 'push', encode })
+    push.push(stall)
+    await push.flush()
+    const body = JSON.parse(ingest.received[2].body.toString('utf8'))
+    assert.deepEqual(body.series[0].labels.at(-1), { name: 'stall', value: 'true' })
+    const otlp = otlpExporter({ url: ingest.url, serviceName: 'shop.api' })
+    otlp.push(fakeChunk(0))
+    otlp.push(stall)
+    await otlp.flush()
+    const [plain, stalled] = ingest.received.slice(3).map((r) => r.body.toString('latin1'))
+    assert.ok(!plain.includes('stall'))
+    assert.ok(stalled.includes('stall'), 'the OTLP profile carries the stall attribute')
+  } finally {
+    ingest.server.close()
+  }
+})

@@ -27,6 +27,7 @@ const cpuProfile = () => ({
 const apis = [
   ['profileRequests', (o) => jsprof.profileRequests({ onProfile: noop, ...o }), 'sampleRte', 'sampleRate'],
   ['startContinuous', (o) => jsprof.startContinuous({ onChunk: noop, ...o }), 'chunkSecs', 'chunkSeconds'],
+  ['watchStalls', (o) => jsprof.watchStalls({ onStall: noop, ...o }), 'thresholdMS', 'thresholdMs'],
   ['pyroscopeExporter', (o) => jsprof.pyroscopeExporter({ url, appName: 'a', ...o }), 'maxRetry', 'maxRetries'],
   ['otlpExporter', (o) => jsprof.otlpExporter({ url, ...o }), 'servicename', 'serviceName'],
   ['summarize', (o) => jsprof.summarize(handTrace(), o), 'by_', 'by'],

@@ -5,6 +5,7 @@ import express from 'express'
 import Fastify from 'fastify'
 import { profileRequests } from 'jsprof-node'
 import { burn, sampledFunctions } from './prod-helpers.mjs'
+import { retryCapture } from './helpers.mjs'
 import { ruleInterval } from './export-helpers.mjs'
 
 // Sample counts are only asserted >= 1: V8's sampler thread gets few samples in when the machine is
@@ -100,33 +101,43 @@ const continuationWork = {
 }
 
 test("code in promise continuations, then-callbacks and timers is the request's own", async () => {
-  const profiles = []
-  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
-  const server = http.createServer(
-    rp.wrap(async (req, res) => {
-      const [afterAwait, inThen, afterTimer] = continuationWork[req.url]
-      await null
-      afterAwait(15)
-      await Promise.resolve().then(() => inThen(15))
-      await new Promise((resolve) => setTimeout(resolve, 2))
-      afterTimer(15)
-      res.end('ok')
-    }),
-  )
-  const base = await listen(server)
-  await Promise.all([fetch(`${base}/a`), fetch(`${base}/b`)])
-  await rp.close()
-  server.close()
-  assert.equal(profiles.length, 2)
-  for (const [url, other] of [
-    ['/a', '/b'],
-    ['/b', '/a'],
-  ]) {
-    const fns = sampledFunctions(profiles.find((p) => p.url === url).trace)
-    for (const fn of continuationWork[url])
-      assert.ok((fns.get(fn.name) || 0) >= 1, `${url}: ${fn.name} in its trace (${[...fns.keys()]})`)
-    for (const fn of continuationWork[other]) assert.equal(fns.get(fn.name) || 0, 0, `${url}: ${fn.name} leaked in`)
-  }
+  // A function that burns 15 ms at 1 ms sampling may get no sample on a loaded 2-core machine (V8's
+  // sampler thread starved): its absence is retried with a fresh capture. Another request's function in
+  // a trace is a leak, in any attempt, and never retried.
+  const leaks = []
+  await retryCapture(3, async () => {
+    const profiles = []
+    const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+    const server = http.createServer(
+      rp.wrap(async (req, res) => {
+        const [afterAwait, inThen, afterTimer] = continuationWork[req.url]
+        await null
+        afterAwait(15)
+        await Promise.resolve().then(() => inThen(15))
+        await new Promise((resolve) => setTimeout(resolve, 2))
+        afterTimer(15)
+        res.end('ok')
+      }),
+    )
+    const base = await listen(server)
+    await Promise.all([fetch(`${base}/a`), fetch(`${base}/b`)])
+    await rp.close()
+    server.close()
+    assert.equal(profiles.length, 2)
+    const missing = []
+    for (const [url, other] of [
+      ['/a', '/b'],
+      ['/b', '/a'],
+    ]) {
+      const fns = sampledFunctions(profiles.find((p) => p.url === url).trace)
+      for (const fn of continuationWork[url])
+        if (!fns.get(fn.name)) missing.push(`${url}: ${fn.name} (${[...fns.keys()]})`)
+      for (const fn of continuationWork[other]) if (fns.get(fn.name)) leaks.push(`${url}: ${fn.name} leaked in`)
+    }
+    assert.deepEqual(leaks, [])
+    assert.deepEqual(missing, [], 'each function in its own trace')
+  })
+  assert.deepEqual(leaks, [])
 })
 
 test('the request body events count as the request (body parsing runs in its context)', async () => {

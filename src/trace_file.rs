@@ -16,11 +16,33 @@ pub struct TraceSidecar {
     pub pid: Option<u32>,
     pub thread_id: Option<u32>,
     pub time_origin: Option<f64>,
+    /// A stall trace's stall (`watchStalls`), checked with the trace.
+    pub stall: Option<StallSidecar>,
+}
+
+/// `jsprof.stall` as JS gives it (see `jsprof_core::Stall`).
+#[napi(object)]
+#[derive(Clone)]
+pub struct StallSidecar {
+    pub duration_ms: f64,
+    pub ended: bool,
+    pub stack: Option<Vec<String>>,
+    pub start: f64,
+    pub threshold_ms: f64,
 }
 
 impl TraceSidecar {
     pub(crate) fn clock(&self) -> Extension {
-        Extension::clock(self.pid, self.thread_id, self.time_origin)
+        Extension {
+            stall: self.stall.as_ref().map(|s| jsprof_core::Stall {
+                duration_ms: s.duration_ms,
+                ended: s.ended,
+                stack: s.stack.clone(),
+                start: s.start,
+                threshold_ms: s.threshold_ms,
+            }),
+            ..Extension::clock(self.pid, self.thread_id, self.time_origin)
+        }
     }
 }
 

@@ -51,6 +51,8 @@ const LABELS = {
   als: '(diagnostic) AsyncLocalStorage.run alone',
   track: '(diagnostic) request tracker on every request, no sampler',
   hook: '(diagnostic) async hook + ALS alone',
+  stalls: 'jsprof-node watchStalls alone (300 ms, no stall)',
+  stallswarm: 'jsprof-node watchStalls with keepWarm (10 ms sampler)',
 }
 const DEFAULT_MODES = ['none', 'continuous', 'prof10', 'profall', 'req10', 'reqall', 'datadog', 'sentry']
 let MODES = arg('modes', DEFAULT_MODES.join(',')).split(',')

@@ -200,6 +200,11 @@ if (mode === 'continuous') {
     figures.chunks++
     JSON.stringify(chunk)
   }, CHUNK_SECONDS * 1000).unref()
+} else if (mode === 'stalls' || mode === 'stallswarm') {
+  // The stall watcher (watchStalls) alone: the loop's beat timer and the native watcher thread; no
+  // stall happens here, so no trace is taken. 'stallswarm': with keepWarm (V8 sampling all along).
+  const { watchStalls } = require(root)
+  figures.stalls = watchStalls({ onStall() {}, keepWarm: mode === 'stallswarm' }).stats
 } else if (mode !== 'none') {
   throw new Error(`unknown mode ${mode}`)
 }

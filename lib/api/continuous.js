@@ -26,6 +26,8 @@ const OPTIONS = {
   maxBufferSize: number({ min: 1, max: 2 ** 32 - 1, integer: true }),
   // true, or HeapProfiler's options: each chunk also carries a heap profile (checked by readHeapOptions).
   heap: any(),
+  // watchStalls' options: stall traces of this thread too, from the stalled turn's start (the sampler runs).
+  stalls: any(),
 }
 const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10 }
 
@@ -43,6 +45,8 @@ class ContinuousProfiler {
   #onBeforeExit = null
   /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
   #heap = null
+  /** The stall watcher (`options.stalls`), or null. */
+  #stalls = null
   stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
@@ -59,6 +63,20 @@ class ContinuousProfiler {
       const settings = readHeapOptions('startContinuous (options.heap)', o.heap === true ? undefined : o.heap)
       this.#heap = { settings, consumer: {}, startTime: performance.now() }
       getHeapSampler().acquire(this.#heap.consumer, settings)
+    }
+    if (o.stalls !== undefined && o.stalls !== false) {
+      const { watchStalls } = require('./stalls')
+      const given = o.stalls === true ? {} : o.stalls
+      if (given === null || typeof given !== 'object') {
+        throw new TypeError(`startContinuous: options.stalls must be true or watchStalls' options, got ${typeof given}`)
+      }
+      // Stall traces go where the chunks go (chunk.stall set: the exporters label them stall=true).
+      this.#stalls = watchStalls({
+        sampleInterval: o.sampleInterval,
+        onError: o.onError,
+        onStall: (stall) => this.#onChunk(stall),
+        ...given,
+      })
     }
     this.#current = this.#subscribe(nowUs(), false)
     this.#arm()
@@ -172,6 +190,7 @@ class ContinuousProfiler {
     if (!this.#stopped) {
       this.#stopped = true
       process.off('beforeExit', this.#onBeforeExit)
+      if (this.#stalls) await this.#stalls.stop()
       clearTimeout(this.#timer)
       this.#rotate(true)
     }

@@ -137,7 +137,13 @@ function readTrace(file) {
   // The trace's `jsprof` member (checked with the trace in Rust, and kept in it: the exporters show its
   // clock): the commands name the thread it recorded.
   const data = { jsprof: read.jsprof ? JSON.parse(read.jsprof) : undefined }
-  return { trace: read.trace, format: 'trace', thread: threadOf(data) }
+  return {
+    trace: read.trace,
+    format: 'trace',
+    thread: threadOf(data),
+    // A stall trace's stall (watchStalls, jsprof record --stalls), checked with the trace.
+    stall: data.jsprof?.stall,
+  }
 }
 
 /**

@@ -175,6 +175,8 @@ function start(config) {
     return
   }
   const heap = startHeap(config)
+  // --stalls: each event-loop stall's trace beside the trace (t.json -> t.stall-<n>.json).
+  startStalls(config, output)
 
   /** Ends the recording and writes the trace (once); 'busy' when the engine was busy: ask again. */
   function finish(how) {
@@ -278,7 +280,8 @@ function start(config) {
     const threads = require('node:worker_threads')
     threads.setEnvironmentData(WORKER_KEY, JSON.stringify({ ...config, output, status, flushEveryMs }))
     process.on('worker', (w) => {
-      if (!watcher || w.threadId !== watcher.threadId) workersStarted++
+      // Neither the signal watcher nor --stalls' helper thread is the app's.
+      if ((!watcher || w.threadId !== watcher.threadId) && !helperThreads().has(w.threadId)) workersStarted++
     })
   } catch (err) {
     stderrLine(`worker threads will not be profiled (${err.message})`)
@@ -369,6 +372,32 @@ function startWorkerThread(config) {
       writeStatus(status, { error: err.message, ...facts })
     }
   })
+}
+
+/** The thread ids of the stall watchers' helper threads (the 'worker' event comes once each has one). */
+function helperThreads() {
+  try {
+    return require('../api/stalls').helperThreadIds
+  } catch {
+    return new Set()
+  }
+}
+
+/** `--stalls`: the stall watcher of this thread, writing beside `output` (null without, or when it cannot start). */
+function startStalls(config, output) {
+  if (!(config.stallThresholdMs > 0)) return null
+  const path = require('node:path')
+  try {
+    return require('../api/stalls').watchStalls({
+      thresholdMs: config.stallThresholdMs,
+      dir: path.dirname(output),
+      prefix: `${path.basename(output).replace(/\.json$/, '')}.stall`,
+      onError: (err) => stderrLine(`stall trace: ${err && err.message}`),
+    })
+  } catch (err) {
+    stderrLine(`no stall traces: ${err.message}`)
+    return null
+  }
 }
 
 /** `--heap`: this thread's heap sampler, started now (null without --heap, or when it cannot start). */

@@ -121,6 +121,11 @@ class SamplerEngine {
     return this.#intervalUs
   }
 
+  /** True while the engine works (a harvest, a conversion): a V8 interrupt landing now lands in its work. */
+  get busy() {
+    return this.#busy
+  }
+
   get liveCount() {
     return this.#live.size
   }

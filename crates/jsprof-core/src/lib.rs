@@ -46,7 +46,7 @@ pub use text::{markup as markup_text, visible as visible_text};
 
 // The trace: its tables, its extension member, its validation (ProfilerTrace::from_json, ::validate),
 // its timing and the weight of its samples.
-pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Timing, TraceSample};
+pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
 // Labels on samples: the one rule of a label, and its bounds.
 pub use trace::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
 

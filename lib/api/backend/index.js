@@ -197,6 +197,8 @@ class PushExporter {
     }
     // The chunk's own fields are kept, not its trace (the payload holds what is sent).
     const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
+    // A stall trace's (watchStalls) labels say so.
+    if (chunk.stall) meta.stall = true
     this.#queue.push({ body, chunk: meta, attempts: 0 })
     this.#queueBytes += body.length
     if (this.#heap && chunk.heap) {
@@ -357,12 +359,15 @@ class PyroscopeExporter extends PushExporter {
     pushUrl.pathname = `${basePath}${PUSH_PATH}`
     const api = o.api
     const name = appNameWithLabels(o.appName, o.labels)
+    // A stall trace (watchStalls, chunk.stall) goes as the same profile with the label stall=true.
+    const stallName = appNameWithLabels(o.appName, { ...o.labels, stall: 'true' })
     // The push API's labels: the profile type, the service, then the caller's.
     const labels = [
       { name: '__name__', value: 'process_cpu' },
       { name: 'service_name', value: o.appName },
       ...Object.entries(o.labels || {}).map(([k, v]) => ({ name: k, value: String(v) })),
     ]
+    const stallLabels = [...labels.filter((l) => l.name !== 'stall'), { name: 'stall', value: 'true' }]
     // A heap profile is Pyroscope's `memory` type (its Node SDK's: pprof sample type `space`/`bytes`).
     const heapLabels = [{ name: '__name__', value: 'memory' }, ...labels.slice(1)]
     const spyName = o.spyName === undefined ? 'nodespy' : String(o.spyName)
@@ -377,7 +382,12 @@ class PyroscopeExporter extends PushExporter {
       request(body, chunk) {
         if (exporter.#api !== 'ingest') {
           const json = JSON.stringify({
-            series: [{ labels, samples: [{ rawProfile: Buffer.from(body).toString('base64') }] }],
+            series: [
+              {
+                labels: chunk.stall ? stallLabels : labels,
+                samples: [{ rawProfile: Buffer.from(body).toString('base64') }],
+              },
+            ],
           })
           return { url: pushUrl, headers: pushHeaders, body: Buffer.from(json) }
         }
@@ -385,7 +395,7 @@ class PyroscopeExporter extends PushExporter {
         const untilS = Math.max(fromS + 1, Math.ceil(chunk.endUnixMs / 1000))
         const target = new URL(ingestUrl)
         target.search = new URLSearchParams({
-          name,
+          name: chunk.stall ? stallName : name,
           from: String(fromS),
           until: String(untilS),
           format: 'pprof',
@@ -471,6 +481,8 @@ class OtlpExporter extends PushExporter {
       resource['service.name'] = o.serviceName
     }
     const encodeOptions = { resource, attributes: o.attributes }
+    // A stall trace (watchStalls, chunk.stall) carries the attribute stall=true.
+    const stallOptions = { resource, attributes: { ...o.attributes, stall: 'true' } }
     // The attributes are checked now (a TypeError here, not a dropped chunk later).
     exporters.toOtlpProfiles({ resources: [], frames: [], stacks: [], samples: [] }, encodeOptions)
     const headers = { ...o.headers, 'content-type': 'application/x-protobuf' }
@@ -478,7 +490,7 @@ class OtlpExporter extends PushExporter {
     super(o, {
       who,
       credentials,
-      encode: (trace) => exporters.toOtlpProfiles(trace, encodeOptions),
+      encode: (trace, chunk) => exporters.toOtlpProfiles(trace, chunk && chunk.stall ? stallOptions : encodeOptions),
       request: (body) => ({ url, headers, body }),
       heap: {
         encode: (profile) => exporters.toOtlpProfiles(profile, encodeOptions),

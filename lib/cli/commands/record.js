@@ -54,6 +54,11 @@ Options:
                          the code that allocated them (V8's sampling heap profiler; jsprof report,
                          diff, flamegraph and convert read it). Not for a process killed without warning.
       --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
+      --stalls           also write the trace of each event-loop stall of the main thread beside the
+                         trace (t.trace.json -> t.trace.stall-<n>.json): a turn that blocked longer than
+                         --stall-threshold, from its start; one still blocking is written as it is then
+                         (jsprof report says which function and package held the loop, and how long)
+      --stall-threshold <ms>  what a stall is (default: 300; implies --stalls)
   -h, --help             show this help
 
 On a terminal, a status line on stderr shows the time so far and the samples flushed (none when
@@ -75,7 +80,7 @@ Examples:
 
 /** Splits `[options] [--] command…`: options end at '--' or at the first word that is not one. */
 function splitArgs(args) {
-  const withValue = new Set(['-o', '--output', '--interval', '--flush-every', '--heap-interval'])
+  const withValue = new Set(['-o', '--output', '--interval', '--flush-every', '--heap-interval', '--stall-threshold'])
   // (--children takes no value.)
   let i = 0
   while (i < args.length) {
@@ -183,6 +188,21 @@ function parseFlushEvery(text) {
   return ms === 0 ? 0 : Math.max(ms, MIN_FLUSH_MS)
 }
 
+/** --stalls: names the stall traces written beside the trace at `tracePath`. */
+function stallLines(tracePath) {
+  const dir = path.dirname(tracePath)
+  const prefix = `${path.basename(tracePath).replace(/\.json$/, '')}.stall-`
+  let names = []
+  try {
+    names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix) && /^\d+\.json$/.test(n.slice(prefix.length)))
+  } catch {
+    // The directory went away: nothing to name.
+  }
+  names.sort((a, b) => parseInt(a.slice(prefix.length), 10) - parseInt(b.slice(prefix.length), 10))
+  if (names.length === 0) info('no event-loop stall beyond --stall-threshold')
+  for (const n of names) info(`wrote ${path.join(dir, n)} (an event-loop stall: jsprof report ${n})`)
+}
+
 async function record(args) {
   const { own, command } = splitArgs(args)
   const { values } = parse('record', own, {
@@ -192,6 +212,8 @@ async function record(args) {
     'flush-every': { type: 'string' },
     heap: { type: 'boolean' },
     'heap-interval': { type: 'string' },
+    stalls: { type: 'boolean' },
+    'stall-threshold': { type: 'string' },
   })
   if (values.help) {
     process.stdout.write(`${HELP}\n`)
@@ -202,6 +224,18 @@ async function record(args) {
   const intervalMs = values.interval === undefined ? DEFAULT_INTERVAL_MS : parseInterval('record', values.interval)
   const flushEveryMs = values['flush-every'] === undefined ? DEFAULT_FLUSH_MS : parseFlushEvery(values['flush-every'])
   if (values.output === '') throw usage('record', '--output must not be empty')
+  let stallThresholdMs = values.stalls || values['stall-threshold'] !== undefined ? 300 : 0
+  if (values['stall-threshold'] !== undefined) {
+    const text = values['stall-threshold']
+    stallThresholdMs = Number(text)
+    if (
+      text.trim() === '' ||
+      !Number.isFinite(stallThresholdMs) ||
+      stallThresholdMs < 10 ||
+      stallThresholdMs > 3_600_000
+    )
+      throw usage('record', `--stall-threshold must be a number of ms in [10, 3600000], got '${text}'`)
+  }
   const output = path.resolve(values.output ?? `jsprof-{pid}-${stamp(new Date())}.trace.json`)
   if (values.output !== undefined) {
     const dir = path.dirname(output)
@@ -220,6 +254,7 @@ async function record(args) {
     status,
     chunks,
     flushEveryMs,
+    stallThresholdMs,
     children: values.children === true,
     progress: line0.on,
   }
@@ -289,6 +324,7 @@ async function record(args) {
         : `; written at exit in ${result.writeMs} ms`
       info(`wrote ${result.path} (${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how})`)
       heapLine(result, 'main thread')
+      if (stallThresholdMs > 0) stallLines(result.path)
     } else if (!(result && result.error)) {
       const why = signal
         ? `it was killed by ${signal}`

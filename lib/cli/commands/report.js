@@ -82,7 +82,7 @@ async function report(args) {
   if (values.json) {
     const thread = read.thread ?? undefined
     await writeStdout(
-      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, sampledMs, rows, sourceMapsNotUsed: notUsed }, null, 2)}\n`,
+      `${JSON.stringify({ file, thread, by, samples: total, durationMs, intervalMs, sampledMs, stall: read.stall, rows, sourceMapsNotUsed: notUsed }, null, 2)}\n`,
     )
     return 0
   }
@@ -95,6 +95,7 @@ async function report(args) {
     (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +
     (total > 0 ? `, ${formatDuration(sampledMs)} sampled` : '') +
     `, by ${visible(by)}${shown}`
+  const stallLine = read.stall ? `\n${describeStall(read.stall, trace, by, all)}` : ''
   const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']
   const cells = rows.map((row) => [
     percent(row.selfTime, totalTime),
@@ -109,8 +110,36 @@ async function report(args) {
   const color = process.stdout.isTTY && !('NO_COLOR' in process.env)
   if (color) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
   if (cells.length === 0) lines.push('(no samples)')
-  await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
+  await writeStdout(`${summary}${stallLine}\n\n${lines.join('\n')}\n`)
   return 0
+}
+
+/** The row that held the loop: the first with a JS stack (samples without one are idle, gc, native). */
+function holder(rows) {
+  return rows.find((row) => !['idle', 'gc', 'other'].includes(row.kind))
+}
+
+/**
+ * A stall trace's line: how long the event loop was blocked, and which function and package held it
+ * (the rows with the most self time among those with a JS stack) with their share of the trace's time.
+ */
+function describeStall(stall, trace, by, rows) {
+  const summarize = api('summarize')
+  const byFunction = by === 'function' ? rows : summarize(trace, { by: 'function' })
+  const byPackage = by === 'package' ? rows : summarize(trace, { by: 'package' })
+  const total = byFunction.reduce((sum, row) => sum + row.selfTime, 0)
+  const fn = holder(byFunction)
+  const pkg = holder(byPackage)
+  const how = stall.ended ? 'the loop then turned again' : 'still blocked when this trace was taken'
+  const held =
+    fn && total > 0
+      ? `; held by ${label(fn)} (${percent(fn.selfTime, total)} of the trace)` +
+        (pkg ? `, package ${label(pkg)} (${percent(pkg.selfTime, total)})` : '')
+      : '; no JS stack sampled (native code, or the trace began at the detection: see keepWarm)'
+  const stack = Array.isArray(stall.stack)
+    ? `\nstack at the detection (innermost first): ${stall.stack.slice(0, 4).map(visible).join(' < ')}`
+    : ''
+  return `event-loop stall: blocked ${formatDuration(stall.durationMs)} (threshold ${formatDuration(stall.thresholdMs)}; ${how})${held}${stack}`
 }
 
 /** The report of a heap profile: which code holds the bytes (inuse) or allocated them (allocated). */

@@ -14,6 +14,9 @@
 //!   cap of distinct sets), and
 //!   one index into the table per sample (`null`: no labels).
 //!
+//! - `stall`: a stall trace's event-loop stall (`watchStalls`): when the loop was last seen turning,
+//!   how long it did not, whether it turned again before the trace was taken, the threshold.
+//!
 //! Parsed and checked with the trace ([`Extension::validate`], called by `ProfilerTrace::validate`).
 //! Members it does not know are ignored (a newer writer's), `null` reads as absent (`JSON.stringify`
 //! writes `NaN` as `null`).
@@ -48,6 +51,9 @@ pub struct Extension {
     /// One entry per sample (same order): its index in `labelSets`, or `null` for none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_labels: Option<Vec<Option<u32>>>,
+    /// For a stall trace: the event-loop stall it shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stall: Option<Stall>,
     /// The recorded thread: 0 for a main thread, a worker's `threadId` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thread_id: Option<u32>,
@@ -60,6 +66,62 @@ pub struct Extension {
     /// Absent: the samples are one contiguous run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<Vec<[f64; 2]>>,
+}
+
+/// The most frames a stall's `stack` holds, and the longest frame (bytes).
+const MAX_STALL_FRAMES: usize = 256;
+const MAX_STALL_FRAME_BYTES: usize = 4096;
+
+/// A stall trace's stall (`jsprof.stall`). Fields in lexicographic order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Stall {
+    /// How long (ms) the event loop did not turn: the whole stall when `ended`, else until the trace
+    /// was taken (the loop still blocked).
+    pub duration_ms: f64,
+    /// Whether the loop turned again before the trace was taken.
+    pub ended: bool,
+    /// The JS stack of the stalled thread at the detection (innermost first, as `Error.stack` writes
+    /// its frames: `name (url:line:column)`), when the detection reached it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Vec<String>>,
+    /// When the loop was last seen turning before the stall (ms, the timestamps' clock).
+    pub start: f64,
+    /// The threshold (ms) a turn had to exceed to be reported.
+    pub threshold_ms: f64,
+}
+
+impl Stall {
+    fn validate(&self) -> Result<()> {
+        let ok = |v: f64| v.is_finite() && v.abs() <= MAX_TIMESTAMP_MS;
+        if !(ok(self.duration_ms) && self.duration_ms >= 0.0) {
+            return Err(Error::invalid(format!(
+                "jsprof.stall.durationMs must be a finite number of ms, at least 0, got {}",
+                self.duration_ms
+            )));
+        }
+        if let Some(stack) = &self.stack {
+            if stack.len() > MAX_STALL_FRAMES || stack.iter().any(|f| f.len() > MAX_STALL_FRAME_BYTES) {
+                return Err(Error::invalid(format!(
+                    "jsprof.stall.stack must hold at most {MAX_STALL_FRAMES} frames of at most \
+                     {MAX_STALL_FRAME_BYTES} bytes each"
+                )));
+            }
+        }
+        if !ok(self.start) {
+            return Err(Error::invalid(format!(
+                "jsprof.stall.start must be a finite time within ±1e12 ms, got {}",
+                self.start
+            )));
+        }
+        if !(ok(self.threshold_ms) && self.threshold_ms > 0.0) {
+            return Err(Error::invalid(format!(
+                "jsprof.stall.thresholdMs must be a finite number of ms above 0, got {}",
+                self.threshold_ms
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The recording's clock an export shows (the `timeOrigin` and `pid` of `ExportClockOptions`): the Unix
@@ -118,6 +180,9 @@ impl Extension {
                     "jsprof.sampleInterval must be a number of ms in (0, {MAX_SAMPLE_INTERVAL_MS}], got {interval}"
                 )));
             }
+        }
+        if let Some(stall) = &self.stall {
+            stall.validate()?;
         }
         let mut previous_end = f64::NEG_INFINITY;
         for (i, &[begin, end]) in self.windows.iter().flatten().enumerate() {
@@ -238,6 +303,34 @@ mod tests {
         assert!(message(r#"{"windows":[[0,2e12]]}"#).contains("jsprof.windows[0] must hold finite times"));
         assert!(message(r#"{"windows":[[0]]}"#).contains("jsprof.windows[0]"));
         assert!(with(r#"{"windows":[],"sampleInterval":2147483.647}"#).is_ok());
+        assert!(
+            message(r#"{"stall":{"durationMs":-1,"ended":true,"start":0,"thresholdMs":1}}"#)
+                .contains("jsprof.stall.durationMs")
+        );
+        assert!(
+            message(r#"{"stall":{"durationMs":1,"ended":true,"start":0,"thresholdMs":0}}"#)
+                .contains("jsprof.stall.thresholdMs")
+        );
+        assert!(message(r#"{"stall":{"durationMs":1,"start":0,"thresholdMs":1}}"#).contains("ended"));
+    }
+
+    #[test]
+    fn a_stall_round_trips() {
+        let text = r#"{"frames":[],"jsprof":{"pid":3,"stall":{"durationMs":1002.5,"ended":false,"stack":["spin (file:///a.js:1:2)"],"start":12.25,"thresholdMs":300.0},"threadId":0},"resources":[],"samples":[{"timestamp":1.0}],"stacks":[]}"#;
+        let trace = ProfilerTrace::from_json(text).unwrap();
+        let stall = trace.jsprof.as_ref().unwrap().stall.as_ref().unwrap();
+        assert_eq!(stall.duration_ms, 1002.5);
+        assert!(!stall.ended);
+        assert_eq!(
+            stall.stack.as_deref(),
+            Some(&["spin (file:///a.js:1:2)".to_string()][..])
+        );
+        let many = format!(
+            r#"{{"stall":{{"durationMs":1,"ended":true,"stack":{:?},"start":0,"thresholdMs":1}}}}"#,
+            vec!["f"; 257]
+        );
+        assert!(with(&many).unwrap_err().message.contains("jsprof.stall.stack"));
+        assert_eq!(serde_json::to_string(&trace).unwrap(), text);
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod validate;
 mod weights;
 
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
-pub use extension::{Clock, Extension};
+pub use extension::{Clock, Extension, Stall};
 pub use labels::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};

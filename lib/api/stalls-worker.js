@@ -1,0 +1,77 @@
+'use strict'
+// The helper thread of watchStalls (lib/api/stalls.js). Its event loop is free while the watched
+// main thread blocks, so it is the one that acts: the native stall watcher (src/stall_watcher.rs)
+// tells it when the main loop has not turned for the threshold, and it asks the main thread, through
+// its inspector session (V8 interrupts reach a thread that spins), to start the stall's trace
+// (hook 'detected'); when the stall still runs `stuckMs` later, to hand over the trace so far (hook
+// 'snapshot'), which it writes to `dir` from here. An interrupt that lands inside the sampler's own
+// work is answered 'busy' and asked again.
+
+const fs = require('node:fs')
+const path = require('node:path')
+const { workerData, parentPort } = require('node:worker_threads')
+const inspector = require('node:inspector')
+const { binding } = require('../native')
+
+const { id, hook, stuckMs, dir, name, state } = workerData
+const BUSY_RETRY_MS = 5
+
+const session = new inspector.Session()
+session.connectToMainThread()
+Atomics.store(state, 0, 1)
+
+function ask(what, seq, then) {
+  session.post(
+    'Runtime.evaluate',
+    {
+      expression: `globalThis[Symbol.for(${JSON.stringify(hook)})]?.(${JSON.stringify(what)}, ${seq | 0})`,
+      silent: true,
+      returnByValue: true,
+    },
+    (err, result) => then(err ? undefined : result && result.result && result.result.value),
+  )
+}
+
+function stillStalled(seq) {
+  const now = binding.stallState(id)
+  return now !== null && now.seq === seq
+}
+
+function snapshot(seq) {
+  if (!stillStalled(seq)) return
+  ask('snapshot', seq, (answer) => {
+    if (answer === 'busy') return setTimeout(snapshot, BUSY_RETRY_MS, seq)
+    if (typeof answer !== 'string' || answer === 'over' || !dir) return
+    try {
+      const file = path.join(dir, `${name}-${seq}.json`)
+      const tmp = `${file}.${process.pid}.tmp`
+      fs.writeFileSync(tmp, answer)
+      fs.renameSync(tmp, file)
+    } catch (err) {
+      process.emitWarning(`jsprof-node: cannot write a stall trace: ${err.message}`)
+    }
+  })
+}
+
+function detected(seq) {
+  ask('detected', seq, (answer) => {
+    if (answer === 'busy') return setTimeout(detected, BUSY_RETRY_MS, seq)
+    if (answer === 'ok') setTimeout(snapshot, stuckMs, seq)
+  })
+}
+
+binding.listenStalls(id, (event) => {
+  if (event.kind === 'stall') detected(event.seq)
+})
+
+parentPort.on('message', (message) => {
+  if (message !== 'exit') return
+  try {
+    session.disconnect()
+  } catch {
+    // Already gone.
+  }
+  Atomics.store(state, 1, 1)
+  Atomics.notify(state, 1)
+  parentPort.close()
+})
