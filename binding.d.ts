@@ -144,6 +144,9 @@ export declare function checkHeapProfile(json: string, what: string): void
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 
+/** Test hook: forgets this thread's timeline. */
+export declare function clearLabelTransitions(): void
+
 /** Forgets every map read so far. */
 export declare function clearSourceMapCache(): void
 
@@ -186,7 +189,7 @@ export declare function exportCpuProfile(trace: TraceInput): Buffer
 export declare function exportDiffFlameGraph(base: TraceInput, next: TraceInput, title?: string | undefined | null): string
 
 /** SVG text, or with `html` the self-contained HTML page. */
-export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null): string
+export declare function exportFlameGraph(trace: TraceInput, title?: string | undefined | null, subtitle?: string | undefined | null, width?: number | undefined | null, html?: boolean | undefined | null, labelKey?: string | undefined | null, labelValue?: string | undefined | null): string
 
 /** Firefox Profiler processed-profile JSON, as UTF-8 bytes (see [`to_json`]). */
 export declare function exportGeckoProfile(trace: TraceInput, threadName?: string | undefined | null, startTime?: number | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
@@ -254,6 +257,29 @@ export interface InspectorColumns {
   startTime: number
   endTime: number
 }
+
+/**
+ * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
+ * or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
+ * set is not kept and the id is [`DROPPED`] (4294967295).
+ */
+export declare function internLabels(keys: Array<string>, values: Array<string>): number
+
+/**
+ * The id of a label set used for a short while (one request's span context): not interned, written
+ * into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
+ */
+export declare function internTransientLabels(keys: Array<string>, values: Array<string>): number
+
+/** How many distinct label sets the process has registered. */
+export declare function labelSetCount(): number
+
+/**
+ * Appends the first `count` changes of the JS ring to this thread's timeline: `times` µs on V8's
+ * clock, `ids` label-set ids. A change earlier than the last one kept is ignored (the timeline stays
+ * ascending), and changes older than 30 s before the latest (or past the newest 2^20) are let go.
+ */
+export declare function labelTransitions(times: Float64Array, ids: Uint32Array, count: number): void
 
 /**
  * Sends the stall watcher `id`'s events to `onEvent` on the calling thread's event loop (replacing an
@@ -394,7 +420,10 @@ export interface StallState {
 /** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
 export declare function summarizeHeapProfile(json: string, by: string): string
 
-/** A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows. */
+/**
+ * A summary of a trace (as JSON text) by `package`, `function`, `resource` or `label:<key>`, as JSON
+ * text of the rows.
+ */
 export declare function summarizeTrace(trace: TraceInput, by: string, sampleInterval?: number | undefined | null): string
 
 /**

@@ -38,12 +38,18 @@ export interface ProfilerSample {
 }
 
 /**
- * jsprof-node's extension member of a trace, `jsprof`, beside the spec's four (never on a `Profiler`'s
- * trace, which is exactly the spec's): what jsprof-node knows of a trace beyond them. Written by
+ * jsprof-node's extension member of a trace, `jsprof`, beside the spec's four (on a `Profiler`'s trace
+ * only when its samples carry labels: `withLabels`): what jsprof-node knows of a trace beyond them. Written by
  * `jsprof record`/`attach`, request profiles and continuous chunks; checked with the trace by every
  * function that takes one. (docs/exports.md#the-jsprof-member)
  */
 export interface ProfilerTraceExtension {
+  /** The distinct label sets the samples were taken under (docs/labels.md). */
+  labelSets?: Array<Record<string, string>>
+  /** How many samples lost their labels: their set was past the cap of distinct sets. */
+  labelsDropped?: number
+  /** One entry per sample: its index in `labelSets`, or `null` for a sample taken under no labels. */
+  sampleLabels?: Array<number | null>
   /** The recorded process. */
   pid?: number
   /**
@@ -152,7 +158,7 @@ export interface Attribution {
  */
 export declare function attribute(resource: string): Attribution
 
-export type SummaryBy = 'package' | 'function' | 'resource'
+export type SummaryBy = 'package' | 'function' | 'resource' | `label:${string}`
 
 export interface SummarizeOptions {
   /** What the rows are (default `'package'`). Unknown strings throw `RangeError`. */
@@ -192,7 +198,10 @@ export interface SummaryRow {
 /** Self/total samples and time per package, function or resource, sorted by `selfTime` descending. */
 export declare function summarize(trace: ProfilerTrace, options?: SummarizeOptions): SummaryRow[]
 /** A heap profile's rows, by self bytes (`by` as for a trace; `sampleInterval` is not taken). */
-export declare function summarize(profile: HeapProfile, options?: { by?: SummaryBy }): HeapSummaryRow[]
+export declare function summarize(
+  profile: HeapProfile,
+  options?: { by?: 'package' | 'function' | 'resource' },
+): HeapSummaryRow[]
 
 // ---------------------------------------------------------------------------------------------------
 // Exporters: a ProfilerTrace in the formats other tools read. Every exporter validates the trace
@@ -302,6 +311,11 @@ export interface FlameGraphOptions {
    * time, share and package@version.
    */
   format?: 'svg' | 'html'
+  /**
+   * One label, `{ route: 'GET /users/:id' }` or `{ trace_id: '…' }`: the flame graph of the samples
+   * that carry it, each weighing what it weighs in the whole trace (CPU traces; docs/labels.md).
+   */
+  label?: Record<string, string>
 }
 
 /** A flame graph (SVG or HTML text) coloured by kind of code, with each frame's package in its tooltip. */
@@ -324,6 +338,12 @@ export interface RequestProfilerOptions {
   keepWarm?: number
   /** Most profiled requests in flight at once; more are served unprofiled (default 100). */
   maxInFlight?: number
+  /**
+   * Label every request, sampled or not, with `method` and `route` (`'GET /users/:id'`, the route
+   * template), and with OpenTelemetry the local root span's `trace_id`, `span_id`, `span_name`
+   * (default true; docs/labels.md).
+   */
+  labels?: boolean
   /** Called with each request's profile (may return a promise). */
   onProfile: (profile: RequestProfile) => unknown
   /** Called when building or delivering a profile failed (default: a process warning). */
@@ -630,6 +650,26 @@ export declare function resolveSourceMaps(
   trace: ProfilerTrace,
   options?: ResolveSourceMapsOptions,
 ): Promise<{ trace: ProfilerTrace; stats: SourceMapStats }>
+
+// ---- Labels on samples: withLabels, setLabels, getLabels (docs/labels.md) ----
+
+/**
+ * Labels: keys of 1-100 characters of A-Z, a-z, 0-9 and _ (not starting with a digit), string values
+ * of at most 1024 characters, at most 32 labels a set. Breaking the rule throws (TypeError, RangeError).
+ */
+export type Labels = Record<string, string>
+
+/**
+ * Runs `fn(...args)` with `labels` added to the current ones: every sample taken while it, or anything
+ * it starts (promises, await, timers, emitters, streams), runs carries them. Returns what fn returns.
+ */
+export declare function withLabels<A extends unknown[], R>(labels: Labels, fn: (...args: A) => R, ...args: A): R
+
+/** Adds `labels` to the labels of the code running now and of what it starts from here on. */
+export declare function setLabels(labels: Labels): void
+
+/** The labels current now (frozen; empty when none). */
+export declare function getLabels(): Readonly<Labels>
 
 // ---- Heap profiles: new HeapProfiler(options), fromHeapProfile, toHeapProfile ----
 

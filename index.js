@@ -20,6 +20,7 @@ const { watchStalls } = require('./lib/api/stalls')
 const { pyroscopeExporter, otlpExporter } = require('./lib/api/backend')
 const { resolveSourceMaps } = require('./lib/api/sourcemaps')
 const { HeapProfiler, fromHeapProfile, toHeapProfile } = require('./lib/api/heap')
+const { withLabels, setLabels, getLabels } = require('./lib/labels')
 
 module.exports = {
   Profiler,
@@ -42,4 +43,7 @@ module.exports = {
   HeapProfiler,
   fromHeapProfile,
   toHeapProfile,
+  withLabels,
+  setLabels,
+  getLabels,
 }

@@ -6,4 +6,5 @@ export const { toCpuProfile, toGeckoProfile, toSpeedscope, toPprof, toOtlpProfil
 export const { profileRequests, startContinuous, watchStalls, pyroscopeExporter, otlpExporter } = jsprof
 export const { resolveSourceMaps } = jsprof
 export const { HeapProfiler, fromHeapProfile, toHeapProfile } = jsprof
+export const { withLabels, setLabels, getLabels } = jsprof
 export default jsprof

@@ -58,7 +58,7 @@ test('resolveSourceMaps: a misspelled option rejects with a TypeError naming the
 test('a name close to none lists the names the API takes', () => {
   assert.throws(() => jsprof.toFlameGraph(handTrace(), { colour: 'red' }), {
     name: 'TypeError',
-    message: "toFlameGraph: unknown option 'colour' (it takes 'title', 'subtitle', 'width', 'format')",
+    message: "toFlameGraph: unknown option 'colour' (it takes 'title', 'subtitle', 'width', 'format', 'label')",
   })
 })
 
@@ -111,7 +111,7 @@ test('messages show the value as it was given: a string quoted, a number not', (
   })
   assert.throws(() => jsprof.summarize(handTrace(), { by: 3 }), {
     name: 'TypeError',
-    message: "summarize: options.by must be one of 'package', 'function', 'resource', got 3",
+    message: "summarize: options.by must be one of 'package', 'function', 'resource' or 'label:<key>', got 3",
   })
 })
 

@@ -345,7 +345,18 @@ test("ground truth: a request's profile weighs the CPU its code burned, not its 
     const { trace } = orders
     // Beside the spec's members, in WebIDL's order; JSON round-trips it.
     assert.deepEqual(Object.keys(trace), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
-    assert.deepEqual(Object.keys(trace.jsprof), ['pid', 'sampleInterval', 'threadId', 'timeOrigin', 'windows'])
+    assert.deepEqual(Object.keys(trace.jsprof), [
+      'labelSets',
+      'pid',
+      'sampleInterval',
+      'sampleLabels',
+      'threadId',
+      'timeOrigin',
+      'windows',
+    ])
+    // Every request is labelled with its method (node:http knows no route): each of its samples.
+    assert.deepEqual(trace.jsprof.labelSets, [{ method: 'GET' }])
+    assert.ok(trace.jsprof.sampleLabels.every((i) => i === 0))
     assert.deepEqual(summarize(JSON.parse(JSON.stringify(trace))), summarize(trace))
     assert.equal(trace.jsprof.sampleInterval, 1)
     assert.ok(Array.isArray(trace.jsprof.windows) && trace.jsprof.windows.length >= 1)

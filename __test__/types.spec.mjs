@@ -33,6 +33,16 @@ async function use(): Promise<void> {
   const a: m.Attribution = m.attribute('file:///app/x.js')
   const kind: m.AttributionKind = a.kind
   const rows: m.SummaryRow[] = m.summarize(trace, { by: 'package' })
+  const byRoute: m.SummaryRow[] = m.summarize(trace, { by: 'label:route' })
+  const labelled: number = m.withLabels({ route: 'GET /a' }, (x: number) => x + 1, 1)
+  m.setLabels({ tenant: 'acme' })
+  const current: Readonly<m.Labels> = m.getLabels()
+  const sets: Array<Record<string, string>> | undefined = trace.jsprof?.labelSets
+  const index: number | null | undefined = trace.jsprof?.sampleLabels?.[0]
+  const oneRoute: string = m.toFlameGraph(trace, { format: 'html', label: { route: 'GET /a' } })
+  void [byRoute, labelled, current, sets, index, oneRoute]
+  const labelledRequests: m.RequestProfiler = m.profileRequests({ labels: false, onProfile: () => undefined })
+  void labelledRequests
   const cpu: m.CpuProfile = m.toCpuProfile(trace)
   const gecko: Record<string, unknown> = m.toGeckoProfile(trace, { threadName: 'main' })
   const speedscope = m.toSpeedscope(trace, { name: 'x' })

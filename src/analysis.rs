@@ -6,7 +6,7 @@
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use jsprof_core::Error as CoreError;
-use jsprof_core::{summarize, Attributor, By};
+use jsprof_core::{summarize, summarize_by_label, Attributor, By};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -41,18 +41,24 @@ pub fn attribute_resource(resource: String) -> ResourceAttribution {
     }
 }
 
-/// A summary of a trace (as JSON text) by `package`, `function` or `resource`, as JSON text of the rows.
+/// A summary of a trace (as JSON text) by `package`, `function`, `resource` or `label:<key>`, as JSON
+/// text of the rows.
 #[napi(catch_unwind)]
 pub fn summarize_trace(
     trace: crate::trace_handle::TraceInput<'_>,
     by: String,
     sample_interval: Option<f64>,
 ) -> Result<String> {
-    let Some(by) = By::parse(&by) else {
+    let label_key = by.strip_prefix("label:").map(str::to_owned);
+    let parsed = match &label_key {
+        Some(_) => Some(By::Package),
+        None => By::parse(&by),
+    };
+    let Some(by) = parsed else {
         let expected = By::NAMES.map(|n| format!("'{n}'")).join(", ");
         return Err(Error::new(
             Status::InvalidArg,
-            format!("RangeError: by must be one of {expected}, got '{by}'"),
+            format!("RangeError: by must be one of {expected} or 'label:<key>', got '{by}'"),
         ));
     };
     if let Some(i) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
@@ -68,8 +74,17 @@ pub fn summarize_trace(
         ),
         Either::B(handle) => handle.inner.clone(),
     };
-    let rows = summarize(&trace, by, sample_interval, &mut attributor())
-        .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
+    let rows = match label_key {
+        // By a label's value (`label:route`): a key that breaks the label rule is the caller's error.
+        Some(key) => {
+            trace
+                .validate()
+                .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
+            summarize_by_label(&trace, &key, sample_interval).map_err(core_error)?
+        }
+        None => summarize(&trace, by, sample_interval, &mut attributor())
+            .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?,
+    };
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))
 }
 

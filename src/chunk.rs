@@ -64,8 +64,10 @@ impl Chunk {
             end_time: c.end_time,
         };
         let own_windows = own_windows.unwrap_or_default();
-        let (chunk, dropped) =
+        let (mut chunk, dropped) =
             core::Chunk::from_inspector(&columns, interval_us, &own_windows).map_err(core_error)?;
+        // Each sample gets the label set current on this thread at its time (lib/labels.js).
+        crate::labels::label_chunk(&mut chunk);
         let dropped_own = dropped as u32;
         Ok(Chunk {
             inner: Arc::new(chunk),

@@ -146,11 +146,14 @@ pub fn export_flame_graph(
     subtitle: Option<String>,
     width: Option<u32>,
     html: Option<bool>,
+    label_key: Option<String>,
+    label_value: Option<String>,
 ) -> Result<String> {
     let options = FlameGraphOptions {
         title,
         subtitle,
         width,
+        label: label_key.zip(label_value),
     };
     let trace = trace_of(trace)?;
     if html == Some(true) {

@@ -139,6 +139,7 @@ pub fn export_heap_flame_graph(
         title,
         subtitle,
         width,
+        ..Default::default()
     };
     if html == Some(true) {
         to_heap_flame_graph_html(&heap, &options).map_err(core_error)

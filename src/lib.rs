@@ -16,7 +16,8 @@
 //! - `export.rs`: the exporters; `analysis.rs`: `attributeResource`, `summarizeTrace`;
 //!   `sourcemap.rs`: `resolveSourceMaps`; `text.rs`: `visibleText`, `markupText`;
 //!   `signals.rs`: the native signal watcher of `jsprof record`; `stall_watcher.rs`: the event-loop
-//!   stall watcher of `watchStalls`.
+//!   stall watcher of `watchStalls`; `labels.rs`: the label-set registry and each thread's timeline of
+//!   label changes (`internLabels`, `labelTransitions`).
 //!
 //! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
 //! (`TypeError: …`, `SyntaxError: …`, `RangeError: …`: [`core_error`], turned back into the
@@ -32,6 +33,7 @@ mod chunk;
 mod cpu_profile;
 mod export;
 mod heap;
+mod labels;
 mod map_thread;
 mod own_code;
 mod recording;

@@ -39,6 +39,10 @@ const LABELS = {
   reqall: `jsprof-node every request (${process.env.REQ_INTERVAL || 10} ms)`,
   prof10: 'plain `new Profiler` around every 10th request (10 ms)',
   profall: 'plain `new Profiler` around every request (10 ms)',
+  contlabels: 'jsprof-node continuous, 10 ms, every request labelled (profileRequests wrap, sampleRate 0)',
+  contnolabels: 'jsprof-node continuous, 10 ms, profileRequests wrap, sampleRate 0, labels: false',
+  pyrolabels: '@pyroscope/nodejs CPU profiling, every request in wrapWithLabels',
+  pyronolabels: '@pyroscope/nodejs CPU profiling, no labels',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
@@ -65,6 +69,7 @@ function sentryCpuProfiler() {
 function availability(mode) {
   try {
     if (mode === 'datadog') require('@datadog/pprof')
+    if (mode.startsWith('pyro')) require('@pyroscope/nodejs')
     if (mode === 'sentry') sentryCpuProfiler().CpuProfilerBindings.startProfiling
     return null
   } catch (err) {

@@ -2,6 +2,8 @@
 // The benchmark's server: a small JSON API with CPU work in its handler, run in its own process
 // (see run.mjs) with one profiling mode:
 //   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry | switch (in-process.mjs)
+//   | contlabels | contnolabels (labels on every request, and its pair without)
+//   | pyrolabels | pyronolabels (Pyroscope's Node SDK with wrapWithLabels on every request, and without)
 //   (and the diagnostics sampler1 | sampler10 | track | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
@@ -70,6 +72,20 @@ if (mode === 'continuous') {
       if (encodePprof) encodePprof(chunk.trace)
     },
   })
+} else if (mode === 'contlabels' || mode === 'contnolabels') {
+  // Continuous at 10 ms with the request integration on every request (sampleRate 0: no request
+  // profiles), labelling each request (contlabels) or not (contnolabels, its pair): what labels cost.
+  const { startContinuous, profileRequests } = require(root)
+  startContinuous({
+    sampleInterval: 10,
+    chunkSeconds: CHUNK_SECONDS,
+    onChunk(chunk) {
+      figures.chunks++
+      if (encodePprof) encodePprof(chunk.trace)
+    },
+  })
+  const rp = profileRequests({ sampleRate: 0, labels: mode === 'contlabels', onProfile() {} })
+  listener = rp.wrap(handler)
 } else if (mode === 'req10' || mode === 'reqall') {
   const { profileRequests } = require(root)
   const rp = profileRequests({
@@ -152,6 +168,17 @@ if (mode === 'continuous') {
     },
   }).enable()
   listener = (req, res) => als.run({}, handler, req, res)
+} else if (mode === 'pyrolabels' || mode === 'pyronolabels') {
+  // Pyroscope's Node SDK (@pyroscope/nodejs: @datadog/pprof's CPU profiler), its own 10 s flushes to a
+  // server that is not there, every request run in wrapWithLabels (pyrolabels) or not (its pair). Its
+  // labels only cover the synchronous handler (gone after the first await): this handler has none.
+  const Pyroscope = require('@pyroscope/nodejs').default
+  Pyroscope.setLogger({ debug() {}, info() {}, warn() {}, error() {} })
+  Pyroscope.init({ serverAddress: 'http://127.0.0.1:9', appName: 'bench', flushIntervalMs: CHUNK_SECONDS * 1000 })
+  Pyroscope.startCpuProfiling()
+  if (mode === 'pyrolabels') {
+    listener = (req, res) => Pyroscope.wrapWithLabels({ route: 'GET /search' }, () => handler(req, res))
+  }
 } else if (mode === 'datadog') {
   const pprof = require('@datadog/pprof')
   pprof.time.start({ intervalMicros: 10_000, durationMillis: CHUNK_SECONDS * 1000 })

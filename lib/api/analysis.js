@@ -8,7 +8,15 @@ const { readOptions, traceText, describe, number, oneOf } = require('../args')
 const { isHeapProfile, heapText } = require('./heap')
 
 const BY = ['package', 'function', 'resource']
-const OPTIONS = { by: oneOf(BY), sampleInterval: number({ min: 0, what: 'a number of ms' }) }
+const byChoice = oneOf(BY)
+/** `by`: one of BY, or `label:<key>` (rows by the value of a sample label; the key's rule is Rust's). */
+const byOrLabel = (value, fail) => {
+  if (typeof value === 'string' && value.startsWith('label:')) return value
+  const must = `one of ${BY.map((c) => `'${c}'`).join(', ')} or 'label:<key>'`
+  if (typeof value !== 'string') fail(TypeError, must)
+  return BY.includes(value) ? value : fail('range', must)
+}
+const OPTIONS = { by: byOrLabel, sampleInterval: number({ min: 0, what: 'a number of ms' }) }
 
 /**
  * Which code a resource of `trace.resources` is: `{ kind, package?, version?, root? }`.
@@ -28,12 +36,13 @@ function attribute(resource) {
 
 /**
  * Rows `{ name, kind, package?, version?, selfSamples, totalSamples, selfTime, totalTime }` of a
- * ProfilerTrace by package (default), function or resource, sorted by self time.
+ * ProfilerTrace by package (default), function or resource, sorted by self time; or by `label:<key>`:
+ * one row per value of the samples' label `key` (kind `label`), and `(no <key>)` (kind `unlabelled`).
  */
 function summarize(trace, options) {
   if (isHeapProfile(trace)) {
     // Rows { name, kind, package?, version?, selfSize, totalSize, selfSamples, totalSamples } by bytes.
-    const { by } = readOptions('summarize', options, { by: OPTIONS.by }, { defaults: { by: 'package' } })
+    const { by } = readOptions('summarize', options, { by: byChoice }, { defaults: { by: 'package' } })
     return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by), trace))
   }
   // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.

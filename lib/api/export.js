@@ -126,6 +126,14 @@ function toCollapsed(trace) {
   return callNative(() => binding.exportCollapsed(text), trace)
 }
 
+/** `label`: `{ key: value }`, one label: the flame graph of the samples that carry it (docs/labels.md). */
+function labelFilter(value, fail) {
+  const entries = value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : []
+  if (entries.length !== 1 || typeof entries[0][1] !== 'string')
+    fail(TypeError, 'an object of one label name to a string value')
+  return entries[0]
+}
+
 /** A flame graph (text) coloured by kind of code: an SVG image, or with `format: 'html'` an explorable page. */
 function toFlameGraph(trace, given) {
   const heap = isHeapProfile(trace)
@@ -135,9 +143,21 @@ function toFlameGraph(trace, given) {
     subtitle: string(),
     width: number({ min: 10, max: 100_000, integer: true, what: 'a number of px' }),
     format: oneOf(['svg', 'html']),
+    label: labelFilter,
   })
-  const draw = heap ? binding.exportHeapFlameGraph : binding.exportFlameGraph
-  return callNative(() => draw(text, o.title, o.subtitle, o.width, o.format === 'html'), trace)
+  if (heap) {
+    if (o.label !== undefined)
+      throw new TypeError('toFlameGraph: options.label applies to CPU traces, not heap profiles')
+    return callNative(
+      () => binding.exportHeapFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html'),
+      trace,
+    )
+  }
+  const [key, value] = o.label ?? []
+  return callNative(
+    () => binding.exportFlameGraph(text, o.title, o.subtitle, o.width, o.format === 'html', key, value),
+    trace,
+  )
 }
 
 /**

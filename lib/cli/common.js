@@ -86,6 +86,23 @@ function oneOf(command, name, text, choices) {
   return text
 }
 
+/**
+ * `--by` of report and diff: one of `choices`, or a sample label: `route` (the request integrations'
+ * endpoint label) or `label:<key>` (any label; the key's rule is the core's). Returns what
+ * summarize() takes (`label:route`).
+ */
+function byOption(command, text, choices) {
+  if (text === 'route') return 'label:route'
+  if (text.startsWith('label:')) return text
+  if (!choices.includes(text)) {
+    throw usage(
+      command,
+      `--by must be one of ${choices.join(', ')}, route or label:<key>, got '${require('../text').visible(text)}'`,
+    )
+  }
+  return text
+}
+
 /** record's and attach's sampling interval: its default, and the smallest the sampler runs at (its rule). */
 const DEFAULT_INTERVAL_MS = 1
 const MIN_INTERVAL_MS = MIN_INTERVAL_US / 1000
@@ -300,6 +317,7 @@ module.exports = {
   parse,
   positiveInt,
   oneOf,
+  byOption,
   DEFAULT_INTERVAL_MS,
   MIN_INTERVAL_MS,
   parseInterval,

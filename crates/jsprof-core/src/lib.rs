@@ -47,6 +47,8 @@ pub use text::{markup as markup_text, visible as visible_text};
 // The trace: its tables, its extension member, its validation (ProfilerTrace::from_json, ::validate),
 // its timing and the weight of its samples.
 pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
+// Labels on samples: the one rule of a label, and its bounds.
+pub use trace::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
 
 // The V8 CPU profile format, and V8's sampling heap profile.
 pub use v8::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
@@ -68,7 +70,7 @@ pub use recording::{Added, Chunk, Recording};
 // Reading a valid trace: attribution, summaries, source maps.
 pub use attribution::{Attribution, Attributor, Kind};
 pub use sourcemap::{resolve as resolve_source_maps, ExplicitMap, MapCache, MapOptions, Resolved, Stats};
-pub use summary::{summarize, By, Row};
+pub use summary::{summarize, summarize_by_label, By, Row};
 
 // The exporters, one format each.
 pub use export::collapsed::to_collapsed;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::convert::OwnCode;
 use crate::error::{Error, Result};
 use crate::recording::{Chunk, Recording};
+use crate::trace::labels::{check_label_set, LabelSet, MAX_LABEL_SETS};
 use crate::trace::{Extension, ProfilerTrace};
 use crate::v8::{CpuProfile, Profile};
 
@@ -22,7 +23,29 @@ impl Chunk {
         let profile = CpuProfile::of_profile(&self.profile);
         // Plain numbers and strings: serializing cannot fail.
         let json = serde_json::to_string(&profile).unwrap_or_default();
-        format!("{} {json}", self.interval_us)
+        let mut line = format!("{} {json}", self.interval_us);
+        if !self.labels.is_empty() {
+            // The labels after a tab (JSON text holds none): the chunk's own table of sets (an empty
+            // set: one the recorder dropped) and one index per sample.
+            let mut sets: Vec<&Arc<LabelSet>> = Vec::new();
+            let mut per_sample: Vec<Option<u32>> = Vec::with_capacity(self.labels.len());
+            for set in &self.labels {
+                per_sample.push(set.as_ref().map(|set| {
+                    match sets.iter().position(|&s| Arc::ptr_eq(s, set) || s == set) {
+                        Some(i) => i as u32,
+                        None => {
+                            sets.push(set);
+                            (sets.len() - 1) as u32
+                        }
+                    }
+                }));
+            }
+            let sets: Vec<&LabelSet> = sets.iter().map(|s| &***s).collect();
+            let labels = serde_json::json!({ "labelSets": sets, "sampleLabels": per_sample });
+            line.push('\t');
+            line.push_str(&labels.to_string());
+        }
+        line
     }
 
     /// A chunk from a side-file line (see [`Chunk::to_line`]).
@@ -35,11 +58,49 @@ impl Chunk {
             .ok()
             .filter(|v: &f64| v.is_finite() && *v > 0.0)
             .ok_or_else(|| Error::invalid("not a jsprof record chunk line: bad interval"))?;
+        let (json, labels) = match json.split_once('\t') {
+            Some((json, labels)) => (json, Some(labels)),
+            None => (json, None),
+        };
+        let profile = Profile::from_json(json)?;
+        let labels = match labels {
+            None => Vec::new(),
+            Some(text) => chunk_labels(text, profile.samples.len())?,
+        };
         Ok(Chunk {
-            profile: Profile::from_json(json)?,
+            profile,
             interval_us,
+            labels,
         })
     }
+}
+
+/// The labels part of a side-file line: `{"labelSets":[…],"sampleLabels":[…]}`, one index per sample.
+fn chunk_labels(text: &str, samples: usize) -> Result<Vec<Option<Arc<LabelSet>>>> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Labels {
+        label_sets: Vec<LabelSet>,
+        sample_labels: Vec<Option<u32>>,
+    }
+    let bad = || Error::invalid("not a jsprof record chunk line: bad labels");
+    let labels: Labels = serde_json::from_str(text).map_err(|_| bad())?;
+    if labels.sample_labels.len() != samples || labels.label_sets.len() > MAX_LABEL_SETS {
+        return Err(bad());
+    }
+    let mut sets = Vec::with_capacity(labels.label_sets.len());
+    for set in labels.label_sets {
+        check_label_set(&set, "a chunk line's labels")?;
+        sets.push(Arc::new(set));
+    }
+    labels
+        .sample_labels
+        .into_iter()
+        .map(|id| match id {
+            None => Ok(None),
+            Some(id) => sets.get(id as usize).cloned().map(Some).ok_or_else(bad),
+        })
+        .collect()
 }
 
 /// The trace of the side file's lines: every chunk that reads back, in order, all their samples at
@@ -133,6 +194,7 @@ mod tests {
         Chunk {
             profile,
             interval_us: 1000.0,
+            labels: Vec::new(),
         }
     }
 
@@ -144,6 +206,37 @@ mod tests {
         let back = Chunk::from_line(&line).unwrap();
         assert_eq!(back.interval_us, 1000.0);
         assert_eq!(back.profile, c.profile);
+    }
+
+    #[test]
+    fn a_chunk_line_carries_its_labels() {
+        let mut c = chunk();
+        let set = |v: &str| Some(Arc::new(LabelSet::from([("k".to_owned(), v.to_owned())])));
+        // A hostile value: a tab, a newline, an escape and a lone surrogate's visible form.
+        let hostile = set("a\tb\nc\u{1b}[2J\\u{d800}");
+        c.label_samples(
+            &[0.0, 5_500.0, 6_500.0],
+            &[hostile.clone(), None, hostile.clone()],
+        );
+        let line = c.to_line();
+        assert!(!line.contains('\n'));
+        assert_eq!(line.matches('\t').count(), 1);
+        let back = Chunk::from_line(&line).unwrap();
+        assert_eq!(back.labels, c.labels);
+        assert_eq!(back.profile, c.profile);
+        // Labels that do not fit the samples, or break the label rule, make the line unreadable.
+        let (head, _) = line.split_once('\t').unwrap();
+        for labels in [
+            r#"{"labelSets":[],"sampleLabels":[null]}"#,
+            r#"{"labelSets":[],"sampleLabels":[0,null,null,null]}"#,
+            r#"{"labelSets":[{"bad key":"v"}],"sampleLabels":[0,0,0,0]}"#,
+            "{",
+        ] {
+            assert!(
+                Chunk::from_line(&format!("{head}\t{labels}")).is_err(),
+                "{labels}"
+            );
+        }
     }
 
     #[test]

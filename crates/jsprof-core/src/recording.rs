@@ -17,6 +17,7 @@ use crate::convert::sample_timestamp;
 use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::intervals::IntervalSet;
+use crate::trace::labels::LabelSet;
 use crate::trace::{Extension, ProfilerTrace, TraceBuilder, MAX_SAMPLE_INTERVAL_MS};
 use crate::v8::{InspectorColumns, Profile};
 
@@ -25,6 +26,9 @@ use crate::v8::{InspectorColumns, Profile};
 pub struct Chunk {
     pub profile: Profile,
     pub interval_us: f64,
+    /// The label set each sample was taken under (same order as the samples), or empty when the
+    /// chunk's samples carry no labels. See [`Chunk::label_samples`].
+    pub labels: Vec<Option<Arc<LabelSet>>>,
 }
 
 impl Chunk {
@@ -37,7 +41,11 @@ impl Chunk {
         own_windows: &[f64],
     ) -> Result<(Chunk, usize)> {
         let profile = Profile::from_inspector(columns)?;
-        let mut chunk = Chunk { profile, interval_us };
+        let mut chunk = Chunk {
+            profile,
+            interval_us,
+            labels: Vec::new(),
+        };
         let windows: Vec<(f64, f64)> = own_windows.chunks_exact(2).map(|w| (w[0], w[1])).collect();
         let dropped = chunk.drop_samples_within(&windows);
         Ok((chunk, dropped))
@@ -49,6 +57,7 @@ impl Chunk {
         Chunk {
             profile: Profile::default(),
             interval_us,
+            labels: Vec::new(),
         }
     }
 
@@ -82,10 +91,47 @@ impl Chunk {
         if windows.is_empty() {
             return 0;
         }
-        self.profile
-            .samples
-            .retain(|s| !windows.iter().any(|&(from, to)| s.time >= from && s.time <= to));
+        let inside = |t: f64| windows.iter().any(|&(from, to)| t >= from && t <= to);
+        if self.labels.len() == before {
+            let samples = &self.profile.samples;
+            let mut i = 0;
+            self.labels.retain(|_| {
+                i += 1;
+                !inside(samples[i - 1].time)
+            });
+        }
+        self.profile.samples.retain(|s| !inside(s.time));
         before - self.profile.samples.len()
+    }
+
+    /// Gives each sample the label set that was current on its thread when it was taken: `times_us`
+    /// (V8's clock, ascending) are the moments the thread's label set changed, `sets[i]` the set from
+    /// `times_us[i]` on (`None`: no labels). A sample takes the last change at or before its time; one
+    /// before the first change has none. No change at all leaves the chunk without labels.
+    pub fn label_samples(&mut self, times_us: &[f64], sets: &[Option<Arc<LabelSet>>]) {
+        let n = times_us.len().min(sets.len());
+        if n == 0 || sets[..n].iter().all(Option::is_none) {
+            self.labels = Vec::new();
+            return;
+        }
+        let times = &times_us[..n];
+        self.labels = self
+            .profile
+            .samples
+            .iter()
+            .map(|s| {
+                let after = times.partition_point(|&t| t <= s.time);
+                after.checked_sub(1).and_then(|i| sets[i].clone())
+            })
+            .collect();
+        if self.labels.iter().all(Option::is_none) {
+            self.labels = Vec::new();
+        }
+    }
+
+    /// The label set of sample `i`.
+    pub fn labels_of(&self, i: usize) -> Option<&Arc<LabelSet>> {
+        self.labels.get(i).and_then(Option::as_ref)
     }
 
     /// The sample times (µs) in ascending order.
@@ -323,7 +369,9 @@ impl Recording {
             };
             for &(_, sample) in &self.selected {
                 let s = converter.sample(&mut streamed.builder, &chunk.profile.samples[sample as usize]);
-                streamed.builder.push_sample(s);
+                streamed
+                    .builder
+                    .push_labelled_sample(s, chunk.labels_of(sample as usize));
             }
             streamed.samples += self.selected.len();
             self.selected.clear();
@@ -342,14 +390,20 @@ impl Recording {
             .streamed
             .as_ref()
             .map_or(time_origin_us, |s| s.time_origin_us);
+        let windows = self.windows(origin);
+        let sample_interval = Some(self.interval_us.max(self.kept_chunk_interval_us) / 1000.0)
+            .filter(|ms| *ms > 0.0)
+            .map(|ms| ms.min(MAX_SAMPLE_INTERVAL_MS));
+        let mut trace = self.into_trace(time_origin_us);
+        let labels = trace.jsprof.take().unwrap_or_default();
         let jsprof = Extension {
-            sample_interval: Some(self.interval_us.max(self.kept_chunk_interval_us) / 1000.0)
-                .filter(|ms| *ms > 0.0)
-                .map(|ms| ms.min(MAX_SAMPLE_INTERVAL_MS)),
-            windows: self.windows(origin),
+            label_sets: labels.label_sets,
+            labels_dropped: labels.labels_dropped,
+            sample_labels: labels.sample_labels,
+            sample_interval,
+            windows,
             ..clock
         };
-        let mut trace = self.into_trace(time_origin_us);
         trace.jsprof = (!jsprof.is_empty()).then_some(jsprof);
         trace
     }
@@ -404,9 +458,9 @@ impl Recording {
             })
             .collect();
         for &(chunk, sample) in &self.selected {
-            let profile = &self.chunks[chunk as usize].profile;
-            let s = converters[chunk as usize].sample(&mut builder, &profile.samples[sample as usize]);
-            builder.push_sample(s);
+            let c = &self.chunks[chunk as usize];
+            let s = converters[chunk as usize].sample(&mut builder, &c.profile.samples[sample as usize]);
+            builder.push_labelled_sample(s, c.labels_of(sample as usize));
         }
         builder.finish()
     }
@@ -432,7 +486,110 @@ mod tests {
         }
         let samples = vec![2; times.len()];
         let profile = b.finish(&samples, &deltas, 0.0, last).unwrap();
-        Arc::new(Chunk { profile, interval_us })
+        Arc::new(Chunk {
+            profile,
+            interval_us,
+            labels: Vec::new(),
+        })
+    }
+
+    fn set(route: &str) -> Option<Arc<LabelSet>> {
+        Some(Arc::new(LabelSet::from([("route".to_owned(), route.to_owned())])))
+    }
+
+    fn labelled(times: &[f64], changes: &[f64], sets: &[Option<Arc<LabelSet>>]) -> Arc<Chunk> {
+        let mut c = Arc::try_unwrap(chunk(times, 1_000.0)).unwrap();
+        c.label_samples(changes, sets);
+        Arc::new(c)
+    }
+
+    #[test]
+    fn each_sample_takes_the_label_set_current_at_its_time() {
+        let (a, b) = (set("a"), set("b"));
+        let c = labelled(
+            &[500.0, 1_000.0, 1_500.0, 2_000.0, 3_000.0, 2_500.0],
+            &[1_000.0, 2_000.0, 2_600.0],
+            &[a.clone(), None, b.clone()],
+        );
+        let got: Vec<Option<&str>> = (0..6)
+            .map(|i| c.labels_of(i).map(|s| s["route"].as_str()))
+            .collect();
+        // Before the first change: none; a change at a sample's very time applies to it; the one V8
+        // reordered (2_500 after 3_000) takes the set of its own time.
+        assert_eq!(got, [None, Some("a"), Some("a"), None, Some("b"), None]);
+        // No change, or only changes to none: no labels at all.
+        let mut plain = Arc::try_unwrap(chunk(&[1.0], 1_000.0)).unwrap();
+        plain.label_samples(&[], &[]);
+        assert!(plain.labels.is_empty());
+        plain.label_samples(&[0.0], &[None]);
+        assert!(plain.labels.is_empty());
+    }
+
+    #[test]
+    fn dropping_own_samples_keeps_the_labels_aligned() {
+        let mut c = Arc::try_unwrap(labelled(
+            &[1_000.0, 2_000.0, 3_000.0],
+            &[0.0, 2_500.0],
+            &[set("a"), set("b")],
+        ))
+        .unwrap();
+        assert_eq!(c.drop_samples_within(&[(1_500.0, 2_000.0)]), 1);
+        assert_eq!(c.labels.len(), 2);
+        assert_eq!(c.labels_of(0).unwrap()["route"], "a");
+        assert_eq!(c.labels_of(1).unwrap()["route"], "b");
+    }
+
+    #[test]
+    fn a_cut_recording_keeps_the_labels_of_its_own_samples() {
+        let (a, b) = (set("a"), set("b"));
+        let first = labelled(
+            &every(1_000.0, 4_000.0, 1_000.0),
+            &[0.0, 2_500.0],
+            &[a.clone(), b.clone()],
+        );
+        let second = labelled(
+            &every(5_000.0, 7_000.0, 1_000.0),
+            &[4_500.0],
+            std::slice::from_ref(&a),
+        );
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.add_chunk(&first);
+        r.keep_intervals(&[2_000.0, 3_000.0, 6_000.0, 7_000.0]).unwrap();
+        r.add_chunk(&second);
+        let t = r.into_trace_with(0.0, Extension::default());
+        let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
+        assert_eq!(ts, [2.0, 3.0, 6.0, 7.0]);
+        let ext = t.jsprof.as_ref().unwrap();
+        assert_eq!(ext.label_sets.as_ref().unwrap().len(), 2);
+        let routes: Vec<&str> = (0..4)
+            .map(|i| ext.labels_of(i).unwrap()["route"].as_str())
+            .collect();
+        assert_eq!(routes, ["a", "b", "a", "a"]);
+        assert!(ext.windows.is_some() && ext.sample_interval.is_some());
+        t.validate().unwrap();
+        // Through JSON and back.
+        let back = ProfilerTrace::from_json(&serde_json::to_string(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+    }
+
+    #[test]
+    fn a_streaming_recording_carries_labels_and_counts_dropped_sets() {
+        let dropped = Some(Arc::new(LabelSet::new()));
+        let c = labelled(
+            &[1_000.0, 2_000.0, 3_000.0],
+            &[0.0, 1_500.0, 2_500.0],
+            &[None, set("x"), dropped],
+        );
+        let mut kept = Recording::new(0.0, 1_000.0, 100);
+        let mut streamed = Recording::new(0.0, 1_000.0, 100);
+        streamed.stream_into_trace(0.0);
+        kept.add_chunk(&c);
+        streamed.add_chunk(&c);
+        let t = streamed.into_trace(0.0);
+        assert_eq!(t, kept.into_trace(0.0));
+        let ext = t.jsprof.unwrap();
+        assert_eq!(ext.sample_labels.as_deref(), Some(&[None, Some(0), None][..]));
+        assert_eq!(ext.labels_dropped, Some(1));
     }
 
     #[test]

@@ -121,6 +121,63 @@ pub fn summarize(
     Ok(summarize_weighted(trace, &weights, None, by, attributor))
 }
 
+/// A summary of `trace` by the value of its samples' label `key` (`summarize(trace, { by:
+/// 'label:route' })`): one row per value (kind `label`), and one named `(no <key>)` (kind
+/// `unlabelled`) for the samples without that label; a sample is in one row only, so self and total
+/// are the same. Weighed as [`summarize`] weighs; sorted by time, the largest first. `key` must be a
+/// label key by the label rule.
+pub fn summarize_by_label(
+    trace: &ProfilerTrace,
+    key: &str,
+    sample_interval: Option<f64>,
+) -> Result<Vec<Row>> {
+    trace.validate()?;
+    crate::trace::labels::check_label(key, "", "by")?;
+    if let Some(interval) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
+        return Err(Error::invalid(format!(
+            "sampleInterval must be a finite number >= 0, got {interval}"
+        )));
+    }
+    let weights = crate::trace::Weigher::new(trace, sample_interval).by_sample();
+    let ext = trace.jsprof.as_ref();
+    let mut index: HashMap<Option<&str>, usize> = HashMap::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for (i, weight) in weights.iter().enumerate() {
+        let value = ext
+            .and_then(|e| e.labels_of(i))
+            .and_then(|l| l.get(key))
+            .map(String::as_str);
+        let at = *index.entry(value).or_insert_with(|| {
+            rows.push(Row {
+                name: value.map_or_else(|| format!("(no {key})"), str::to_owned),
+                kind: if value.is_some() { "label" } else { "unlabelled" },
+                package: None,
+                version: None,
+                self_samples: 0,
+                total_samples: 0,
+                self_time: 0.0,
+                total_time: 0.0,
+            });
+            rows.len() - 1
+        });
+        let row = &mut rows[at];
+        row.self_samples += 1;
+        row.total_samples += 1;
+        row.self_time += weight;
+        row.total_time += weight;
+    }
+    for row in &mut rows {
+        row.self_time = round_to_microseconds(row.self_time);
+        row.total_time = row.self_time;
+    }
+    rows.sort_by(|a, b| {
+        b.self_time
+            .total_cmp(&a.self_time)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    Ok(rows)
+}
+
 /// [`summarize`]'s rows for a valid trace whose samples weigh `weights` (a `Row`'s times are their
 /// sums) and each count `counts[i]` samples (1 each when `None`): a heap profile's entries weigh their
 /// bytes (`crate::heap`). The charging rules are the same for every weight.
@@ -454,6 +511,34 @@ mod tests {
 
     /// resources: app, lodash, node internal; frames: main(app), map(lodash), JSON.parse (builtin),
     /// timers(node), rec(app).
+    #[test]
+    fn by_label_splits_by_the_value_and_counts_every_sample_once() {
+        let trace = crate::trace::tests::labelled_trace();
+        let rows = summarize_by_label(&trace, "route", Some(1.0)).unwrap();
+        let got: Vec<(&str, &str, u64)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.kind, r.self_samples))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("(no route)", "unlabelled", 6),
+                ("GET /a", "label", 2),
+                ("GET /b\u{1b}[2J\n", "label", 1)
+            ]
+        );
+        assert_eq!(rows.iter().map(|r| r.self_samples).sum::<u64>(), 9);
+        assert_eq!(rows[1].total_time, rows[1].self_time);
+        let spans = summarize_by_label(&trace, "span_id", Some(1.0)).unwrap();
+        assert_eq!(spans.len(), 4);
+        assert!(summarize_by_label(&trace, "not a key", None).is_err());
+        assert!(summarize_by_label(&trace, "route", Some(-1.0)).is_err());
+        // A trace without labels: one row of everything.
+        let plain = summarize_by_label(&fixture(), "route", None).unwrap();
+        assert_eq!(plain.len(), 1);
+        assert_eq!(plain[0].name, "(no route)");
+    }
+
     #[test]
     fn a_deep_chain_is_summed_in_one_pass_and_recursion_counts_once() {
         // f0 <- f1 <- … <- f{n-1}, each depth sampled once, and the chain's frames repeated (a

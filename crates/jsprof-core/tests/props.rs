@@ -507,7 +507,7 @@ proptest! {
         let mut accepted = 0;
         for text in &texts {
             let profile = Profile::from_json(text).unwrap();
-            let added = r.add_chunk(&Arc::new(Chunk { profile, interval_us: chunk_interval }));
+            let added = r.add_chunk(&Arc::new(Chunk { profile, interval_us: chunk_interval, labels: Vec::new() }));
             accepted += added.accepted;
         }
         prop_assert_eq!(r.sample_count(), accepted);
@@ -515,6 +515,58 @@ proptest! {
         let t = r.build(origin);
         check_trace(&t);
         prop_assert_eq!(t.samples.len(), accepted);
+    }
+
+    /// Labelled recordings: any label changes over any chunks, cut to any intervals, kept or streamed:
+    /// the trace validates, has one label index per sample, survives JSON, and every exporter takes it.
+    #[test]
+    fn labelled_recordings_stay_consistent(
+        texts in prop::collection::vec(valid_profile_text(), 1..3),
+        changes in prop::collection::vec((any_f64(), prop::option::of(0usize..4)), 0..8),
+        intervals in prop::option::of(prop::collection::vec(0.0..1e9f64, 0..6)),
+        streamed in any::<bool>(),
+        values in prop::collection::vec("\\PC{0,6}", 4),
+    ) {
+        let sets: Vec<Arc<jsprof_core::LabelSet>> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Arc::new([("route".to_owned(), v.clone()), (format!("k{i}"), String::new())].into()))
+            .collect();
+        let mut sorted = changes.clone();
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let times: Vec<f64> = sorted.iter().map(|c| c.0).collect();
+        let per: Vec<Option<Arc<jsprof_core::LabelSet>>> = sorted.iter().map(|c| c.1.map(|i| Arc::clone(&sets[i]))).collect();
+        let mut r = Recording::new(0.0, 1.0, u32::MAX);
+        if streamed { r.stream_into_trace(0.0) }
+        if let Some(flat) = &intervals {
+            let even = &flat[..flat.len() / 2 * 2];
+            if r.keep_intervals(even).is_err() { return Ok(()) }
+        }
+        for text in &texts {
+            let profile = Profile::from_json(text).unwrap();
+            let mut chunk = Chunk { profile, interval_us: 1.0, labels: Vec::new() };
+            chunk.label_samples(&times, &per);
+            prop_assert!(chunk.labels.is_empty() || chunk.labels.len() == chunk.profile.samples.len());
+            let line = chunk.to_line();
+            let back = Chunk::from_line(&line).unwrap();
+            prop_assert_eq!(&back.labels, &chunk.labels);
+            r.add_chunk(&Arc::new(chunk));
+        }
+        let t = r.into_trace_with(0.0, jsprof_core::Extension::default());
+        check_trace(&t);
+        t.validate().unwrap();
+        if let Some(ext) = &t.jsprof {
+            if let Some(labels) = &ext.sample_labels {
+                prop_assert_eq!(labels.len(), t.samples.len());
+            }
+        }
+        let json = serde_json::to_string(&t).unwrap();
+        let back = ProfilerTrace::from_json(&json).unwrap();
+        prop_assert_eq!(&back, &t);
+        let by = jsprof_core::summarize_by_label(&t, "route", Some(1.0)).unwrap();
+        prop_assert_eq!(by.iter().map(|r| r.self_samples).sum::<u64>(), t.samples.len() as u64);
+        prop_assert!(jsprof_core::to_pprof(&t, &Default::default()).is_ok());
+        prop_assert!(jsprof_core::to_otlp_profiles(&t, &Default::default()).is_ok());
     }
 
     /// Attribution of any resource string: never a panic; empty is native, `node:` is Node's.

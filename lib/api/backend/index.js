@@ -20,7 +20,24 @@ const { Transport, parseUrl, retryAfterMs } = require('./transport')
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_.]*$/
 const FORBIDDEN_IN_VALUE = /[{},=]/
 
+/**
+ * The trace as Pyroscope takes its sample labels: a span profile's `span_id` and `span_name` (Pyroscope
+ * keeps span_id apart from its series), without `trace_id` (one series per trace otherwise; Grafana
+ * finds the trace by the span). Other labels (route, …) are Pyroscope's dynamic labels.
+ */
+function forPyroscope(trace) {
+  const sets = trace && trace.jsprof && trace.jsprof.labelSets
+  if (!Array.isArray(sets) || !sets.some((set) => set && 'trace_id' in set)) return trace
+  const labelSets = sets.map((set) => {
+    if (!set || !('trace_id' in set)) return set
+    const { trace_id: _traceId, ...rest } = set
+    return rest
+  })
+  return { ...trace, jsprof: { ...trace.jsprof, labelSets } }
+}
+
 function defaultEncode(trace) {
+  trace = forPyroscope(trace)
   let exporters
   try {
     exporters = require('../export')

@@ -13,7 +13,8 @@ const { timeOriginUs, traceClock } = require('../../clock')
 const { buildTrace, emptyTrace } = require('../../trace')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler')
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
-const { readOptions, argument, mandatory, number, func } = require('../../args')
+const { readOptions, argument, mandatory, number, func, boolean } = require('../../args')
+const { RequestLabels } = require('../../labels')
 
 const OPTIONS = {
   onProfile: mandatory(func()),
@@ -24,6 +25,7 @@ const OPTIONS = {
   maxStopDelay: number({ min: 0, max: 60_000 }),
   keepWarm: number({ min: 0, max: 3_600_000 }),
   maxInFlight: number({ min: 1, max: 1e6, integer: true }),
+  labels: boolean(),
 }
 const DEFAULTS = {
   sampleRate: 0.1,
@@ -32,6 +34,7 @@ const DEFAULTS = {
   maxStopDelay: 1000,
   keepWarm: 1000,
   maxInFlight: 100,
+  labels: true,
 }
 
 class RequestProfiler {
@@ -53,6 +56,8 @@ class RequestProfiler {
   #harvestAsked = false
   #releaseTimer = null
   #keepWarm
+  /** Whether every request (sampled or not) is labelled with its method and route (docs/labels.md). */
+  #labels
   stats = { seen: 0, sampled: 0, profiled: 0, skippedBusy: 0, truncated: 0, errors: 0 }
 
   constructor(options) {
@@ -64,6 +69,7 @@ class RequestProfiler {
     this.#maxInFlight = o.maxInFlight
     const keepWarm = o.keepWarm
     this.#keepWarm = keepWarm
+    this.#labels = o.labels
     this.#onProfile = o.onProfile
     this.#onError =
       o.onError || ((err) => process.emitWarning(`jsprof-node: request profile failed: ${err && err.message}`))
@@ -295,43 +301,64 @@ class RequestProfiler {
     argument('profileRequests().wrap', 'listener', listener, func())
     const self = this
     return function profiledListener(req, res) {
-      if (!self.#shouldSample()) return listener.apply(this, arguments)
-      const ctx = self.#begin(req, res, () => ({
-        method: req.method,
-        url: req.url,
-        route: undefined,
-        statusCode: res.statusCode,
-      }))
-      return runIn(ctx, listener, this, arguments)
+      // Every request is labelled with its method (node:http knows no route template).
+      if (!self.#labels) return self.#sampled(req, res, listener, this, arguments, undefined)
+      const labels = new RequestLabels(req.method, req)
+      return labels.run(self.#sampled, self, [req, res, listener, this, arguments, undefined])
     }
+  }
+
+  /** Calls `fn.apply(thisArg, args)` as a sampled request's code when this request is sampled. */
+  #sampled(req, res, fn, thisArg, args, info) {
+    if (!this.#shouldSample()) return fn.apply(thisArg, args)
+    const ctx = this.#begin(
+      req,
+      res,
+      info ?? (() => ({ method: req.method, url: req.url, route: undefined, statusCode: res.statusCode })),
+    )
+    return runIn(ctx, fn, thisArg, args)
   }
 
   /** An Express middleware (install it first): `app.use(profiler.express())`. */
   express() {
     return (req, res, next) => {
-      if (!this.#shouldSample()) return next()
       const url = req.originalUrl || req.url
-      const ctx = this.#begin(req, res, () => ({
+      const info = () => ({
         method: req.method,
         url,
         route: req.route && typeof req.route.path === 'string' ? (req.baseUrl || '') + req.route.path : undefined,
         statusCode: res.statusCode,
-      }))
-      return runIn(ctx, next, undefined, [])
+      })
+      if (!this.#labels) return this.#sampled(req, res, next, undefined, [], info)
+      // The route is known when the router matches it (it sets req.route): label from then on.
+      const labels = new RequestLabels(req.method, req)
+      let route
+      Object.defineProperty(req, 'route', {
+        configurable: true,
+        enumerable: true,
+        get: () => route,
+        set(value) {
+          route = value
+          if (value && value.path !== undefined) labels.route((req.baseUrl || '') + String(value.path))
+        },
+      })
+      return labels.run(this.#sampled, this, [req, res, next, undefined, [], info])
     }
   }
 
   /** A Fastify plugin (encapsulation skipped, so it sees every route): `fastify.register(profiler.fastify)`. */
   fastify(instance, _options, done) {
     instance.addHook('onRequest', (request, reply, next) => {
-      if (!this.#shouldSample()) return next()
-      const ctx = this.#begin(request.raw, reply.raw, () => ({
+      const info = () => ({
         method: request.method,
         url: request.url,
         route: (request.routeOptions && request.routeOptions.url) || undefined,
         statusCode: reply.raw.statusCode,
-      }))
-      return runIn(ctx, next, undefined, [])
+      })
+      if (!this.#labels) return this.#sampled(request.raw, reply.raw, next, undefined, [], info)
+      // Fastify knows the route template before the first hook.
+      const labels = new RequestLabels(request.method, request.raw, request.routeOptions && request.routeOptions.url)
+      return labels.run(this.#sampled, this, [request.raw, reply.raw, next, undefined, [], info])
     })
     done()
   }

@@ -7,7 +7,7 @@ const {
   api,
   parse,
   positiveInt,
-  oneOf,
+  byOption,
   usage,
   writeOutput,
   writeStdout,
@@ -38,7 +38,8 @@ as a percentage of the base profile's bytes (a leak is the row that grows, even 
 and --fail-above takes that percentage.
 
 Options:
-      --by <what>          function, package or resource (default: function)
+      --by <what>          function, package or resource (default: function); route: by endpoint
+                           (the requests' route label); label:<key>: by any label
       --top <n>            show the first n rows (default: ${DEFAULT_TOP})
       --fail-above <pct>   exit with status 1 when a row's self share (time in its own code) grew
                            by more than <pct> percentage points (for CI); a caller made slower by
@@ -148,7 +149,7 @@ async function diff(args) {
     process.stdout.write(`${HELP}\n`)
     return 0
   }
-  const by = values.by === undefined ? 'function' : oneOf('diff', 'by', values.by, BY)
+  const by = values.by === undefined ? 'function' : byOption('diff', values.by, BY)
   const top = values.top === undefined ? DEFAULT_TOP : positiveInt('diff', 'top', values.top)
   const failAbove = values['fail-above'] === undefined ? null : parsePct(values['fail-above'])
   if (positionals.length < 2) throw usage('diff', 'expected two profiles: <base> <new>')
@@ -249,7 +250,7 @@ async function diff(args) {
     const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'r', 'l', 'l'])
     if (process.stdout.isTTY && !('NO_COLOR' in process.env)) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
     if (cells.length === 0) lines.push('(no samples)')
-    const summary = `${visible(baseFile)} (${before.total} samples) → ${visible(newFile)} (${after.total} samples), by ${by}; Δ in percentage points of all samples`
+    const summary = `${visible(baseFile)} (${before.total} samples) → ${visible(newFile)} (${after.total} samples), by ${visible(by)}; Δ in percentage points of all samples`
     await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
   }
 

@@ -6,7 +6,7 @@ const {
   api,
   parse,
   positiveInt,
-  oneOf,
+  byOption,
   usage,
   writeStdout,
   formatDuration,
@@ -28,7 +28,8 @@ For a heap profile (jsprof record --heap, HeapProfiler, a .heapprofile from node
 DevTools): which code holds the bytes, sorted by self bytes.
 
 Options:
-      --by <what>    package, function or resource (default: package)
+      --by <what>    package, function or resource (default: package); route: by endpoint (the
+                     requests' route label: which endpoint burns the CPU); label:<key>: by any label
       --top <n>      show the first n rows (default: ${DEFAULT_TOP})
       --json         print JSON ({ file, thread?, by, samples, durationMs, intervalMs, sampledMs, rows,
                      sourceMapsNotUsed }) instead of a table
@@ -65,7 +66,7 @@ async function report(args) {
     process.stdout.write(`${HELP}\n`)
     return 0
   }
-  const by = values.by === undefined ? 'package' : oneOf('report', 'by', values.by, BY)
+  const by = values.by === undefined ? 'package' : byOption('report', values.by, BY)
   const top = values.top === undefined ? DEFAULT_TOP : positiveInt('report', 'top', values.top)
   if (positionals.length === 0) throw usage('report', 'missing the trace file')
   const file = positionals[0]
@@ -87,13 +88,13 @@ async function report(args) {
   }
   const shown =
     rows.length < all.length
-      ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : `${by}s`}`
+      ? `, top ${rows.length} of ${all.length} ${by === 'function' ? 'functions' : by.startsWith('label:') ? 'values' : `${by}s`}`
       : ''
   const summary =
     `${visible(file)}${read.thread ? ` (${read.thread})` : ''}: ${total} samples over ${formatDuration(durationMs)}` +
     (intervalMs > 0 ? ` (every ${intervalMs.toFixed(2)} ms)` : '') +
     (total > 0 ? `, ${formatDuration(sampledMs)} sampled` : '') +
-    `, by ${by}${shown}`
+    `, by ${visible(by)}${shown}`
   const stallLine = read.stall ? `\n${describeStall(read.stall, trace, by, all)}` : ''
   const header = ['self %', 'self ms', 'total %', 'total ms', 'samples', 'kind', 'name (version)']
   const cells = rows.map((row) => [

@@ -28,6 +28,7 @@ fuzz_target!(|input: Input| {
                 .add_chunk(&Arc::new(Chunk {
                     profile,
                     interval_us: *interval_us,
+                    labels: Vec::new(),
                 }))
                 .accepted;
         }

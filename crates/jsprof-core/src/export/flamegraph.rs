@@ -38,6 +38,9 @@ pub struct FlameGraphOptions {
     pub subtitle: Option<String>,
     /// Image width in px; defaults to 1200. Must be 10..=100000. (SVG only: the HTML page fills the window.)
     pub width: Option<u32>,
+    /// Only the samples whose label `key` has `value` (one endpoint: `("route", "GET /users/:id")`; one
+    /// trace: `("trace_id", …)`), each weighing what it weighs in the whole trace. CPU traces only.
+    pub label: Option<(String, String)>,
 }
 
 /// The legend shown as the default subtitle.
@@ -402,7 +405,34 @@ const BOTTOM: f64 = 12.0;
 /// (`label (T ms, N samples, P%; kind: …)`, widths and shares by time), a `<rect>` filled by kind and its label, cut to fit.
 pub fn to_flame_graph(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
-    Ok(draw_svg(&FlameTree::new(trace), options, Unit::Ms))
+    Ok(draw_svg(&tree_of(trace, options), options, Unit::Ms))
+}
+
+/// The tree of a CPU trace, of the samples `options.label` selects when it is given.
+fn tree_of(trace: &ProfilerTrace, options: &FlameGraphOptions) -> FlameTree {
+    let Some((key, value)) = &options.label else {
+        return FlameTree::new(trace);
+    };
+    // Weighed in the whole trace (a sample's gap to the next is the run's, whatever its label), then
+    // the tree of the selected samples alone.
+    let weights = trace.sample_weights();
+    let ext = trace.jsprof.as_ref();
+    let keep: Vec<usize> = (0..trace.samples.len())
+        .filter(|&i| {
+            ext.and_then(|e| e.labels_of(i))
+                .and_then(|l| l.get(key))
+                .is_some_and(|v| v == value)
+        })
+        .collect();
+    let selected = ProfilerTrace {
+        frames: trace.frames.clone(),
+        jsprof: None,
+        resources: trace.resources.clone(),
+        samples: keep.iter().map(|&i| trace.samples[i]).collect(),
+        stacks: trace.stacks.clone(),
+    };
+    let selected_weights: Vec<f64> = keep.iter().map(|&i| weights[i]).collect();
+    FlameTree::weighted(&selected, &selected_weights, None)
 }
 
 /// The SVG of a tree whose weights are `unit`s.
@@ -669,7 +699,7 @@ const HTML_TEMPLATE: &str = include_str!("flamegraph.html");
 /// and source location.
 pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
-    Ok(draw_html(&FlameTree::new(trace), options, Unit::Ms))
+    Ok(draw_html(&tree_of(trace, options), options, Unit::Ms))
 }
 
 /// The HTML page of a tree whose weights are `unit`s.
@@ -766,6 +796,32 @@ fn script_safe_json(json: &str) -> String {
 mod tests {
     use super::*;
     use crate::trace::tests::sample_trace;
+
+    #[test]
+    fn a_label_filter_keeps_only_its_samples_at_their_own_weight() {
+        let trace = crate::trace::tests::labelled_trace();
+        let all = FlameTree::new(&trace);
+        let only_a = tree_of(
+            &trace,
+            &FlameGraphOptions {
+                label: Some(("route".into(), "GET /a".into())),
+                ..Default::default()
+            },
+        );
+        // Samples 0 and 1 (chunk under work under main): their weights in the whole trace.
+        let weights = trace.sample_weights();
+        assert!((only_a.total() - (weights[0] + weights[1])).abs() < 1e-9);
+        assert!(only_a.total() < all.total());
+        let svg = to_flame_graph(
+            &trace,
+            &FlameGraphOptions {
+                label: Some(("route".into(), "nothing".into())),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert!(svg.starts_with("<?xml") || svg.starts_with("<svg"));
+    }
 
     #[test]
     fn draws_frames_with_kind_colours_and_tooltips() {

@@ -225,6 +225,38 @@ pub(crate) struct ChargedStack {
     pub kind: &'static str,
 }
 
+/// The trace's samples grouped by (charged stack, label set): pprof and OTLP write one sample per
+/// group, so samples of two label sets (two routes, two spans) never merge. Returns each group as
+/// `(index into the charged stacks, index into jsprof.labelSets)` in first-seen order, and each
+/// trace sample's group. A trace without labels gets the charged stacks as they are.
+pub(crate) fn labelled_groups(
+    trace: &ProfilerTrace,
+    group_of: &[u32],
+) -> (Vec<(u32, Option<u32>)>, Vec<u32>) {
+    let per_sample = trace
+        .jsprof
+        .as_ref()
+        .filter(|e| e.has_labels())
+        .and_then(|e| e.sample_labels.as_deref());
+    let Some(per_sample) = per_sample else {
+        let groups = group_of.iter().max().map_or(0, |&g| g as usize + 1);
+        return ((0..groups as u32).map(|g| (g, None)).collect(), group_of.to_vec());
+    };
+    let mut index: HashMap<(u32, Option<u32>), u32> = HashMap::new();
+    let mut groups = Vec::new();
+    let out = group_of
+        .iter()
+        .zip(per_sample)
+        .map(|(&g, &label)| {
+            *index.entry((g, label)).or_insert_with(|| {
+                groups.push((g, label));
+                (groups.len() - 1) as u32
+            })
+        })
+        .collect();
+    (groups, out)
+}
+
 /// The distinct stacks of the trace's samples (stackless ones by pseudo-frame), in first-seen order,
 /// and for each sample the index of its stack there (4 bytes a sample, not a list per stack): each
 /// distinct stack's frames are walked once, however many samples it has.

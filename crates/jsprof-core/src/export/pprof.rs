@@ -5,7 +5,10 @@
 //! same stack and labels are merged. Every sample carries the labels `package` and `kind` of the code its
 //! time is charged to, named as `summarize` names its rows (a package's name, or `(app)`, `(node)`,
 //! `(native)`, `(generated, called from …)`; `(idle)`, `(gc)`, `(other)` without a stack), so
-//! `go tool pprof -tagfocus=package=lodash` gives `jsprof report`'s share.
+//! `go tool pprof -tagfocus=package=lodash` gives `jsprof report`'s share. A trace's own labels
+//! (`jsprof.labelSets`: a route, a tenant, `trace_id`/`span_id`/`span_name`) are string labels of
+//! their samples too (`-tagfocus route=GET\ /users/:id`), and samples of different label sets are
+//! never merged; Pyroscope reads them as its dynamic labels (`span_id` as a span profile's).
 //!
 //! The message structs are written by hand from `profile.proto` (field numbers as in
 //! github.com/google/pprof/proto/profile.proto), so no `protoc` is needed to build.
@@ -285,16 +288,18 @@ pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
     // work is the distinct stacks' frames, not every sample's.
     let width = measure.sample_types.len();
     let (stacks, group_of) = super::charged_stacks(trace, &attributions);
-    let mut sample: Vec<Sample> = stacks
+    // Split further by label set: the samples' own labels (a route, a span) beside package and kind.
+    let (groups, group_of) = super::labelled_groups(trace, &group_of);
+    let label_sets = trace
+        .jsprof
+        .as_ref()
+        .and_then(|e| e.label_sets.as_deref())
+        .unwrap_or_default();
+    let mut sample: Vec<Sample> = groups
         .into_iter()
-        .map(|group| Sample {
-            location_id: match group.key {
-                // pprof lists locations leaf first.
-                Ok(_) => group.frames.iter().rev().map(|&f| f as u64 + 1).collect(),
-                Err((p, _)) => vec![pseudo_base + p as u64],
-            },
-            value: vec![0; width],
-            label: vec![
+        .map(|(g, labels)| {
+            let group = &stacks[g as usize];
+            let mut label = vec![
                 Label {
                     key: package_key,
                     str: strings.id(&group.package),
@@ -305,7 +310,27 @@ pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
                     str: strings.id(group.kind),
                     ..Default::default()
                 },
-            ],
+            ];
+            for (k, v) in labels
+                .and_then(|l| label_sets.get(l as usize))
+                .into_iter()
+                .flatten()
+            {
+                label.push(Label {
+                    key: strings.id(k),
+                    str: strings.id(v),
+                    ..Default::default()
+                });
+            }
+            Sample {
+                location_id: match group.key {
+                    // pprof lists locations leaf first.
+                    Ok(_) => group.frames.iter().rev().map(|&f| f as u64 + 1).collect(),
+                    Err((p, _)) => vec![pseudo_base + p as u64],
+                },
+                value: vec![0; width],
+                label,
+            }
         })
         .collect();
     for (i, &g) in group_of.iter().enumerate() {
@@ -351,6 +376,43 @@ mod tests {
     use super::*;
     use crate::trace::tests::sample_trace;
     use std::io::Read;
+
+    #[test]
+    fn a_traces_own_labels_are_string_labels_and_split_samples() {
+        let trace = crate::trace::tests::labelled_trace();
+        let p = to_profile(&trace, &PprofOptions::default());
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        let label = |x: &Sample, key: &str| {
+            x.label
+                .iter()
+                .find(|l| s(l.key) == key)
+                .map(|l| s(l.str).to_owned())
+        };
+        // Samples 0 and 1 share a stack but not a span: two pprof samples.
+        let chunk: Vec<&Sample> = p
+            .sample
+            .iter()
+            .filter(|x| x.location_id == vec![3, 2, 1])
+            .collect();
+        assert_eq!(chunk.len(), 2);
+        assert!(chunk
+            .iter()
+            .all(|x| x.value[0] == 1 && label(x, "route").as_deref() == Some("GET /a")));
+        assert_eq!(label(chunk[0], "span_id").as_deref(), Some("00f067aa0ba902b7"));
+        assert_eq!(label(chunk[0], "package").as_deref(), Some("lodash"));
+        let b = p.sample.iter().find(|x| x.location_id == vec![2, 1]).unwrap();
+        assert_eq!(label(b, "route").as_deref(), Some("GET /b\u{1b}[2J\n"));
+        // Unlabelled samples carry package and kind only; every sample is counted once.
+        let gc = p.sample.iter().find(|x| x.location_id == vec![7]).unwrap();
+        assert_eq!(gc.label.len(), 2);
+        assert_eq!(p.sample.iter().map(|x| x.value[0]).sum::<i64>(), 9);
+        let mut bytes = Vec::new();
+        let gz = to_pprof(&trace, &PprofOptions::default()).unwrap();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut bytes)
+            .unwrap();
+        assert_eq!(Profile::decode(&bytes[..]).unwrap(), p);
+    }
 
     #[test]
     fn encodes_merged_samples_with_labels_and_decodes_back() {

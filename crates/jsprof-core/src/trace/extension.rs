@@ -9,6 +9,10 @@
 //!   [`super::weights`]): the interval the samples were kept at (for a trace with too few samples to
 //!   show V8's rate), and, for a trace cut out of a longer run (a request profile), the contiguous
 //!   windows its samples were kept from.
+//! - `labelSets`, `labelsDropped`, `sampleLabels`: the labels the samples were taken under (see
+//!   [`super::labels`]): a table of distinct label sets, how many samples lost theirs (the recorder's
+//!   cap of distinct sets), and
+//!   one index into the table per sample (`null`: no labels).
 //!
 //! - `stall`: a stall trace's event-loop stall (`watchStalls`): when the loop was last seen turning,
 //!   how long it did not, whether it turned again before the trace was taken, the threshold.
@@ -19,6 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::labels::{check_label_set, LabelSet, MAX_LABEL_SETS};
 use super::validate::MAX_TIMESTAMP_MS;
 use crate::error::{Error, Result};
 
@@ -29,6 +34,13 @@ pub(crate) const MAX_SAMPLE_INTERVAL_MS: f64 = 2_147_483.647;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Extension {
+    /// The distinct label sets the samples were taken under (see [`super::labels`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_sets: Option<Vec<LabelSet>>,
+    /// How many samples lost their labels: their set was one the recorder dropped (past its cap of
+    /// distinct sets), so they carry none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels_dropped: Option<u64>,
     /// The recorded process's id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
@@ -36,6 +48,9 @@ pub struct Extension {
     /// runs to show the rate V8 really delivered (a short request's; see [`super::weights`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_interval: Option<f64>,
+    /// One entry per sample (same order): its index in `labelSets`, or `null` for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_labels: Option<Vec<Option<u32>>>,
     /// For a stall trace: the event-loop stall it shows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stall: Option<Stall>,
@@ -192,7 +207,46 @@ impl Extension {
             }
             previous_end = end;
         }
+        self.validate_labels()
+    }
+
+    /// The label table (at most [`MAX_LABEL_SETS`] sets, each by the label rule) and every sample's
+    /// index in range. That there is one index per sample, the trace checks (it knows its samples).
+    fn validate_labels(&self) -> Result<()> {
+        let sets = self.label_sets.as_deref().unwrap_or_default();
+        if sets.len() > MAX_LABEL_SETS {
+            return Err(Error::range(format!(
+                "jsprof.labelSets holds {} label sets; a trace holds at most {MAX_LABEL_SETS}",
+                sets.len()
+            )));
+        }
+        for (i, set) in sets.iter().enumerate() {
+            check_label_set(set, &format!("jsprof.labelSets[{i}]"))?;
+        }
+        for (i, id) in self.sample_labels.iter().flatten().enumerate() {
+            if let Some(id) = *id {
+                if id as usize >= sets.len() {
+                    return Err(Error::invalid(format!(
+                        "jsprof.sampleLabels[{i}] {id} is out of range (the trace has {} label sets)",
+                        sets.len()
+                    )));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The label set of sample `i`, if it has one.
+    pub fn labels_of(&self, i: usize) -> Option<&LabelSet> {
+        let id = (*self.sample_labels.as_ref()?.get(i)?)?;
+        self.label_sets.as_ref()?.get(id as usize)
+    }
+
+    /// Whether any sample carries labels.
+    pub fn has_labels(&self) -> bool {
+        self.sample_labels
+            .as_ref()
+            .is_some_and(|s| s.iter().any(Option::is_some))
     }
 }
 
@@ -277,6 +331,34 @@ mod tests {
         );
         assert!(with(&many).unwrap_err().message.contains("jsprof.stall.stack"));
         assert_eq!(serde_json::to_string(&trace).unwrap(), text);
+    }
+
+    #[test]
+    fn labels_are_a_table_and_one_index_per_sample() {
+        let t =
+            with(r#"{"labelSets":[{"route":"GET /a","tenant":"x"}],"labelsDropped":2,"sampleLabels":[0]}"#)
+                .unwrap();
+        let ext = t.jsprof.as_ref().unwrap();
+        assert_eq!(ext.labels_of(0).unwrap()["route"], "GET /a");
+        assert!(ext.has_labels());
+        assert_eq!(
+            ProfilerTrace::from_json(&serde_json::to_string(&t).unwrap()).unwrap(),
+            t
+        );
+        assert!(with(r#"{"labelSets":[],"sampleLabels":[null]}"#).is_ok());
+        let message = |jsprof: &str| with(jsprof).unwrap_err().message;
+        assert!(message(r#"{"labelSets":[],"sampleLabels":[0]}"#)
+            .contains("jsprof.sampleLabels[0] 0 is out of range"));
+        assert!(message(r#"{"labelSets":[{"a":"b"}],"sampleLabels":[0,0]}"#)
+            .contains("has 2 entries; the trace has 1"));
+        assert!(message(r#"{"labelSets":[{"a b":"c"}],"sampleLabels":[0]}"#).contains("jsprof.labelSets[0]"));
+        assert!(message(r#"{"labelSets":[{"a":1}],"sampleLabels":[0]}"#).contains("jsprof.labelSets"));
+        assert!(message(r#"{"labelsDropped":-1}"#).contains("jsprof.labelsDropped"));
+        let long = format!(
+            r#"{{"labelSets":[{{"a":"{}"}}],"sampleLabels":[0]}}"#,
+            "v".repeat(1025)
+        );
+        assert_eq!(with(&long).unwrap_err().kind, crate::ErrorKind::Range);
     }
 
     #[test]

@@ -7,11 +7,13 @@
 //! above reads traces through them. It depends on nothing but the error type and the interner.
 
 mod extension;
+pub(crate) mod labels;
 mod validate;
 mod weights;
 
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
 pub use extension::{Clock, Extension, Stall};
+pub use labels::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};
 
@@ -135,11 +137,13 @@ impl ProfilerTrace {
         }
         let mut trace = ProfilerTrace {
             samples: Vec::new(),
-            // The samples keep their times, so what weighs them stays true.
-            jsprof: source.jsprof.clone(),
+            jsprof: None,
             ..tables
         };
         trace.validate()?;
+        // The samples keep their times and their order, so what weighs them and their labels stay
+        // true (the source was validated with them).
+        trace.jsprof = source.jsprof.clone();
         let stacks = trace.stacks.len();
         for (i, s) in source.samples.iter().enumerate() {
             if let Some(id) = s.stack_id {
@@ -178,6 +182,7 @@ pub(crate) struct TraceBuilder {
     frames: Interner<Frame>,
     stacks: Interner<Stack>,
     samples: Vec<TraceSample>,
+    labels: labels::LabelTable,
 }
 
 impl TraceBuilder {
@@ -199,15 +204,34 @@ impl TraceBuilder {
 
     pub(crate) fn push_sample(&mut self, sample: TraceSample) {
         self.samples.push(sample);
+        self.labels.push(None);
     }
 
+    /// Appends a sample taken under `labels`.
+    pub(crate) fn push_labelled_sample(&mut self, sample: TraceSample, labels: Option<&Arc<LabelSet>>) {
+        self.samples.push(sample);
+        self.labels.push(labels);
+    }
+
+    /// The trace; its `jsprof` member holds only the samples' labels (absent when none has any).
     pub(crate) fn finish(self) -> ProfilerTrace {
+        let dropped = self.labels.dropped();
+        let mut jsprof = self
+            .labels
+            .finish()
+            .map_or_else(Extension::default, |(sets, per_sample)| Extension {
+                label_sets: Some(sets),
+                sample_labels: Some(per_sample),
+                ..Extension::default()
+            });
+        jsprof.labels_dropped = (dropped > 0).then_some(dropped);
+        let jsprof = (!jsprof.is_empty()).then_some(jsprof);
         ProfilerTrace {
             resources: self.resources.into_values(),
             frames: self.frames.into_values(),
             stacks: self.stacks.into_values(),
             samples: self.samples,
-            jsprof: None,
+            jsprof,
         }
     }
 }
@@ -295,6 +319,62 @@ pub(crate) mod tests {
             })
             .collect(),
         }
+    }
+
+    #[test]
+    fn new_tables_keep_the_samples_labels() {
+        let mut source = Arc::new(labelled_trace());
+        let mut tables = ProfilerTrace {
+            samples: Vec::new(),
+            jsprof: None,
+            ..(*source).clone()
+        };
+        tables.resources[0] = "file:///src/main.ts".into();
+        let map: Vec<u32> = (0..tables.stacks.len() as u32).collect();
+        let out = ProfilerTrace::with_tables(&mut source, tables, &map).unwrap();
+        out.validate().unwrap();
+        assert_eq!(out.jsprof, labelled_trace().jsprof);
+        assert_eq!(out.resources[0], "file:///src/main.ts");
+    }
+
+    /// [`sample_trace`] with labels: samples 0, 1 (the same stack) of two spans of route `/a`, sample
+    /// 2 of route `/b` with a hostile value and an invalid span context, the rest without labels.
+    pub(crate) fn labelled_trace() -> ProfilerTrace {
+        let mut t = sample_trace();
+        let set = |pairs: &[(&str, &str)]| -> LabelSet {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        let mut sample_labels = vec![None; t.samples.len()];
+        sample_labels[0] = Some(0);
+        sample_labels[1] = Some(1);
+        sample_labels[2] = Some(2);
+        t.jsprof = Some(Extension {
+            label_sets: Some(vec![
+                set(&[
+                    ("route", "GET /a"),
+                    ("span_id", "00f067aa0ba902b7"),
+                    ("span_name", "GET /a"),
+                    ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4736"),
+                ]),
+                set(&[
+                    ("route", "GET /a"),
+                    ("span_id", "00f067aa0ba902b8"),
+                    ("trace_id", "4bf92f3577b34da6a3ce929d0e0e4737"),
+                ]),
+                set(&[
+                    ("route", "GET /b\u{1b}[2J\n"),
+                    ("trace_id", "not hex"),
+                    ("span_id", "0000000000000000"),
+                ]),
+            ]),
+            sample_labels: Some(sample_labels),
+            ..Extension::default()
+        });
+        t.validate().unwrap();
+        t
     }
 
     #[test]

@@ -71,6 +71,15 @@ impl ProfilerTrace {
         check_acyclic(trace)?;
         if let Some(extension) = &trace.jsprof {
             extension.validate()?;
+            if let Some(labels) = &extension.sample_labels {
+                if labels.len() != trace.samples.len() {
+                    return Err(Error::invalid(format!(
+                        "jsprof.sampleLabels has {} entries; the trace has {} samples (one each)",
+                        labels.len(),
+                        trace.samples.len()
+                    )));
+                }
+            }
         }
         for (i, s) in trace.samples.iter().enumerate() {
             if !s.timestamp.is_finite() {

@@ -13,7 +13,16 @@
 //!   its clock time in `timestamps_unix_nano`, in the same order;
 //! - per-sample attributes `jsprof.package` and `jsprof.kind`, charged as `summarize` charges
 //!   (builtins to the code that called them; generated code as `(generated, called from …)`), so a
-//!   backend's "by package" view gives `jsprof report`'s shares.
+//!   backend's "by package" view gives `jsprof report`'s shares;
+//! - the trace's own labels (`jsprof.labelSets`: a route, a tenant, `span_name`) as further string
+//!   attributes of their samples, and a valid span context (labels `trace_id`, 32 hex digits, and
+//!   `span_id`, 16) as the sample's link: `Sample.link_index` into the dictionary's `link_table`
+//!   (whose index 0 is the zero link: no span). Samples of different label sets, so of different
+//!   spans, are different `Sample`s, as the proto requires of a link.
+//!
+//! The proto followed is the vendored `profiles/v1development` (`crates/jsprof-core/proto`:
+//! opentelemetry-proto at commit `ac2c4b5`, the schema of the PyPI `opentelemetry-proto` 1.45.2 whose
+//! official classes the tests decode with).
 //!
 //! Times need the trace's time origin as a Unix epoch (`time_origin_ms`); without it they count from
 //! 1970, as in pprof. The message types are prost's, generated from the vendored official protos
@@ -69,7 +78,7 @@ pub(crate) mod proto {
 
 use proto::{
     any_value, AnyValue, ArrayValue, ExportProfilesServiceRequest, Function, InstrumentationScope, KeyValue,
-    KeyValueAndUnit, Line, Location, Mapping, Profile, ProfilesDictionary, Resource, ResourceProfiles,
+    KeyValueAndUnit, Line, Link, Location, Mapping, Profile, ProfilesDictionary, Resource, ResourceProfiles,
     Sample, ScopeProfiles, Stack, ValueType,
 };
 
@@ -77,6 +86,30 @@ use proto::{
 /// as `summarize` names its rows (`attribution::package_name`, `summary::stackless_row`).
 pub(crate) const PACKAGE_KEY: &str = "jsprof.package";
 pub(crate) const KIND_KEY: &str = "jsprof.kind";
+
+/// The labels that carry a sample's span context (`jsprof.labelSets`): as Grafana's span-profile
+/// clients name them, 32 and 16 lowercase hex digits.
+pub(crate) const TRACE_ID_LABEL: &str = "trace_id";
+pub(crate) const SPAN_ID_LABEL: &str = "span_id";
+
+/// The link of a label set that holds a valid span context (`trace_id` of 32 hex digits, `span_id` of
+/// 16, neither all zeros, as W3C trace context requires); `None` otherwise (the labels stay
+/// attributes).
+fn span_link(labels: &crate::trace::LabelSet) -> Option<Link> {
+    fn hex(s: &str, bytes: usize) -> Option<Vec<u8>> {
+        if s.len() != 2 * bytes || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let out: Vec<u8> = (0..bytes)
+            .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or(0))
+            .collect();
+        out.iter().any(|&b| b != 0).then_some(out)
+    }
+    Some(Link {
+        trace_id: hex(labels.get(TRACE_ID_LABEL)?, 16)?,
+        span_id: hex(labels.get(SPAN_ID_LABEL)?, 8)?,
+    })
+}
 
 /// What the trace does not say itself.
 #[derive(Debug, Clone, Default)]
@@ -368,21 +401,57 @@ pub(crate) fn request_of(
     // One Sample per distinct stack (or pseudo-frame): its identity is its stack and its attributes,
     // which the stack decides.
     let (stacks, group_of) = super::charged_stacks(trace, &attributions);
-    let mut samples: Vec<Sample> = Vec::with_capacity(stacks.len());
-    for group in stacks {
-        stack_table.push(Stack {
-            location_indices: match group.key {
-                // Leaf first, as pprof lists them.
-                Ok(_) => group.frames.iter().rev().map(|&f| f as i32 + 1).collect(),
-                Err((p, _)) => vec![(pseudo_base + p as usize) as i32],
-            },
+    // Split further by label set: samples of two spans are two Samples (the proto gives a Sample one
+    // link), samples of two routes too (attributes are per Sample).
+    let (groups, group_of) = super::labelled_groups(trace, &group_of);
+    let label_sets = trace
+        .jsprof
+        .as_ref()
+        .and_then(|e| e.label_sets.as_deref())
+        .unwrap_or_default();
+    let mut stack_of: Vec<Option<i32>> = vec![None; stacks.len()];
+    let mut link_table = vec![Link::default()];
+    let mut links: HashMap<Link, i32> = HashMap::new();
+    let mut samples: Vec<Sample> = Vec::with_capacity(groups.len());
+    for (g, labels) in groups {
+        let group = &stacks[g as usize];
+        let stack_index = *stack_of[g as usize].get_or_insert_with(|| {
+            stack_table.push(Stack {
+                location_indices: match group.key {
+                    // Leaf first, as pprof lists them.
+                    Ok(_) => group.frames.iter().rev().map(|&f| f as i32 + 1).collect(),
+                    Err((p, _)) => vec![(pseudo_base + p as usize) as i32],
+                },
+            });
+            (stack_table.len() - 1) as i32
         });
+        let mut attribute_indices = vec![
+            attributes.string(package_key, &group.package),
+            attributes.string(kind_key, group.kind),
+        ];
+        let labels = labels.and_then(|l| label_sets.get(l as usize));
+        let mut link_index = 0;
+        if let Some(labels) = labels {
+            let link = span_link(labels);
+            for (k, v) in labels {
+                // A valid span context is the Sample's link, not attributes.
+                if link.is_some() && (k == TRACE_ID_LABEL || k == SPAN_ID_LABEL) {
+                    continue;
+                }
+                let key = s(k);
+                attribute_indices.push(attributes.string(key, v));
+            }
+            if let Some(link) = link {
+                link_index = *links.entry(link.clone()).or_insert_with(|| {
+                    link_table.push(link);
+                    (link_table.len() - 1) as i32
+                });
+            }
+        }
         samples.push(Sample {
-            stack_index: (stack_table.len() - 1) as i32,
-            attribute_indices: vec![
-                attributes.string(package_key, &group.package),
-                attributes.string(kind_key, group.kind),
-            ],
+            stack_index,
+            attribute_indices,
+            link_index,
             ..Default::default()
         });
     }
@@ -452,7 +521,7 @@ pub(crate) fn request_of(
             string_table: strings.into_values(),
             attribute_table: attributes.table,
             stack_table,
-            ..Default::default()
+            link_table,
         }),
     })
 }
@@ -531,6 +600,65 @@ mod tests {
 
     fn decode(bytes: &[u8]) -> ExportProfilesServiceRequest {
         ExportProfilesServiceRequest::decode(bytes).unwrap()
+    }
+
+    #[test]
+    fn span_contexts_are_links_and_other_labels_attributes() {
+        let trace = crate::trace::tests::labelled_trace();
+        let request = decode(&to_otlp_profiles(&trace, &OtlpOptions::default()).unwrap());
+        let dict = request.dictionary.unwrap();
+        let profile = &request.resource_profiles[0].scope_profiles[0].profiles[0];
+        let text = |i: i32| dict.string_table[i as usize].as_str();
+        let attrs = |x: &Sample| -> Vec<(String, String)> {
+            x.attribute_indices
+                .iter()
+                .map(|&a| {
+                    let kv = &dict.attribute_table[a as usize];
+                    let v = match kv.value.as_ref().and_then(|v| v.value.clone()) {
+                        Some(any_value::Value::StringValue(s)) => s,
+                        other => panic!("{other:?}"),
+                    };
+                    (text(kv.key_strindex).to_owned(), v)
+                })
+                .collect()
+        };
+        assert_eq!(dict.link_table[0], Link::default(), "the zero link first");
+        assert_eq!(dict.link_table.len(), 3);
+        assert_eq!(
+            dict.link_table[1].trace_id,
+            [
+                0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47,
+                0x36
+            ]
+        );
+        assert_eq!(
+            dict.link_table[1].span_id,
+            [0, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]
+        );
+        // Two spans of one stack: two Samples, one link each; both have one value (one trace sample).
+        let linked: Vec<&Sample> = profile.samples.iter().filter(|x| x.link_index != 0).collect();
+        assert_eq!(linked.len(), 2);
+        assert_eq!(linked[0].stack_index, linked[1].stack_index);
+        assert_ne!(linked[0].link_index, linked[1].link_index);
+        let a = attrs(linked[0]);
+        assert!(
+            a.contains(&("route".into(), "GET /a".into()))
+                && a.contains(&("span_name".into(), "GET /a".into()))
+        );
+        assert!(!a.iter().any(|(k, _)| k == "trace_id" || k == "span_id"));
+        // An invalid span context (not hex, an all-zero span id) is no link: its labels stay attributes.
+        let b = profile
+            .samples
+            .iter()
+            .find(|x| {
+                attrs(x)
+                    .iter()
+                    .any(|(k, v)| k == "route" && v.starts_with("GET /b"))
+            })
+            .unwrap();
+        assert_eq!(b.link_index, 0);
+        assert!(attrs(b).contains(&("trace_id".into(), "not hex".into())));
+        assert_eq!(profile.samples.iter().map(|x| x.values.len()).sum::<usize>(), 9);
     }
 
     #[test]

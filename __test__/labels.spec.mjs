@@ -1,0 +1,373 @@
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { EventEmitter } from 'node:events'
+import { Readable, Transform, pipeline } from 'node:stream'
+import { readFile } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { Profiler, withLabels, setLabels, getLabels, summarize, toPprof } from 'jsprof-node'
+import { retryCapture, stackNames } from './helpers.mjs'
+import { decodePprof } from './prod-helpers.mjs'
+
+// Sampling-dependent assertions read what the trace says (which label each sample of a known function
+// carries), never timings; a capture whose function got no sample on a loaded machine is retaken.
+
+/** Busy-waits `ms`; each caller below is its own function, so its samples are told apart by name. */
+function spin(ms) {
+  const end = performance.now() + ms
+  let x = 0
+  while (performance.now() < end) x += Math.sqrt(x + 1)
+  return x
+}
+
+/** For each function name: how many of the samples with it on the stack carry each value of `key`. */
+function labelsOf(trace, names, key) {
+  const out = Object.fromEntries(names.map((n) => [n, {}]))
+  const ext = trace.jsprof ?? {}
+  trace.samples.forEach((s, i) => {
+    if (s.stackId === undefined) return
+    const onStack = stackNames(trace, s.stackId)
+    const id = ext.sampleLabels?.[i]
+    const value = id == null ? '(none)' : (ext.labelSets[id][key] ?? '(none)')
+    for (const n of names) if (onStack.includes(n)) out[n][value] = (out[n][value] || 0) + 1
+  })
+  return out
+}
+
+/** Asserts that `name`'s samples (at least one) carry `value` at least `share` of the time. */
+function assertLabelled(counts, name, value, share = 0.95) {
+  const total = Object.values(counts[name]).reduce((a, b) => a + b, 0)
+  assert.ok(total >= 1, `${name}: no sample (retaken)`)
+  const own = counts[name][value] || 0
+  assert.ok(own / total >= share, `${name}: ${own}/${total} samples labelled ${value}: ${JSON.stringify(counts[name])}`)
+}
+
+async function capture(fn) {
+  const p = new Profiler({ sampleInterval: 1, maxBufferSize: 1_000_000 })
+  await fn()
+  return p.stop()
+}
+
+const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+// One function per kind of hand-off: each runs only in the callback that hand-off calls.
+function afterAwait() {
+  return spin(15)
+}
+function inThen() {
+  return spin(15)
+}
+function inTimeout() {
+  return spin(15)
+}
+function inImmediate() {
+  return spin(15)
+}
+function inNextTick() {
+  return spin(15)
+}
+function inEmitterListener() {
+  return spin(15)
+}
+function inStream() {
+  return spin(15)
+}
+function inFsCallback() {
+  return spin(15)
+}
+function outside() {
+  return spin(15)
+}
+
+const HANDOFFS = {
+  afterAwait: async () => {
+    await wait(1)
+    afterAwait()
+  },
+  inThen: () => Promise.resolve().then(inThen),
+  inTimeout: () => new Promise((resolve) => setTimeout(() => resolve(inTimeout()), 1)),
+  inImmediate: () => new Promise((resolve) => setImmediate(() => resolve(inImmediate()))),
+  inNextTick: () => new Promise((resolve) => process.nextTick(() => resolve(inNextTick()))),
+  // An emitter whose event fires later, from an async resource created in the labelled code.
+  inEmitterListener: () =>
+    new Promise((resolve) => {
+      const e = new EventEmitter()
+      e.on('go', () => resolve(inEmitterListener()))
+      setTimeout(() => e.emit('go'), 1)
+    }),
+  inStream: () =>
+    new Promise((resolve, reject) => {
+      const t = new Transform({
+        transform(chunk, _enc, cb) {
+          inStream()
+          cb(null, chunk)
+        },
+      })
+      pipeline(Readable.from(['a', 'b']), t, (err) => (err ? reject(err) : resolve()))
+      t.resume()
+    }),
+  inFsCallback: () => new Promise((resolve) => readFile(fileURLToPath(import.meta.url), () => resolve(inFsCallback()))),
+}
+
+test('labels follow every kind of async hand-off', async () => {
+  const names = Object.keys(HANDOFFS)
+  await retryCapture(5, async () => {
+    const trace = await capture(async () => {
+      for (const [name, run] of Object.entries(HANDOFFS)) await withLabels({ handoff: name }, run)
+      outside()
+    })
+    const counts = labelsOf(trace, [...names, 'outside'], 'handoff')
+    for (const name of names) assertLabelled(counts, name, name)
+    assertLabelled(counts, 'outside', '(none)')
+  })
+})
+
+function routeA() {
+  return spin(6)
+}
+function routeB() {
+  return spin(6)
+}
+
+test('concurrent labelled requests never get each other’s labels', async () => {
+  await retryCapture(5, async () => {
+    const trace = await capture(async () => {
+      const request = (route, work) =>
+        withLabels({ route }, async () => {
+          for (let i = 0; i < 6; i++) {
+            work()
+            await wait(Math.random() * 3)
+          }
+        })
+      const all = []
+      for (let i = 0; i < 4; i++) all.push(request('/a', routeA), request('/b', routeB))
+      await Promise.all(all)
+    })
+    const counts = labelsOf(trace, ['routeA', 'routeB'], 'route')
+    assertLabelled(counts, 'routeA', '/a')
+    assertLabelled(counts, 'routeB', '/b')
+    // The summary by route shows both, and every sample once.
+    const rows = summarize(trace, { by: 'label:route' })
+    assert.deepEqual(
+      rows.map((r) => r.name).sort(),
+      ['(no route)', '/a', '/b'].filter((n) => rows.some((r) => r.name === n)).sort(),
+    )
+    assert.equal(
+      rows.reduce((a, r) => a + r.selfSamples, 0),
+      trace.samples.length,
+    )
+  })
+})
+
+function beforeSet() {
+  return spin(15)
+}
+function afterSet() {
+  return spin(15)
+}
+
+test('setLabels adds to the current labels for the rest of the code and what it starts', async () => {
+  await retryCapture(5, async () => {
+    let inside
+    let after
+    const trace = await capture(() =>
+      withLabels({ route: '/r' }, async () => {
+        beforeSet()
+        await wait(1)
+        setLabels({ tenant: 'acme' })
+        inside = getLabels()
+        await wait(1)
+        afterSet()
+      }).then(() => {
+        after = getLabels()
+      }),
+    )
+    assert.deepEqual(inside, { route: '/r', tenant: 'acme' })
+    assert.ok(Object.isFrozen(inside))
+    assert.deepEqual(after, {})
+    const counts = labelsOf(trace, ['beforeSet', 'afterSet'], 'tenant')
+    assertLabelled(counts, 'afterSet', 'acme')
+    assertLabelled(counts, 'beforeSet', '(none)')
+  })
+})
+
+test('withLabels nests, returns what fn returns, and passes its arguments', () => {
+  const got = withLabels(
+    { a: '1' },
+    (x, y) => {
+      assert.deepEqual(getLabels(), { a: '1' })
+      return withLabels({ b: '2', a: '3' }, () => getLabels()) && [x, y, getLabels()]
+    },
+    'x',
+    'y',
+  )
+  assert.deepEqual(got, ['x', 'y', { a: '1' }])
+  assert.deepEqual(getLabels(), {})
+  assert.throws(
+    () =>
+      withLabels({ a: '1' }, () => {
+        throw new Error('boom')
+      }),
+    /boom/,
+  )
+  assert.deepEqual(getLabels(), {})
+})
+
+test('hostile labels: clear errors for what breaks the rule, well-formed exports for any text', async () => {
+  assert.throws(() => withLabels(null, () => {}), {
+    name: 'TypeError',
+    message: /withLabels: labels must be an object/,
+  })
+  assert.throws(() => withLabels({ a: 1 }, () => {}), {
+    name: 'TypeError',
+    message: /the value of label "a" must be a string/,
+  })
+  assert.throws(() => withLabels({ a: 'b' }), { name: 'TypeError', message: /fn must be a function/ })
+  assert.throws(() => setLabels({ 'bad key': 'v' }), { name: 'TypeError', message: /setLabels: .*label key/ })
+  assert.throws(
+    () => setLabels({ '\u001b[2J': 'v' }),
+    (err) => err.name === 'TypeError' && err.message.includes('\\x1b'),
+  )
+  assert.throws(() => setLabels({ k: 'v'.repeat(1025) }), { name: 'RangeError' })
+  const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))
+  assert.throws(() => setLabels(many), { name: 'RangeError', message: /at most 32 labels/ })
+  assert.deepEqual(getLabels(), {}, 'a refused setLabels changes nothing')
+
+  const hostile = 'a\u0000b\u001b[31m\n\ud800\u202e'
+  function hostileWork() {
+    return spin(20)
+  }
+  await retryCapture(5, async () => {
+    const trace = await capture(() => withLabels({ route: hostile }, async () => hostileWork()))
+    const counts = labelsOf(trace, ['hostileWork'], 'route')
+    const values = Object.keys(counts.hostileWork)
+    assert.ok(values.length >= 1, 'a sample of hostileWork')
+    // The lone surrogate becomes U+FFFD (well-formed UTF-8 everywhere); every other character stays.
+    assert.ok(values.includes('a\u0000b\u001b[31m\n\ufffd\u202e'), JSON.stringify(values))
+    // Through JSON and into pprof: decodable, the label as a valid UTF-8 string.
+    const back = JSON.parse(JSON.stringify(trace))
+    const { profile } = decodePprof(Buffer.from(toPprof(back)))
+    const strings = profile.stringTable.strings
+    assert.ok(strings.includes('a\u0000b\u001b[31m\n\ufffd\u202e'))
+  })
+})
+
+test('traces refuse labels that break the rule or do not fit their samples', () => {
+  const trace = (jsprof) => ({ frames: [], jsprof, resources: [], samples: [{ timestamp: 1 }], stacks: [] })
+  assert.throws(() => summarize(trace({ labelSets: [], sampleLabels: [0] }), { by: 'label:route' }), {
+    name: 'TypeError',
+    message: /sampleLabels\[0\] 0 is out of range/,
+  })
+  assert.throws(() => summarize(trace({ labelSets: [{ a: 'b' }], sampleLabels: [0, 0] })), /one each/)
+  assert.throws(() => summarize(trace({ labelSets: [{ 'a b': 'c' }], sampleLabels: [0] })), { name: 'TypeError' })
+  assert.throws(() => summarize(trace({}), { by: 'label:not a key' }), {
+    name: 'TypeError',
+    message: /summarize: .*label key/,
+  })
+  assert.throws(() => summarize(trace({}), { by: 'labels' }), { name: 'RangeError', message: /'label:<key>'/ })
+  const rows = summarize(trace({ labelSets: [{ route: '/x' }], sampleLabels: [0] }), { by: 'label:route' })
+  assert.deepEqual(
+    rows.map((r) => [r.name, r.kind, r.selfSamples]),
+    [['/x', 'label', 1]],
+  )
+})
+
+test('past the cap of distinct label sets, new sets are dropped and counted in the trace', () => {
+  // The registry is process-wide: a child process of its own.
+  const script = `
+    const { Profiler, withLabels } = require(${JSON.stringify(fileURLToPath(new URL('..', import.meta.url)))})
+    const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+    ;(async () => {
+      for (let i = 0; i < 65536; i++) withLabels({ id: String(i) }, () => {})
+      const p = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+      for (let i = 0; i < 5 && true; i++) withLabels({ id: 'past the cap' }, () => spin(20))
+      const t = await p.stop()
+      console.log(JSON.stringify({ dropped: t.jsprof?.labelsDropped ?? 0, sets: t.jsprof?.labelSets ?? [], samples: t.samples.length }))
+    })()
+  `
+  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+  assert.equal(child.status, 0, child.stderr)
+  const out = JSON.parse(child.stdout)
+  assert.deepEqual(out.sets, [])
+  assert.ok(out.samples === 0 || out.dropped >= 1, child.stdout)
+})
+
+function chunkWork() {
+  return spin(15)
+}
+
+test('continuous chunks carry labels', async () => {
+  const { startContinuous } = await import('jsprof-node')
+  await retryCapture(5, async () => {
+    const chunks = []
+    const handle = startContinuous({ sampleInterval: 1, chunkSeconds: 60, onChunk: (c) => chunks.push(c) })
+    await withLabels({ tenant: 'acme' }, async () => {
+      for (let i = 0; i < 4; i++) {
+        chunkWork()
+        await wait(1)
+      }
+    })
+    await handle.stop()
+    const counts = { chunkWork: {} }
+    for (const c of chunks) {
+      const one = labelsOf(c.trace, ['chunkWork'], 'tenant').chunkWork
+      for (const [k, v] of Object.entries(one)) counts.chunkWork[k] = (counts.chunkWork[k] || 0) + v
+    }
+    assertLabelled(counts, 'chunkWork', 'acme')
+  })
+})
+
+test('jsprof record carries the app’s labels into its trace file', async () => {
+  const fs = await import('node:fs')
+  const os = await import('node:os')
+  const path = await import('node:path')
+  const root = fileURLToPath(new URL('..', import.meta.url))
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-labels-record-'))
+  const app = path.join(dir, 'app.js')
+  fs.writeFileSync(
+    app,
+    `const { withLabels } = require(${JSON.stringify(root)})
+     function recordedWork() { const end = performance.now() + 15; let x = 0; while (performance.now() < end) x += Math.sqrt(x + 1); return x }
+     ;(async () => {
+       for (let i = 0; i < 20; i++) await withLabels({ job: 'nightly' }, async () => { recordedWork(); await new Promise((r) => setTimeout(r, 1)) })
+     })()`,
+  )
+  await retryCapture(3, async () => {
+    const out = path.join(dir, 'trace.json')
+    const r = spawnSync(
+      process.execPath,
+      [path.join(root, 'bin', 'jsprof.js'), 'record', '-o', out, '--', process.execPath, app],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    )
+    assert.equal(r.status, 0, r.stderr)
+    const trace = JSON.parse(fs.readFileSync(out, 'utf8'))
+    assertLabelled(labelsOf(trace, ['recordedWork'], 'job'), 'recordedWork', 'nightly')
+  })
+})
+
+test('the flame graph of one label value holds only its samples', async () => {
+  const { toFlameGraph } = await import('jsprof-node')
+  const trace = {
+    frames: [{ name: 'alphaPath' }, { name: 'betaPath' }],
+    jsprof: { labelSets: [{ route: '/a' }, { route: '/b' }], sampleLabels: [0, 1, 0, null] },
+    resources: [],
+    samples: [
+      { stackId: 0, timestamp: 1 },
+      { stackId: 1, timestamp: 2 },
+      { stackId: 0, timestamp: 3 },
+      { stackId: 1, timestamp: 4 },
+    ],
+    stacks: [{ frameId: 0 }, { frameId: 1 }],
+  }
+  for (const format of ['svg', 'html']) {
+    const a = toFlameGraph(trace, { format, label: { route: '/a' } })
+    assert.ok(a.includes('alphaPath') && !a.includes('betaPath'), format)
+    const all = toFlameGraph(trace, { format })
+    assert.ok(all.includes('alphaPath') && all.includes('betaPath'), format)
+  }
+  assert.throws(() => toFlameGraph(trace, { label: { route: 1 } }), { name: 'TypeError', message: /options\.label/ })
+  assert.throws(() => toFlameGraph(trace, { label: { a: 'x', b: 'y' } }), { name: 'TypeError' })
+})

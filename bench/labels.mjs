@@ -1,0 +1,61 @@
+// Labels' cost per context switch (docs/bench.md#labels-on-every-request): a loop of `await`s, plain
+// (labels never used: no async hook) and inside withLabels (the hook records each change of label
+// set), each in a child process of its own, modes alternated over rounds; ns per await (median) and
+// the heap growth per await (the ring is preallocated: a context switch allocates nothing of ours).
+//
+//   node bench/labels.mjs [--awaits 200000] [--rounds 5]
+
+import { spawnSync } from 'node:child_process'
+import os from 'node:os'
+import { fileURLToPath } from 'node:url'
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : fallback
+}
+const AWAITS = Number(arg('awaits', 200_000))
+const ROUNDS = Number(arg('rounds', 5))
+const mode = arg('mode', null)
+
+async function awaits(n) {
+  let x = 0
+  // Two async functions awaiting each other: each await switches between two label contexts' code.
+  const inner = async (i) => i
+  for (let i = 0; i < n; i++) x += await inner(i)
+  return x
+}
+
+if (mode !== null) {
+  const { withLabels } = await import('../index.js')
+  const run = mode === 'labelled' ? () => withLabels({ route: 'GET /users/:id' }, awaits, AWAITS) : () => awaits(AWAITS)
+  await run() // warm-up
+  globalThis.gc()
+  const heap = process.memoryUsage().heapUsed
+  const start = process.hrtime.bigint()
+  await run()
+  const ns = Number(process.hrtime.bigint() - start)
+  const grown = process.memoryUsage().heapUsed - heap
+  process.stdout.write(JSON.stringify({ nsPerAwait: ns / AWAITS, heapBytesPerAwait: grown / AWAITS }))
+} else {
+  const self = fileURLToPath(import.meta.url)
+  const results = { plain: [], labelled: [] }
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const m of Object.keys(results)) {
+      const child = spawnSync(process.execPath, ['--expose-gc', self, '--mode', m, '--awaits', String(AWAITS)], {
+        encoding: 'utf8',
+      })
+      if (child.status !== 0) throw new Error(child.stderr)
+      results[m].push(JSON.parse(child.stdout))
+    }
+  }
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  console.log(
+    `# ${AWAITS} awaits x ${ROUNDS} rounds, Node ${process.version}, load average ${os.loadavg()[0].toFixed(2)}`,
+  )
+  for (const [name, rs] of Object.entries(results)) {
+    const ns = rs.map((r) => r.nsPerAwait)
+    console.log(
+      `${name.padEnd(9)} ${median(ns).toFixed(1)} ns/await (${ns.map((x) => x.toFixed(0)).join(' ')}), heap ${median(rs.map((r) => r.heapBytesPerAwait)).toFixed(2)} B/await`,
+    )
+  }
+}

@@ -1,0 +1,376 @@
+'use strict'
+// Labels on samples, the JS half: `withLabels(labels, fn)` runs fn with labels, `setLabels(labels)`
+// adds labels to the code running now and what it starts from here on, `getLabels()` reads them.
+//
+// Propagation: an AsyncLocalStorage holds the id of the current label set (a number: nothing is
+// allocated per async resource beyond what AsyncLocalStorage itself does), so the labels follow
+// promises, `await`, timers, event emitters' async resources and streams as Node's async context does.
+//
+// Samples: V8's sampler cannot read JS state, so the thread records *when* its label set changes:
+// an async hook's `before`/`after` (every callback of an async resource, promise reactions included)
+// compares the id of the context it enters or returns to with the last one recorded and, when it
+// differs, writes (time on V8's sample clock, id) into a preallocated ring of typed arrays — no
+// allocation per context switch. The ring goes to Rust when it is full and before each harvest
+// (flushLabels, called by the sampler), and Rust gives each harvested sample the set current at its
+// time (src/labels.rs, jsprof-core Chunk::label_samples). So labels reach every consumer of the
+// sampler: Profiler traces, continuous chunks, request profiles, `jsprof record`.
+//
+// Label sets are interned once each (the native registry checks the label rule, jsprof-core
+// trace/labels.rs: keys as label names, bounded counts and lengths; and caps the number of distinct
+// sets: past it a set's samples carry no labels and the trace counts them in `jsprof.labelsDropped`).
+
+const { AsyncLocalStorage, createHook } = require('node:async_hooks')
+const { promiseHooks } = require('node:v8')
+const { performance } = require('node:perf_hooks')
+const { binding, callNative } = require('./native')
+const { timeOriginUs } = require('./clock')
+const { describe } = require('./args')
+
+/** The native registry's id of a set it could not keep (past its cap). */
+const DROPPED = 0xffffffff
+/** Ring capacity (changes between two flushes). 12 bytes each. */
+const RING = 16_384
+/** Depth of nested callbacks tracked (deeper ones return to "no labels"). */
+const STACK = 1024
+
+const storage = new AsyncLocalStorage()
+const originUs = timeOriginUs()
+const now = () => performance.now() * 1000 + originUs
+
+const times = new Float64Array(RING)
+const ids = new Uint32Array(RING)
+let filled = 0
+/** The id last recorded: the set current on the thread as the timeline says. */
+let recorded = 0
+
+const stack = new Uint32Array(STACK)
+let depth = 0
+
+/** The registered sets: id -> frozen labels object; canonical text -> id. */
+const setsById = new Map()
+const idsByText = new Map()
+/** Transient sets (one per request with a span): id -> frozen labels, the oldest let go past the cap. */
+const transientSets = new Map()
+const MAX_TRANSIENT = 65_536
+
+/** The labels of set `id` (undefined for none or an unknown one). */
+const labelsOfId = (id) => setsById.get(id) ?? transientSets.get(id)
+
+function record(id) {
+  if (id === recorded) return
+  recorded = id
+  if (filled === RING) flushLabels()
+  times[filled] = now()
+  ids[filled] = id
+  filled++
+}
+
+/** Hands the ring to Rust (the sampler calls it before every harvest). */
+function flushLabels() {
+  if (filled === 0) return
+  const n = filled
+  filled = 0
+  binding.labelTransitions(times, ids, n)
+}
+
+const currentId = () => storage.getStore() ?? 0
+
+/** Entering a callback: remember the set we return to, record the callback's. */
+function enter(id) {
+  if (depth < STACK) stack[depth] = recorded
+  depth++
+  record(id)
+}
+/** Leaving it: back to the set recorded before it. */
+function leave() {
+  if (depth > 0) depth--
+  record(depth < STACK ? stack[depth] : 0)
+}
+
+/**
+ * Whether an async hook can leave promises out (`trackPromises: false`: Node 24.21+ and 26, not 20 or
+ * 22): then promise reactions are followed with V8's promise hooks, cheaper per await than the async
+ * hook's promise wrappers (the request tracker's finding, lib/api/requests/context.js).
+ */
+function promiseAware() {
+  if (typeof promiseHooks?.createHook !== 'function') return false
+  let sawPromise = false
+  const probe = createHook({
+    init(asyncId, type) {
+      if (type === 'PROMISE') sawPromise = true
+    },
+    trackPromises: false,
+  })
+  probe.enable()
+  Promise.resolve().then(() => {})
+  probe.disable()
+  return !sawPromise
+}
+
+let hook = null
+function enableTracking() {
+  if (hook !== null) return
+  const callbacks = {
+    before() {
+      enter(currentId())
+    },
+    after: leave,
+  }
+  if (promiseAware()) {
+    hook = createHook({ ...callbacks, trackPromises: false })
+    promiseHooks.createHook({ before: () => enter(currentId()), after: leave })
+  } else {
+    hook = createHook(callbacks)
+  }
+  hook.enable()
+  // An uncaught exception skips the `after` of every callback it unwinds (Node clears its async
+  // stack): back to the event loop, no labels.
+  process.on('uncaughtExceptionMonitor', () => {
+    depth = 0
+    record(0)
+  })
+}
+
+/** The id of `labels` (a plain object of string values) merged over the set `baseId`. */
+function idOf(what, labels, baseId) {
+  if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
+    throw new TypeError(`${what}: labels must be an object of label names to string values, got ${describe(labels)}`)
+  }
+  const merged = baseId > 0 && baseId !== DROPPED ? { ...labelsOfId(baseId) } : {}
+  for (const key of Object.keys(labels)) {
+    const value = labels[key]
+    if (typeof value !== 'string') {
+      throw new TypeError(`${what}: the value of label ${JSON.stringify(key)} must be a string, got ${describe(value)}`)
+    }
+    merged[key] = value
+  }
+  const keys = Object.keys(merged).sort()
+  const values = keys.map((k) => merged[k])
+  // A set with a span context is one request's: transient, not interned for good.
+  if (merged.span_id !== undefined) return internTransient(what, keys, values)
+  const text = JSON.stringify([keys, values])
+  const known = idsByText.get(text)
+  if (known !== undefined) return known
+  const id = callNative(() => {
+    try {
+      return binding.internLabels(keys, values)
+    } catch (err) {
+      if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', `: ${what}: `)
+      throw err
+    }
+  })
+  // A dropped set is not remembered: the registry is full, and this map must not grow past it.
+  if (id !== DROPPED) {
+    idsByText.set(text, id)
+    if (id !== 0) setsById.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
+  }
+  return id
+}
+
+/** A transient set's id (see src/labels.rs), remembered here among the last MAX_TRANSIENT. */
+function internTransient(what, keys, values) {
+  const id = callNative(() => {
+    try {
+      return binding.internTransientLabels(keys, values)
+    } catch (err) {
+      if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', `: ${what}: `)
+      throw err
+    }
+  })
+  if (id === 0) return 0
+  if (transientSets.size >= MAX_TRANSIENT) transientSets.delete(transientSets.keys().next().value)
+  transientSets.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
+  return id
+}
+
+/**
+ * Runs `fn(...args)` with `labels` added to the labels current now: every sample taken while it, or
+ * anything it starts, runs carries them. Returns what fn returns (a promise stays labelled to the end).
+ */
+function withLabels(labels, fn, ...args) {
+  if (typeof fn !== 'function') throw new TypeError(`withLabels: fn must be a function, got ${describe(fn)}`)
+  const id = idOf('withLabels', labels, currentId())
+  enableTracking()
+  const previous = recorded
+  record(id)
+  try {
+    return storage.run(id, fn, ...args)
+  } finally {
+    record(previous)
+  }
+}
+
+/**
+ * Adds `labels` to the labels of the code running now and of everything it starts from here on (as
+ * AsyncLocalStorage.enterWith does): e.g. the route, once a router knows it.
+ */
+function setLabels(labels) {
+  const id = idOf('setLabels', labels, currentId())
+  enableTracking()
+  storage.enterWith(id)
+  record(id)
+}
+
+/** The labels current now (a frozen object; empty when none). */
+function getLabels() {
+  const id = currentId()
+  return labelsOfId(id) ?? Object.freeze({})
+}
+
+// ---- For the request integrations (lib/api/requests): every request labelled with its route ----
+
+/** Request label sets by `method route`: a handful of distinct routes, so a plain cache. */
+const requestIds = new Map()
+/** Past this many distinct (method, route) pairs, new ones are labelled by method only. */
+const MAX_REQUEST_SETS = 10_000
+
+/**
+ * The id of `{ method, route: 'GET /users/:id' }` (route omitted when `template` is undefined). Never
+ * throws: a method or template the label rule refuses (too long) labels by what is valid, or not at all.
+ */
+function requestLabelsId(method, template) {
+  const m = typeof method === 'string' ? method : ''
+  const key = template === undefined ? m : `${m} ${template}`
+  let id = requestIds.get(key)
+  if (id !== undefined) return id
+  const labels = template === undefined ? { method: m } : { method: m, route: key }
+  try {
+    id = idOf('requests', labels, 0)
+  } catch {
+    id = template === undefined ? 0 : requestLabelsId(method, undefined)
+  }
+  if (requestIds.size < MAX_REQUEST_SETS) requestIds.set(key, id)
+  return id
+}
+
+/** Runs `fn.apply(thisArg, args)` with the label set `id` (0: none), as withLabels does. */
+function runWithLabelsId(id, fn, thisArg, args) {
+  enableTracking()
+  const previous = recorded
+  record(id)
+  try {
+    return storage.run(id, Reflect.apply, fn, thisArg, args)
+  } finally {
+    record(previous)
+  }
+}
+
+// ---- Span profiles: the local root span of the request, when OpenTelemetry is there ----
+
+/** @opentelemetry/api when the app can load it (an optional peer, looked up once), else null. */
+let otel
+function openTelemetry() {
+  if (otel === undefined) {
+    try {
+      otel = require('@opentelemetry/api')
+    } catch {
+      otel = null
+    }
+  }
+  return otel
+}
+
+/**
+ * The context key under which @opentelemetry/instrumentation-http keeps the request's server span
+ * (`@opentelemetry/core`'s RPC metadata; createContextKey makes keys with Symbol.for): the local root
+ * span of an incoming request, whatever child span is active where the integration runs.
+ */
+const RPC_METADATA = Symbol.for('OpenTelemetry SDK Context Key RPC_METADATA')
+
+/** The attribute that tells Grafana a span has a profile (its value: the span id). */
+const PROFILE_ID_ATTRIBUTE = 'pyroscope.profile.id'
+
+/**
+ * `{ trace_id, span_id, span_name? }` of the local root span active now (the request's server span,
+ * else the active span), and the attribute `pyroscope.profile.id` set on it; null without
+ * OpenTelemetry or a valid span. Never throws: a tracer's odd span is ignored.
+ */
+function rootSpanLabels() {
+  const api = openTelemetry()
+  if (api === null) return null
+  try {
+    const active = api.context.active()
+    const rpc = active.getValue(RPC_METADATA)
+    const span = (rpc && rpc.span) || api.trace.getSpan(active)
+    if (!span || typeof span.spanContext !== 'function') return null
+    const sc = span.spanContext()
+    if (!api.isSpanContextValid(sc)) return null
+    const labels = { trace_id: sc.traceId, span_id: sc.spanId }
+    if (typeof span.name === 'string' && span.name !== '') labels.span_name = span.name
+    if (typeof span.setAttribute === 'function') span.setAttribute(PROFILE_ID_ATTRIBUTE, sc.spanId)
+    return labels
+  } catch {
+    return null
+  }
+}
+
+/** The id of a request's labels with its span's (a transient set: one per request). Never throws. */
+function spanLabelsId(method, template, span) {
+  const labels = { method: typeof method === 'string' ? method : '', ...span }
+  if (template !== undefined) labels.route = `${labels.method} ${template}`
+  const keys = Object.keys(labels).sort()
+  const values = keys.map((k) => labels[k])
+  try {
+    return internTransient('requests', keys, values)
+  } catch {
+    return requestLabelsId(method, template)
+  }
+}
+
+/**
+ * A request's labels: `id` now, and `route(template)` once the router knows the route; with
+ * OpenTelemetry, the span context of the request's local root span too. The request's own events
+ * (body 'data'/'end', which Node emits in the connection's async context, not the request's) run with
+ * them (the emitter stays wrapped for the request's life: it is the request's own object).
+ */
+class RequestLabels {
+  id
+  #method
+  #span
+
+  /** `template`: the route template when it is known from the start (Fastify). */
+  constructor(method, emitter, template) {
+    this.#method = method
+    this.#span = rootSpanLabels()
+    this.id = this.#idOf(typeof template === 'string' ? template : undefined)
+    const self = this
+    const emit = emitter.emit
+    emitter.emit = function labelledEmit(event, ...args) {
+      // An event nobody listens to runs no code: no context to enter.
+      if (this.listenerCount(event) === 0) return emit.call(this, event, ...args)
+      return runWithLabelsId(self.id, emit, this, [event, ...args])
+    }
+  }
+
+  #idOf(template) {
+    return this.#span === null
+      ? requestLabelsId(this.#method, template)
+      : spanLabelsId(this.#method, template, this.#span)
+  }
+
+  /**
+   * The router matched `template` (inside run()): the request, and the code running now, carry it
+   * from here on.
+   */
+  route(template) {
+    if (typeof template !== 'string') return
+    this.id = this.#idOf(template)
+    storage.enterWith(this.id)
+    record(this.id)
+  }
+
+  run(fn, thisArg, args) {
+    return runWithLabelsId(this.id, fn, thisArg, args)
+  }
+}
+
+module.exports = {
+  withLabels,
+  setLabels,
+  getLabels,
+  flushLabels,
+  DROPPED,
+  RequestLabels,
+  requestLabelsId,
+  rootSpanLabels,
+}
