@@ -25,6 +25,7 @@ const { performance } = require('node:perf_hooks')
 const { binding, callNative } = require('./native')
 const { timeOriginUs } = require('./clock')
 const { describe } = require('./args')
+const { promiseHooksInstead } = require('./promise-hooks')
 
 /** The native registry's id of a set it could not keep (past its cap). */
 const DROPPED = 0xffffffff
@@ -87,26 +88,6 @@ function leave() {
   record(depth < STACK ? stack[depth] : 0)
 }
 
-/**
- * Whether an async hook can leave promises out (`trackPromises: false`: Node 24.21+ and 26, not 20 or
- * 22): then promise reactions are followed with V8's promise hooks, cheaper per await than the async
- * hook's promise wrappers (the request tracker's finding, lib/api/requests/context.js).
- */
-function promiseAware() {
-  if (typeof promiseHooks?.createHook !== 'function') return false
-  let sawPromise = false
-  const probe = createHook({
-    init(asyncId, type) {
-      if (type === 'PROMISE') sawPromise = true
-    },
-    trackPromises: false,
-  })
-  probe.enable()
-  Promise.resolve().then(() => {})
-  probe.disable()
-  return !sawPromise
-}
-
 let hook = null
 function enableTracking() {
   if (hook !== null) return
@@ -116,7 +97,7 @@ function enableTracking() {
     },
     after: leave,
   }
-  if (promiseAware()) {
+  if (promiseHooksInstead()) {
     hook = createHook({ ...callbacks, trackPromises: false })
     promiseHooks.createHook({ before: () => enter(currentId()), after: leave })
   } else {

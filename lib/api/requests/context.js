@@ -20,6 +20,7 @@ const { createHook, executionAsyncResource } = require('node:async_hooks')
 const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
 const { timeOriginUs } = require('../../clock')
+const { promiseHooksInstead } = require('../../promise-hooks')
 
 /** The slot on async resources (and promises) holding the context of the request that created them. */
 const kContext = Symbol('jsprof-node request context')
@@ -115,34 +116,14 @@ const callbacks = {
   },
 }
 
-/**
- * Promises are most of the async callbacks of an async handler (every `await`), and Node's async
- * hooks track them through wrappers that allocate async ids and push Node's own context stack for
- * each. Where Node lets a hook opt out of promises (`trackPromises: false`: Node 24.21 and 26 here,
- * not 20 or 22), the tracker does so and follows promises with V8's promise hooks directly (cheaper per await,
- * see bench/server/micro.js); elsewhere (Node 20, 22) the async hook sees promises as resources.
- */
-function promiseAware() {
-  let sawPromise = false
-  const probe = createHook({
-    init(asyncId, type) {
-      if (type === 'PROMISE') sawPromise = true
-    },
-    trackPromises: false,
-  })
-  probe.enable()
-  Promise.resolve().then(() => {})
-  probe.disable()
-  return !sawPromise
-}
-
 let hook = null
 let stopPromiseHooks = null
 let usesPromiseHooks = false
 
 function enableHooks() {
   if (hook === null) {
-    usesPromiseHooks = typeof promiseHooks?.createHook === 'function' && promiseAware()
+    // Where an async hook can leave promises out, the tracker follows them with V8's promise hooks.
+    usesPromiseHooks = promiseHooksInstead()
     hook = createHook(usesPromiseHooks ? { ...callbacks, trackPromises: false } : callbacks)
   }
   hook.enable()
