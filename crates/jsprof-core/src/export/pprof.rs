@@ -290,11 +290,7 @@ pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
     let (stacks, group_of) = super::charged_stacks(trace, &attributions);
     // Split further by label set: the samples' own labels (a route, a span) beside package and kind.
     let (groups, group_of) = super::labelled_groups(trace, &group_of);
-    let label_sets = trace
-        .jsprof
-        .as_ref()
-        .and_then(|e| e.label_sets.as_deref())
-        .unwrap_or_default();
+    let label_sets = trace.label_sets();
     let mut sample: Vec<Sample> = groups
         .into_iter()
         .map(|(g, labels)| {

@@ -113,6 +113,14 @@ pub struct ProfilerTrace {
 }
 
 impl ProfilerTrace {
+    /// The trace's label-set table (`jsprof.labelSets`; empty without labels).
+    pub fn label_sets(&self) -> &[LabelSet] {
+        self.jsprof
+            .as_ref()
+            .and_then(|e| e.label_sets.as_deref())
+            .unwrap_or_default()
+    }
+
     /// The samples of `source` over new `tables` (a trace without samples: source maps' rewritten
     /// resources, frames and stacks), each sample's stack renumbered through `stack_map` (old id -> new).
     /// The tables are validated and every sample's new stack id is checked before any sample moves. The

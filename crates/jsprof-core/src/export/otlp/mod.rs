@@ -404,11 +404,7 @@ pub(crate) fn request_of(
     // Split further by label set: samples of two spans are two Samples (the proto gives a Sample one
     // link), samples of two routes too (attributes are per Sample).
     let (groups, group_of) = super::labelled_groups(trace, &group_of);
-    let label_sets = trace
-        .jsprof
-        .as_ref()
-        .and_then(|e| e.label_sets.as_deref())
-        .unwrap_or_default();
+    let label_sets = trace.label_sets();
     let mut stack_of: Vec<Option<i32>> = vec![None; stacks.len()];
     let mut link_table = vec![Link::default()];
     let mut links: HashMap<Link, i32> = HashMap::new();
