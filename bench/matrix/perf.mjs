@@ -4,7 +4,7 @@
 // printed as CPU µs per request beside the `none` server's.
 //
 //   node bench/matrix/perf.mjs [--kind http-sync] [--modes none,prof10,profall] [--connections 10]
-//       [--duration 5] [--warmup 2] [--rounds 1]
+//       [--pin no|yes] [--duration 5] [--warmup 2] [--rounds 1]
 //
 // Buckets, by the first rule a sample's stack matches (any frame, leaf to root):
 //   jsprof       a frame of jsprof-node's own JS (this repo's lib/) or of its addon (.node): the harvests,
@@ -34,6 +34,9 @@ const arg = (name, fallback) => {
 const KIND = arg('kind', 'http-sync')
 const MODES = arg('modes', 'none,prof10,profall').split(',')
 const CONNECTIONS = Number(arg('connections', 10))
+// --pin yes: the server on core 0 alone and the load on core 1, as the matrix's pinned cells.
+const PIN = arg('pin', 'no') === 'yes'
+const pinned = (core, cmd, cmdArgs) => (PIN ? ['taskset', ['-c', String(core), cmd, ...cmdArgs]] : [cmd, cmdArgs])
 const DURATION = Number(arg('duration', 5))
 const WARMUP = Number(arg('warmup', 2))
 const ROUNDS = Number(arg('rounds', 1))
@@ -96,23 +99,29 @@ function classify(text, pid) {
 
 function load(port, seconds) {
   const bin = path.join(root, 'node_modules', 'autocannon', 'autocannon.js')
-  const r = spawnSync(
-    process.execPath,
-    [bin, '-c', String(CONNECTIONS), '-d', String(seconds), '-j', `http://127.0.0.1:${port}/api/orders/7`],
-    {
-      encoding: 'utf8',
-    },
-  )
+  const [cmd, cmdArgs] = pinned(1, process.execPath, [
+    bin,
+    '-c',
+    String(CONNECTIONS),
+    '-d',
+    String(seconds),
+    '-j',
+    `http://127.0.0.1:${port}/api/orders/7`,
+  ])
+  const r = spawnSync(cmd, cmdArgs, { encoding: 'utf8' })
   return JSON.parse(r.stdout).requests.average
 }
 
 async function measure(mode) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'jsprof-perf-'))
-  const child = spawn(
-    process.execPath,
-    ['--perf-basic-prof', '--interpreted-frames-native-stack', path.join(here, 'server.js'), KIND, mode],
-    { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] },
-  )
+  const [cmd, cmdArgs] = pinned(0, process.execPath, [
+    '--perf-basic-prof',
+    '--interpreted-frames-native-stack',
+    path.join(here, 'server.js'),
+    KIND,
+    mode,
+  ])
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
   try {
     const { port } = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(d))))
     load(port, WARMUP)
@@ -152,7 +161,7 @@ async function measure(mode) {
 }
 
 console.log(
-  `# perf split: ${KIND}, ${CONNECTIONS} connections, ${ROUNDS} round(s) x ${DURATION} s, Node ${process.version}, ` +
+  `# perf split: ${KIND}, ${CONNECTIONS} connections${PIN ? ', pinned' : ''}, ${ROUNDS} round(s) x ${DURATION} s, Node ${process.version}, ` +
     `load ${os.loadavg()[0].toFixed(2)} at start\n`,
 )
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
