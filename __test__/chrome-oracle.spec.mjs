@@ -112,17 +112,16 @@ async function probe(Profiler) {
   )
   out.secondStop = second
   const leaf = trace.frames.find((f) => f.name === 'probeLeaf')
-  const sampleWithStack = trace.samples.find(
-    (s) => s.stackId !== undefined && trace.frames[trace.stacks[s.stackId].frameId] === leaf,
-  )
+  // probeLeaf's caller from its entry in the stack table: most samples' top frame is `now`
+  // (performance.now, probeLeaf's callee), so none may have probeLeaf itself on top.
+  const leafStack = trace.stacks.find((s) => trace.frames[s.frameId] === leaf && s.parentId !== undefined)
+  const sampleWithStack = trace.samples.find((s) => s.stackId !== undefined)
   const stackWithParent = trace.stacks.find((s) => s.parentId !== undefined)
   out.trace = {
     keys: Object.keys(trace),
     json: JSON.stringify(trace).slice(0, 10),
     frameKeys: leaf ? Object.keys(leaf) : null,
-    leafCaller: sampleWithStack
-      ? trace.frames[trace.stacks[trace.stacks[sampleWithStack.stackId].parentId].frameId].name
-      : null,
+    leafCaller: leafStack ? trace.frames[trace.stacks[leafStack.parentId].frameId].name : null,
     stackKeys: stackWithParent ? Object.keys(stackWithParent) : null,
     sampleKeys: sampleWithStack ? Object.keys(sampleWithStack) : null,
     samplesInOrder: trace.samples.every((s, i) => i === 0 || s.timestamp >= trace.samples[i - 1].timestamp),
