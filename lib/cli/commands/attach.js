@@ -432,6 +432,22 @@ const alive = (pid) => {
   }
 }
 
+/**
+ * A killed process's sockets close while it is still exiting (the kernel releases its files before it
+ * becomes a zombie): when the inspector connection drops, whether the process is going is known a moment
+ * later. Resolves true once it is gone or a zombie within `ms`, false if it still runs then.
+ */
+const GONE_WAIT_MS = 1000
+async function endsWithin(pid, ms) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const state = procState(pid)
+    if (!alive(pid) || state === 'Z' || state === 'X') return true
+    if (Date.now() >= deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
 /** The process's state letter in /proc/<pid>/stat (`T`: stopped), or ''. */
 function procState(pid) {
   try {
@@ -793,7 +809,7 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
   status.clear()
   const after = formatDuration(Date.now() - started)
   if (ended && ended.gone) {
-    if (!alive(pid) || procState(pid) === 'Z') {
+    if (await endsWithin(pid, GONE_WAIT_MS)) {
       throw new CliError(
         `pid ${pid} ended during the recording, after ${after} (killed or crashed): its samples went with it, no trace written`,
       )
