@@ -153,7 +153,7 @@ function start(config) {
         ? config.chunks
         : `${output}.${pid}.chunks`,
   )
-  const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : 1000
+  const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : require('./spacing').DEFAULT_FLUSH_EVERY_MS
   const numbers = {}
   for (const signal of SIGNALS) numbers[signal] = os.constants.signals[signal]
   const state = new Int32Array(new SharedArrayBuffer(shared.SLOTS * 4))

@@ -10,7 +10,7 @@
 // flushes are what `record` adds above `--cpu-prof` in the app. The rule therefore bounds their sum, not
 // each one against the next gap (the rule before: a flush no sooner than 100× the last one's time,
 // whose next window then cost more than that):
-//   - the first flush comes after --flush-every;
+//   - the first flush comes after --flush-every (DEFAULT_FLUSH_EVERY_MS);
 //   - then, projecting the next flush's cost from the last one's cost per ms of its window, the next one
 //     comes when all flushes so far and it stay within 1/BUDGET of the recording's time (at the
 //     latest while they do, when flushes cost more than that per ms: a longer wait costs more);
@@ -19,6 +19,13 @@
 //     program whose flushes cost more than 1/BUDGET of their window, that is the trade-off: one flush
 //     every MAX_GAP_MS, each costing that share of its window.
 
+/**
+ * --flush-every's default (ms): the first flush, and the least gap. A flush's call tree is mostly
+ * stacks that the trace at the end holds again, so on a program of a few seconds each flush is cost
+ * `--cpu-prof` does not have (40-70 ms at 1 s on tsc, prettier, webpack's main thread and its terser
+ * worker): a program shorter than this pays none, one killed without warning before it leaves no trace.
+ */
+const DEFAULT_FLUSH_EVERY_MS = 5000
 /** The flushes' share of the recording's time, at most (as projected): 1/BUDGET. */
 const BUDGET = 100
 /** The longest gap between two flushes (ms) unless --flush-every asks for more. */
@@ -62,4 +69,4 @@ function nextFlushDelayMs({ flushEveryMs, elapsedMs, windowMs, tookMs, totalMs }
   return Math.min(most, Math.max(least, d))
 }
 
-module.exports = { nextFlushDelayMs, BUDGET, MAX_GAP_MS, FIXED_MS }
+module.exports = { nextFlushDelayMs, DEFAULT_FLUSH_EVERY_MS, BUDGET, MAX_GAP_MS, FIXED_MS }
