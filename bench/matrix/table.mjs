@@ -5,7 +5,7 @@
 //   node bench/matrix/table.mjs out1.json [out2.json …]
 //
 // Marks: ✘ below the target (issue 28: prof10 and req10 >= 0.95x, profall >= 0.90x), ≤S not ahead of
-// Sentry's ratio (sentry10) in the same cell. A cell measured in more than one file: the last file wins.
+// Sentry's ratio (sentry10) in the same cell. A mode measured in more than one file: the last file wins.
 // Prints figures; asserts nothing.
 
 import { readFileSync } from 'node:fs'
@@ -24,7 +24,10 @@ for (const file of files) {
   whens.push(`${run.when.slice(0, 16)}Z ${run.rounds}x${run.duration}s`)
   for (const cell of run.cells) {
     const major = cell.node.replace(/^v/, '').split('.')[0]
-    cells.set(`${major}|${cell.kind}|${cell.connections}|${cell.pinned}`, { major, ...cell })
+    // A mode's ratios are paired within its own run, so a later run may add or replace single modes.
+    const key = `${major}|${cell.kind}|${cell.connections}|${cell.pinned}`
+    const earlier = cells.get(key)
+    cells.set(key, { major, ...cell, modes: { ...(earlier && earlier.modes), ...cell.modes } })
   }
 }
 
@@ -37,7 +40,7 @@ const sorted = [...cells.values()].sort(
     Number(a.pinned) - Number(b.pinned),
 )
 const modes = [...new Set(sorted.flatMap((c) => Object.keys(c.modes)))].filter((m) => m !== 'none')
-const range = (xs) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`
+const range = (xs) => `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`
 const tally = Object.fromEntries(modes.map((m) => [m, { cells: 0, met: 0, ahead: 0, vsSentry: 0 }]))
 
 console.log(`measured: ${whens.join('; ')}\n`)
