@@ -10,7 +10,13 @@
 // an async hook's `before`/`after` (every callback of an async resource, promise reactions included)
 // compares the id of the context it enters or returns to with the last one recorded and, when it
 // differs, writes (time on V8's sample clock, id) into a preallocated ring of typed arrays — no
-// allocation per context switch. The ring goes to Rust when it is full and before each harvest
+// allocation per context switch. A callback returning to the event loop itself (not to code that
+// called it synchronously) records nothing: the loop runs no app code until the next callback's
+// `before` records its set, and a sample with no code running (idle, native) carries no labels
+// whatever the timeline says (jsprof-core Chunk::label_samples). So a run of callbacks of one label
+// set — every `await` of one request — records nothing at all after the first (measured: the
+// record on every return was most of the labels' cost per await, docs/bench.md#labels-on-every-request).
+// The ring goes to Rust when it is full and before each harvest
 // (flushLabels, called by the sampler), and Rust gives each harvested sample the set current at its
 // time (src/labels.rs, jsprof-core Chunk::label_samples). So labels reach every consumer of the
 // sampler: Profiler traces, continuous chunks, request profiles, `jsprof record`.
@@ -45,7 +51,10 @@ let filled = 0
 let recorded = 0
 
 const stack = new Uint32Array(STACK)
+/** Callbacks entered and not left (async resources', promise reactions'). */
 let depth = 0
+/** withLabels/runWithLabelsId calls running: code at depth 0 inside one is app code, not the loop. */
+let explicit = 0
 
 /** The registered sets: id -> frozen labels object; canonical text -> id. */
 const setsById = new Map()
@@ -66,6 +75,9 @@ function record(id) {
   filled++
 }
 
+/** The set of the code running now as the timeline should say (0 at the event loop: see leave). */
+const running = () => (depth === 0 && explicit === 0 ? 0 : recorded)
+
 /** Hands the ring to Rust (the sampler calls it before every harvest). */
 function flushLabels() {
   if (filled === 0) return
@@ -82,9 +94,13 @@ function enter(id) {
   depth++
   record(id)
 }
-/** Leaving it: back to the set recorded before it. */
+/**
+ * Leaving it: back to the set recorded before it, when it returns to code that called it; back to the
+ * event loop (no code running: see above), the set stays as it is until the next callback's `before`.
+ */
 function leave() {
   if (depth > 0) depth--
+  if (depth === 0 && explicit === 0) return
   record(depth < STACK ? stack[depth] : 0)
 }
 
@@ -172,11 +188,13 @@ function withLabels(labels, fn, ...args) {
   if (typeof fn !== 'function') throw new TypeError(`withLabels: fn must be a function, got ${describe(fn)}`)
   const id = idOf('withLabels', labels, currentId())
   enableTracking()
-  const previous = recorded
+  const previous = running()
   record(id)
+  explicit++
   try {
     return storage.run(id, fn, ...args)
   } finally {
+    explicit--
     record(previous)
   }
 }
@@ -227,11 +245,13 @@ function requestLabelsId(method, template) {
 /** Runs `fn.apply(thisArg, args)` with the label set `id` (0: none), as withLabels does. */
 function runWithLabelsId(id, fn, thisArg, args) {
   enableTracking()
-  const previous = recorded
+  const previous = running()
   record(id)
+  explicit++
   try {
     return storage.run(id, Reflect.apply, fn, thisArg, args)
   } finally {
+    explicit--
     record(previous)
   }
 }

@@ -19,6 +19,7 @@ import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { median } from '../stats.mjs'
+import { DD_TRACE, ddTrace } from './peers.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
@@ -43,6 +44,10 @@ const LABELS = {
   contnolabels: 'jsprof-node continuous, 10 ms, profileRequests wrap, sampleRate 0, labels: false',
   pyrolabels: '@pyroscope/nodejs CPU profiling, every request in wrapWithLabels',
   pyronolabels: '@pyroscope/nodejs CPU profiling, no labels',
+  ddlabels: 'dd-trace tracer + profiler, code hotspots and endpoint profiling on',
+  ddnolabels: 'dd-trace tracer + profiler, code hotspots and endpoint profiling off',
+  otelspans: 'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route and span ids',
+  otelnospans: 'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route, no span',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
@@ -70,6 +75,12 @@ function availability(mode) {
   try {
     if (mode === 'datadog') require('@datadog/pprof')
     if (mode.startsWith('pyro')) require('@pyroscope/nodejs')
+    if (mode.startsWith('otel')) require('@opentelemetry/sdk-trace-node')
+    if (mode === 'ddlabels' || mode === 'ddnolabels') {
+      const version = DD_TRACE(Number(process.versions.node.split('.')[0]))
+      process.env.DD_TRACE_MODULE ??= ddTrace(version)
+      require(process.env.DD_TRACE_MODULE)
+    }
     if (mode === 'sentry') sentryCpuProfiler().CpuProfilerBindings.startProfiling
     return null
   } catch (err) {
@@ -155,6 +166,18 @@ for (const mode of MODES) {
     `| ${LABELS[mode]} | ${rps.toFixed(0)} | ${(rps / base).toFixed(3)}x | ${pair} | ${cpu(mode).toFixed(0)} | ${cpuPair} | ${maxDelay.toFixed(1)} |`,
   )
 }
+// A mode and its pair (the same setup without labels, or without span ids): the labels' cost, paired
+// per round as above (median of the per-round CPU-per-request ratios mode/pair; > 1: the mode costs more).
+const PAIRS = { contlabels: 'contnolabels', pyrolabels: 'pyronolabels', ddlabels: 'ddnolabels', otelspans: 'otelnospans' }
+for (const [mode, pair] of Object.entries(PAIRS)) {
+  if (!reports[mode] || !reports[pair]) continue
+  const ratios = reports[mode].map((r, round) => r.cpuUsPerRequest / reports[pair][round].cpuUsPerRequest)
+  const spread = `${Math.min(...ratios).toFixed(3)}..${Math.max(...ratios).toFixed(3)}`
+  console.log(
+    `pair ${mode} / ${pair}: CPU per request ${median(ratios).toFixed(3)}x (paired median of ${ratios.length} rounds, range ${spread})`,
+  )
+}
+if (reports.ddlabels || reports.ddnolabels) console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)
 // Issue 9's targets for the plain Profiler per request, judged on the paired ratios.
 const TARGETS = { prof10: 0.95, profall: 0.9 }
 if (results.none) {
