@@ -64,7 +64,7 @@ const transientSets = new Map()
 const MAX_TRANSIENT = 65_536
 
 /** The labels of set `id` (undefined for none or an unknown one). */
-const labelsOfId = (id) => setsById.get(id) ?? transientSets.get(id)
+const labelsOfId = (id) => setsById.get(id) ?? transientLabels(id)
 
 function record(id) {
   if (id === recorded) return
@@ -305,17 +305,41 @@ function rootSpanLabels() {
   }
 }
 
-/** The id of a request's labels with its span's (a transient set: one per request). Never throws. */
+/**
+ * The id of a request's labels with its span's (a transient set: one per request). Never throws. One
+ * native call of the request's registered set and the three span strings (measured: converting and
+ * checking the whole set per request was most of what span ids cost, docs/bench.md#labels-on-every-request);
+ * the labels object getLabels() returns is built only when asked for.
+ */
 function spanLabelsId(method, template, span) {
-  const labels = { method: typeof method === 'string' ? method : '', ...span }
-  if (template !== undefined) labels.route = `${labels.method} ${template}`
-  const keys = Object.keys(labels).sort()
-  const values = keys.map((k) => labels[k])
+  const base = requestLabelsId(method, template)
+  let id
   try {
-    return internTransient('requests', keys, values)
+    id = callNative(() => binding.internSpanLabels(base, span.trace_id, span.span_id, span.span_name ?? null))
   } catch {
-    return requestLabelsId(method, template)
+    return base
   }
+  if (transientSets.size >= MAX_TRANSIENT) transientSets.delete(transientSets.keys().next().value)
+  transientSets.set(id, new SpanSet(base, span))
+  return id
+}
+
+/** A request's span set as spanLabelsId keeps it: its registered set and its span labels. */
+class SpanSet {
+  constructor(base, span) {
+    this.base = base
+    this.span = span
+  }
+}
+
+/** The labels of transient set `id`, built on first use for a SpanSet. */
+function transientLabels(id) {
+  const set = transientSets.get(id)
+  if (!(set instanceof SpanSet)) return set
+  const merged = { ...labelsOfId(set.base), ...set.span }
+  const labels = Object.freeze(Object.fromEntries(Object.keys(merged).sort().map((k) => [k, merged[k]])))
+  transientSets.set(id, labels)
+  return labels
 }
 
 /**

@@ -12,6 +12,9 @@
 // each process gets about one core; all modes share the same setup, so ratios compare like with like.
 //
 //   node bench/server/run.mjs [--duration 8] [--rounds 3] [--connections 10] [--modes none,continuous,…]
+//       [--micro no]   (skip the main-thread figures after the table)
+//   labels' cost, each labelled mode with its pair (see PAIRS below):
+//   node bench/server/run.mjs --modes none,contnolabels,contlabels,otelnospans,otelspans,pyronolabels,pyrolabels,ddnolabels,ddlabels
 //   REQ_INTERVAL=1 node bench/server/run.mjs …   (request modes at 1 ms instead of the default 10)
 
 import { fork } from 'node:child_process'
@@ -177,6 +180,9 @@ for (const [mode, pair] of Object.entries(PAIRS)) {
     `pair ${mode} / ${pair}: CPU per request ${median(ratios).toFixed(3)}x (paired median of ${ratios.length} rounds, range ${spread})`,
   )
 }
+for (const mode of ['otelspans', 'otelnospans']) {
+  if (reports[mode]) console.log(`${mode}: requests whose code saw span labels: ${reports[mode].at(-1).spanLabelled}`)
+}
 if (reports.ddlabels || reports.ddnolabels) console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)
 // Issue 9's targets for the plain Profiler per request, judged on the paired ratios.
 const TARGETS = { prof10: 0.95, profall: 0.9 }
@@ -215,6 +221,7 @@ for (const mode of ['prof10', 'profall']) {
   )
 }
 
-// --- main-thread figures, each in a fresh process with no load -----------------------------------
+// --- main-thread figures, each in a fresh process with no load (--micro no: skip them) -----------
+if (arg('micro', 'yes') === 'no') process.exit(0)
 const micro = fork(path.join(here, 'micro.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
 await new Promise((resolve) => micro.on('exit', resolve))

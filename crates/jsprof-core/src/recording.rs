@@ -548,7 +548,9 @@ mod tests {
         b.add_node(4, "(idle)", "", -1, -1).unwrap();
         b.add_node(5, "(garbage collector)", "", -1, -1).unwrap();
         b.set_children(0, &[2, 3, 4, 5]).unwrap();
-        let profile = b.finish(&[2, 3, 4, 5, 1], &[10.0, 10.0, 10.0, 10.0, 10.0], 0.0, 50.0).unwrap();
+        let profile = b
+            .finish(&[2, 3, 4, 5, 1], &[10.0, 10.0, 10.0, 10.0, 10.0], 0.0, 50.0)
+            .unwrap();
         let mut c = Chunk {
             profile,
             interval_us: 10.0,
