@@ -337,7 +337,13 @@ function transientLabels(id) {
   const set = transientSets.get(id)
   if (!(set instanceof SpanSet)) return set
   const merged = { ...labelsOfId(set.base), ...set.span }
-  const labels = Object.freeze(Object.fromEntries(Object.keys(merged).sort().map((k) => [k, merged[k]])))
+  const labels = Object.freeze(
+    Object.fromEntries(
+      Object.keys(merged)
+        .sort()
+        .map((k) => [k, merged[k]]),
+    ),
+  )
   transientSets.set(id, labels)
   return labels
 }

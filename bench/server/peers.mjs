@@ -28,7 +28,9 @@ export function ddTrace(version) {
     { encoding: 'utf8' },
   )
   if (r.status !== 0 || !existsSync(path.join(module, 'package.json'))) {
-    throw new Error(`npm install dd-trace@${version} failed: ${(r.stderr || r.error?.message || '').trim().split('\n').at(-1)}`)
+    throw new Error(
+      `npm install dd-trace@${version} failed: ${(r.stderr || r.error?.message || '').trim().split('\n').at(-1)}`,
+    )
   }
   return module
 }

@@ -49,8 +49,10 @@ const LABELS = {
   pyronolabels: '@pyroscope/nodejs CPU profiling, no labels',
   ddlabels: 'dd-trace tracer + profiler, code hotspots and endpoint profiling on',
   ddnolabels: 'dd-trace tracer + profiler, code hotspots and endpoint profiling off',
-  otelspans: 'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route and span ids',
-  otelnospans: 'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route, no span',
+  otelspans:
+    'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route and span ids',
+  otelnospans:
+    'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route, no span',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
@@ -171,7 +173,12 @@ for (const mode of MODES) {
 }
 // A mode and its pair (the same setup without labels, or without span ids): the labels' cost, paired
 // per round as above (median of the per-round CPU-per-request ratios mode/pair; > 1: the mode costs more).
-const PAIRS = { contlabels: 'contnolabels', pyrolabels: 'pyronolabels', ddlabels: 'ddnolabels', otelspans: 'otelnospans' }
+const PAIRS = {
+  contlabels: 'contnolabels',
+  pyrolabels: 'pyronolabels',
+  ddlabels: 'ddnolabels',
+  otelspans: 'otelnospans',
+}
 for (const [mode, pair] of Object.entries(PAIRS)) {
   if (!reports[mode] || !reports[pair]) continue
   const ratios = reports[mode].map((r, round) => r.cpuUsPerRequest / reports[pair][round].cpuUsPerRequest)
@@ -183,7 +190,8 @@ for (const [mode, pair] of Object.entries(PAIRS)) {
 for (const mode of ['otelspans', 'otelnospans']) {
   if (reports[mode]) console.log(`${mode}: requests whose code saw span labels: ${reports[mode].at(-1).spanLabelled}`)
 }
-if (reports.ddlabels || reports.ddnolabels) console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)
+if (reports.ddlabels || reports.ddnolabels)
+  console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)
 // Issue 9's targets for the plain Profiler per request, judged on the paired ratios.
 const TARGETS = { prof10: 0.95, profall: 0.9 }
 if (results.none) {

@@ -31,7 +31,10 @@ if (mode === 'ddlabels' || mode === 'ddnolabels') {
     DD_REMOTE_CONFIGURATION_ENABLED: 'false',
     DD_RUNTIME_METRICS_ENABLED: 'false',
   })
-  require(process.env.DD_TRACE_MODULE).init({ logLevel: 'error', logger: { debug() {}, info() {}, warn() {}, error() {} } })
+  require(process.env.DD_TRACE_MODULE).init({
+    logLevel: 'error',
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  })
 } else if (mode === 'otelspans' || mode === 'otelnospans') {
   // The OpenTelemetry SDK as an app that already traces has it: a NodeTracerProvider (its
   // AsyncLocalStorage context manager), the http instrumentation making a server span per request,
