@@ -245,6 +245,9 @@ function requestLabelsId(method, template) {
 /** Runs `fn.apply(thisArg, args)` with the label set `id` (0: none), as withLabels does. */
 function runWithLabelsId(id, fn, thisArg, args) {
   enableTracking()
+  // Already in set `id` inside a callback (a request's event emitted by its own code): nothing to
+  // enter, nothing to record (its callback's `before` recorded the set, its `after` records the return).
+  if (depth > 0 && recorded === id && currentId() === id) return Reflect.apply(fn, thisArg, args)
   const previous = running()
   record(id)
   explicit++
