@@ -38,19 +38,11 @@ test('continuous chunks: complete traces, no sample lost or shared at a hand-off
   // witness's, which V8 gave the same way.
   const earliest = (c) => Math.min(...c.trace.samples.map((s) => s.timestamp))
   const latest = (c) => Math.max(...c.trace.samples.map((s) => s.timestamp))
-  let maxInnerGap = 0
+  // A chunk may be empty only when V8 took no sample in its window at all (its sampler thread starved
+  // on a loaded machine): the witness says so. The hand-off checks then run between non-empty chunks.
+  const filled = chunks.filter((c) => c.trace.samples.length > 0)
+  assert.ok(filled.length >= 2, `${filled.length} of ${chunks.length} chunks have samples`)
   for (const chunk of chunks) {
-    const ts = chunk.trace.samples.map((s) => s.timestamp)
-    assert.ok(ts.length > 0, `chunk ${chunk.index} has samples`)
-    const sorted = ts.slice().sort((a, b) => a - b)
-    for (let i = 1; i < sorted.length; i++) maxInnerGap = Math.max(maxInnerGap, sorted[i] - sorted[i - 1])
-    assert.ok(
-      earliest(chunk) > chunk.startTime - 0.001 || chunk.index === 0,
-      `chunk ${chunk.index} starts after its start`,
-    )
-    assert.ok(latest(chunk) <= chunk.endTime + 0.001, `chunk ${chunk.index} ends by its end`)
-    // Each chunk is a complete, self-contained trace.
-    for (const s of chunk.trace.samples) if (s.stackId !== undefined) assert.ok(s.stackId < chunk.trace.stacks.length)
     assert.ok(chunk.endUnixMs >= chunk.startUnixMs)
     // Beside the spec's members, in WebIDL's order: the thread's clock and the interval (issue 23).
     assert.deepEqual(Object.keys(chunk.trace), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
@@ -60,22 +52,36 @@ test('continuous chunks: complete traces, no sample lost or shared at a hand-off
       threadId: 0,
       timeOrigin: performance.timeOrigin,
     })
+    if (chunk.trace.samples.length === 0) {
+      const inWindow = all.filter((t) => t > chunk.startTime && t <= chunk.endTime)
+      assert.deepEqual(inWindow, [], `chunk ${chunk.index} is empty while V8 sampled in its window`)
+      continue
+    }
+    assert.ok(
+      earliest(chunk) > chunk.startTime - 0.001 || chunk.index === 0,
+      `chunk ${chunk.index} starts after its start`,
+    )
+    assert.ok(latest(chunk) <= chunk.endTime + 0.001, `chunk ${chunk.index} ends by its end`)
+    // Each chunk is a complete, self-contained trace.
+    for (const s of chunk.trace.samples) if (s.stackId !== undefined) assert.ok(s.stackId < chunk.trace.stacks.length)
   }
   for (let k = 1; k < chunks.length; k++) {
-    const prev = chunks[k - 1]
-    const next = chunks[k]
-    assert.equal(next.startTime, prev.endTime, 'chunk k+1 starts where chunk k ended')
+    assert.equal(chunks[k].startTime, chunks[k - 1].endTime, 'chunk k+1 starts where chunk k ended')
+  }
+  for (let k = 1; k < filled.length; k++) {
+    const prev = filled[k - 1]
+    const next = filled[k]
     const last = latest(prev)
     const first = earliest(next)
-    assert.ok(first > last, `chunk ${k} shares no sample with chunk ${k - 1} (${last} < ${first})`)
-    assert.ok(first > prev.endTime, 'exact hand-off: chunk k+1 takes t > end of chunk k')
-    // No sample is lost at a boundary: the witness has nothing between chunk k's last and chunk k+1's first.
+    assert.ok(first > last, `chunk ${next.index} shares no sample with chunk ${prev.index} (${last} < ${first})`)
+    assert.ok(first > prev.endTime, 'exact hand-off: a later chunk takes t > end of chunk k')
+    // No sample is lost at a boundary: the witness has nothing between one chunk's last and the next's first.
     const between = all.filter((t) => t > last && t < first)
-    assert.deepEqual(between, [], `boundary ${k}: samples ${last}..${first} (inner max gap ${maxInnerGap})`)
+    assert.deepEqual(between, [], `boundary ${prev.index}..${next.index}: samples ${last}..${first}`)
   }
   // And across the whole run: the chunks' samples are exactly the witness's samples of that span.
   const chunked = chunks.flatMap((c) => c.trace.samples.map((s) => s.timestamp))
-  const span = all.filter((t) => t >= earliest(chunks[0]) && t <= latest(chunks.at(-1)))
+  const span = all.filter((t) => t >= earliest(filled[0]) && t <= latest(filled.at(-1)))
   assert.deepEqual(chunked, span, "the chunks hold every sample of their span, once, in V8's order")
   const total = new Map()
   for (const c of chunks) for (const [name, n] of sampledFunctions(c.trace)) total.set(name, (total.get(name) || 0) + n)

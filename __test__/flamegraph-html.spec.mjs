@@ -185,6 +185,58 @@ test(
   },
 )
 
+test(
+  'a labelled trace: the picker draws one label value alone, hostile values as text',
+  { skip, timeout: 60000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
+    t.after(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'labelled.html')
+    const labelled = trace()
+    // The six chunk samples are GET /a's, the two `now` samples a hostile route's, the rest unlabelled.
+    const hostileRoute = 'GET /b<img src=x onerror="window.__pwned = 1">\u001b[2J'
+    labelled.jsprof = {
+      labelSets: [{ route: 'GET /a' }, { route: hostileRoute }],
+      sampleLabels: labelled.samples.map((s) => (s.stackId === 2 ? 0 : s.stackId === 3 ? 1 : null)),
+    }
+    writeFileSync(file, toFlameGraph(labelled, { format: 'html' }))
+    const browser = await launchChromium(t)
+    const page = await browser.newPage()
+    await page.setViewport({ width: 1100, height: 420 })
+    const errors = []
+    page.on('pageerror', (e) => errors.push(e.message))
+    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' })
+    const texts = () => page.$$eval('#chart .f', (els) => els.map((e) => e.textContent))
+    const options = await page.$$eval('#view option', (els) => els.map((e) => [e.value, e.textContent]))
+    assert.deepEqual(
+      options.map(([, text]) => text),
+      ['all', 'route = GET /a (40%)', 'route = GET /b<img src=x onerror="window.__pwned = 1">\\x1b[2J (13.33%)'],
+    )
+    assert.ok((await texts()).some((x) => x.startsWith('now')))
+
+    await page.select('#view', options[1][0])
+    const onlyA = await texts()
+    assert.ok(
+      onlyA.some((x) => x.startsWith('chunk (')),
+      onlyA.join('\n'),
+    )
+    assert.ok(!onlyA.some((x) => x.startsWith('now') || x.startsWith('(garbage')), onlyA.join('\n'))
+    // The root is the value's samples alone: 6 samples, across the whole width.
+    assert.match(await page.$eval('#subtitle', (e) => e.textContent), /route = GET \/a: 6 samples/)
+    const rootWidth = await page.$eval('#chart .f[data-id="0"]', (e) => e.offsetWidth)
+    assert.ok(rootWidth >= (await page.$eval('#chart', (e) => e.clientWidth)) - 1)
+
+    await page.select('#view', options[2][0])
+    const onlyB = await texts()
+    assert.ok(onlyB.some((x) => x.startsWith('now')) && !onlyB.some((x) => x.startsWith('chunk (')), onlyB.join('\n'))
+    await page.select('#view', '')
+    assert.ok((await texts()).some((x) => x.startsWith('chunk (')))
+    assert.equal(await page.$$eval('img', (e) => e.length), 0, 'no element made from a label value')
+    assert.equal(await page.evaluate(() => window.__pwned), undefined)
+    assert.deepEqual(errors, [])
+  },
+)
+
 test('a trace with no samples gives a page that says so', { skip, timeout: 60000 }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'jsprof-flame-'))
   t.after(() => rmSync(dir, { recursive: true, force: true }))

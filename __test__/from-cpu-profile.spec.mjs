@@ -163,6 +163,9 @@ test('malformed input throws the right error with a message that says what is wr
     [null, TypeError, /expected a V8 CPU profile/],
     [undefined, TypeError, /expected a V8 CPU profile/],
     ['[1,2,3]', TypeError, /invalid/],
+    // JSON.stringify makes a JS object's Infinity or NaN null: refused, not read as an absent endTime.
+    [{ ...profile(), endTime: Infinity }, TypeError, /`endTime` is null, not a finite number/],
+    [{ ...profile(), startTime: NaN }, TypeError, /`startTime` is null, not a finite number/],
   ]
   for (const [input, type, message] of cases) {
     assert.throws(

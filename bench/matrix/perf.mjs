@@ -65,6 +65,7 @@ function classify(text, pid) {
   const counts = {}
   const ownFunctions = {}
   const appLeaves = {}
+  const ownLeaves = {}
   let total = 0
   for (const block of text.split('\n\n')) {
     const lines = block.split('\n').filter(Boolean)
@@ -91,10 +92,13 @@ function classify(text, pid) {
       const own = frames.find((f) => f.sym.includes(`${root}/lib/`) || /jsprof-node\.[\w-]+\.node/.test(f.dso))
       const name = own.sym.replace(`${root}/`, '').replace(/^(LazyCompile|Function|JS):\*?~?/, '')
       ownFunctions[name] = (ownFunctions[name] || 0) + 1
+      // And by leaf symbol: what the time under jsprof's functions is (V8's serializer, GC, the addon).
+      const leaf = frames[0] ? frames[0].sym.replace(/\+0x[0-9a-f]+$/, '').replace(`${root}/`, '') : '?'
+      ownLeaves[leaf] = (ownLeaves[leaf] || 0) + 1
     }
     total++
   }
-  return { counts, ownFunctions, appLeaves, total }
+  return { counts, ownFunctions, ownLeaves, appLeaves, total }
 }
 
 function load(port, seconds) {
@@ -148,12 +152,13 @@ async function measure(mode) {
       encoding: 'utf8',
       maxBuffer: 1 << 30,
     })
-    const { counts, ownFunctions, appLeaves, total } = classify(script.stdout, child.pid)
+    const { counts, ownFunctions, ownLeaves, appLeaves, total } = classify(script.stdout, child.pid)
     const cpuPerRequest = report.cpuUs / report.requests
     const perRequest = Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
     const own = Object.fromEntries(Object.entries(ownFunctions).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
     const app = Object.fromEntries(Object.entries(appLeaves).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
-    return { rps, cpuPerRequest, perRequest, own, app, samples: total }
+    const ownLeaf = Object.fromEntries(Object.entries(ownLeaves).map(([k, n]) => [k, (n / total) * cpuPerRequest]))
+    return { rps, cpuPerRequest, perRequest, own, ownLeaf, app, samples: total }
   } finally {
     child.kill()
     rmSync(dir, { recursive: true, force: true })
@@ -166,8 +171,20 @@ console.log(
 )
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
 for (let round = 0; round < ROUNDS; round++) {
-  for (const mode of MODES) results[mode].push(await measure(mode))
+  for (const mode of MODES) {
+    const r = await measure(mode)
+    results[mode].push(r)
+    // Each round's own figures: the median table below hides a round that went wrong.
+    const jsprof = Object.entries(r.perRequest)
+      .filter(([k]) => k.endsWith('/jsprof'))
+      .reduce((a, [, v]) => a + v, 0)
+    console.log(
+      `round ${round + 1} ${mode}: ${r.cpuPerRequest.toFixed(1)} µs/request, ${r.rps.toFixed(0)} req/s, ` +
+        `jsprof ${jsprof.toFixed(1)} µs/request, load ${os.loadavg()[0].toFixed(2)}`,
+    )
+  }
 }
+console.log()
 const keys = [...new Set(Object.values(results).flatMap((rs) => rs.flatMap((r) => Object.keys(r.perRequest))))].sort(
   (a, b) => BUCKETS.indexOf(a.split('/')[1]) - BUCKETS.indexOf(b.split('/')[1]) || a.localeCompare(b),
 )
@@ -195,6 +212,14 @@ for (const mode of MODES.slice(1)) {
   if (top.length === 0) continue
   console.log(`\n${mode}: jsprof's bucket by its function nearest the leaf (µs/request, mean over rounds)`)
   for (const [name, us] of top) console.log(`  ${us.toFixed(2).padStart(6)}  ${name}`)
+  const leaves = {}
+  for (const r of results[mode])
+    for (const [k, v] of Object.entries(r.ownLeaf)) leaves[k] = (leaves[k] || 0) + v / ROUNDS
+  console.log(`${mode}: jsprof's bucket by leaf symbol (µs/request, mean over rounds)`)
+  for (const [name, us] of Object.entries(leaves)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10))
+    console.log(`  ${us.toFixed(2).padStart(6)}  ${name.slice(0, 110)}`)
 }
 // The main thread's app & node bucket, by leaf symbol: where it grew most against the first mode.
 const meanOf = (mode) => {

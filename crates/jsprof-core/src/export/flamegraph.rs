@@ -144,6 +144,9 @@ impl FlameNode {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FlameTree {
     pub nodes: Vec<FlameNode>,
+    /// Each sample's node (its leaf frame, or its pseudo-frame), by the sample's index in the trace the
+    /// tree was made of: what the HTML page's label views add up.
+    pub sample_node: Vec<usize>,
 }
 
 /// What a flame graph's widths measure: a trace's time, or a heap profile's bytes (`crate::heap`).
@@ -237,6 +240,7 @@ impl FlameTree {
         // Stack id -> node, resolved through parents without recursion (validated traces are acyclic).
         let mut stack_node: Vec<Option<usize>> = vec![None; trace.stacks.len()];
         let mut pending = Vec::new();
+        let mut sample_node = Vec::with_capacity(trace.samples.len());
         for (i, (sample, &ms)) in trace.samples.iter().zip(weights).enumerate() {
             let count = counts.map_or(1, |c| c[i]);
             let node = match (sample.stack_id, Pseudo::of(sample)) {
@@ -273,6 +277,7 @@ impl FlameTree {
             };
             nodes[node].self_samples += count;
             nodes[node].self_ms += ms;
+            sample_node.push(node);
         }
         // Totals: children were created after their parents.
         for n in &mut nodes {
@@ -288,8 +293,10 @@ impl FlameTree {
         for n in &mut nodes {
             n.weight = if by_time { n.ms } else { n.samples as f64 };
         }
+        let (nodes, new_index) = depth_first(nodes);
         FlameTree {
-            nodes: depth_first(nodes),
+            nodes,
+            sample_node: sample_node.into_iter().map(|n| new_index[n]).collect(),
         }
     }
 
@@ -299,8 +306,9 @@ impl FlameTree {
     }
 }
 
-/// Reorders nodes depth first, siblings by label bytes, and rewrites the parent links.
-fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
+/// Reorders nodes depth first, siblings by label bytes, and rewrites the parent links; with each old
+/// index's new one.
+fn depth_first(nodes: Vec<FlameNode>) -> (Vec<FlameNode>, Vec<usize>) {
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (i, n) in nodes.iter().enumerate().skip(1) {
         children[n.parent.unwrap_or(0)].push(i);
@@ -319,7 +327,7 @@ fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
         new_index[old] = new;
     }
     let mut slots: Vec<Option<FlameNode>> = nodes.into_iter().map(Some).collect();
-    order
+    let nodes = order
         .iter()
         .map(|&old| {
             let mut n = slots[old].take().expect("each node once");
@@ -327,7 +335,8 @@ fn depth_first(nodes: Vec<FlameNode>) -> Vec<FlameNode> {
             n.caller = n.caller.map(|c| new_index[c]);
             n
         })
-        .collect()
+        .collect();
+    (nodes, new_index)
 }
 
 /// `kind: dependency, package: lodash`: the tooltip line of a frame.
@@ -697,13 +706,173 @@ const HTML_TEMPLATE: &str = include_str!("flamegraph.html");
 /// with the flame graph: click a frame to zoom into it, search (highlights frames and says what share
 /// of the samples matched), colours by kind and package, tooltips with time, share, package@version
 /// and source location.
+///
+/// A labelled trace's page also has a picker of label values (one endpoint, one trace): the whole tree
+/// drawn with only the samples of that value, each weighing what it weighs in the whole trace (as the
+/// `label` option does). At most [`MAX_VIEW_KEYS`] keys, the [`MAX_VIEW_VALUES`] heaviest values of each
+/// and [`MAX_VIEW_ENTRIES`] node entries in all, so the page stays bounded; the picker says how many
+/// values it leaves out (the `label` option draws any of them).
 pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
-    Ok(draw_html(&tree_of(trace, options), options, Unit::Ms))
+    let tree = tree_of(trace, options);
+    let views = if options.label.is_none() {
+        label_views(trace, &tree, &trace.sample_weights())
+    } else {
+        LabelViews::default()
+    };
+    Ok(draw_html(&tree, options, Unit::Ms, &views))
 }
 
-/// The HTML page of a tree whose weights are `unit`s.
-pub(crate) fn draw_html(tree: &FlameTree, options: &FlameGraphOptions, unit: Unit) -> String {
+pub(crate) const MAX_VIEW_KEYS: usize = 16;
+pub(crate) const MAX_VIEW_VALUES: usize = 50;
+pub(crate) const MAX_VIEW_ENTRIES: usize = 1_000_000;
+
+/// The HTML page's label views: per key, per value, the nodes its samples touch (ascending) with their
+/// totals over those samples alone.
+#[derive(Debug, Default)]
+pub(crate) struct LabelViews {
+    keys: Vec<KeyView>,
+    /// Keys beyond [`MAX_VIEW_KEYS`].
+    omitted_keys: usize,
+}
+
+#[derive(Debug)]
+struct KeyView {
+    key: String,
+    values: Vec<ValueView>,
+    /// Values beyond [`MAX_VIEW_VALUES`] or the entry budget.
+    omitted: usize,
+}
+
+#[derive(Debug)]
+struct ValueView {
+    value: String,
+    /// For every node with a sample of this value at or below it.
+    nodes: Vec<ViewEntry>,
+}
+
+/// (node, samples, self samples, ms)
+type ViewEntry = (usize, u64, u64, f64);
+
+/// The views of a labelled trace's tree (`weights`: the trace's sample weights, the tree's own).
+fn label_views(trace: &ProfilerTrace, tree: &FlameTree, weights: &[f64]) -> LabelViews {
+    let Some(ext) = trace.jsprof.as_ref().filter(|e| e.has_labels()) else {
+        return LabelViews::default();
+    };
+    let labels: Vec<Option<&crate::trace::LabelSet>> =
+        (0..trace.samples.len()).map(|i| ext.labels_of(i)).collect();
+    // Per key, per value: (weight, samples), to pick the heaviest values.
+    let mut totals: std::collections::BTreeMap<&str, HashMap<&str, (f64, u64)>> = Default::default();
+    for (i, set) in labels.iter().enumerate() {
+        for (k, v) in set.iter().flat_map(|s| s.iter()) {
+            let t = totals.entry(k).or_default().entry(v).or_default();
+            t.0 += weights[i];
+            t.1 += 1;
+        }
+    }
+    let mut views = LabelViews {
+        omitted_keys: totals.len().saturating_sub(MAX_VIEW_KEYS),
+        ..LabelViews::default()
+    };
+    let mut entries = 0usize;
+    for (key, values) in totals.into_iter().take(MAX_VIEW_KEYS) {
+        let mut order: Vec<(&str, (f64, u64))> = values.into_iter().collect();
+        order.sort_by(|a, b| {
+            b.1 .0
+                .total_cmp(&a.1 .0)
+                .then(b.1 .1.cmp(&a.1 .1))
+                .then(a.0.cmp(b.0))
+        });
+        let shown = order.len().min(MAX_VIEW_VALUES);
+        let index: HashMap<&str, usize> = order[..shown]
+            .iter()
+            .enumerate()
+            .map(|(i, (v, _))| (*v, i))
+            .collect();
+        // Each shown value's own samples by their node: (samples, self samples, ms).
+        let mut own: Vec<std::collections::BTreeMap<usize, (u64, u64, f64)>> =
+            vec![Default::default(); shown];
+        for (i, set) in labels.iter().enumerate() {
+            let Some(&slot) = set.and_then(|s| s.get(key)).and_then(|v| index.get(v.as_str())) else {
+                continue;
+            };
+            let e = own[slot].entry(tree.sample_node[i]).or_default();
+            e.0 += 1;
+            e.1 += 1;
+            e.2 += weights[i];
+        }
+        let mut kv = KeyView {
+            key: key.to_owned(),
+            values: Vec::new(),
+            omitted: order.len() - shown,
+        };
+        for (slot, mut acc) in own.into_iter().enumerate() {
+            // Totals up the tree: a parent's index is below its children's (depth-first order), so
+            // taking the highest index first sees every child before its parent.
+            let mut nodes = Vec::new();
+            while let Some((n, (samples, self_samples, ms))) = acc.pop_last() {
+                if let Some(p) = tree.nodes[n].parent {
+                    let e = acc.entry(p).or_default();
+                    e.0 += samples;
+                    e.2 += ms;
+                }
+                nodes.push((n, samples, self_samples, ms));
+            }
+            if entries + nodes.len() > MAX_VIEW_ENTRIES {
+                kv.omitted += shown - slot;
+                break;
+            }
+            entries += nodes.len();
+            nodes.reverse();
+            kv.values.push(ValueView {
+                value: order[slot].0.to_owned(),
+                nodes,
+            });
+        }
+        views.keys.push(kv);
+    }
+    views
+}
+
+impl LabelViews {
+    /// The page's JSON for the views; weights by the tree's rule (time, or samples when it spans none).
+    fn to_json(&self, by_time: bool) -> serde_json::Value {
+        let round = |v: f64| (v * 1000.0).round() / 1000.0;
+        let keys: Vec<serde_json::Value> = self
+            .keys
+            .iter()
+            .map(|k| {
+                let values: Vec<serde_json::Value> = k
+                    .values
+                    .iter()
+                    .map(|v| {
+                        let col = |f: &dyn Fn(&ViewEntry) -> serde_json::Value| -> Vec<serde_json::Value> {
+                            v.nodes.iter().map(f).collect()
+                        };
+                        serde_json::json!({
+                            "value": visible(&v.value),
+                            "node": col(&|e| e.0.into()),
+                            "samples": col(&|e| e.1.into()),
+                            "self": col(&|e| e.2.into()),
+                            "ms": col(&|e| round(e.3).into()),
+                            "weight": col(&|e| if by_time { round(e.3).into() } else { e.1.into() }),
+                        })
+                    })
+                    .collect();
+                serde_json::json!({ "key": visible(&k.key), "values": values, "omitted": k.omitted })
+            })
+            .collect();
+        serde_json::json!({ "keys": keys, "omittedKeys": self.omitted_keys })
+    }
+}
+
+/// The HTML page of a tree whose weights are `unit`s, with a labelled trace's `views`.
+pub(crate) fn draw_html(
+    tree: &FlameTree,
+    options: &FlameGraphOptions,
+    unit: Unit,
+    views: &LabelViews,
+) -> String {
     let title = options.title.as_deref().unwrap_or("Flame Graph");
     // The page draws its own colour legend.
     let subtitle = options.subtitle.as_deref().unwrap_or("");
@@ -760,6 +929,7 @@ pub(crate) fn draw_html(tree: &FlameTree, options: &FlameGraphOptions, unit: Uni
         "subtitle": visible(subtitle),
         "labels": labels,
         "packages": packages,
+        "views": views.to_json(tree.nodes[0].ms > 0.0),
         "nodes": {
             "label": label, "parent": parent, "group": group, "samples": samples,
             "self": self_samples, "ms": ms, "weight": weight, "package": package, "colour": colours,
@@ -821,6 +991,118 @@ mod tests {
         )
         .unwrap();
         assert!(svg.starts_with("<?xml") || svg.starts_with("<svg"));
+    }
+
+    /// Each node's path of labels from the root, with its samples and ms.
+    fn by_path(tree: &FlameTree, totals: impl Iterator<Item = (usize, u64, f64)>) -> Vec<(String, u64, f64)> {
+        let path = |mut n: usize| {
+            let mut parts = vec![tree.nodes[n].label.clone()];
+            while let Some(p) = tree.nodes[n].parent {
+                parts.push(tree.nodes[p].label.clone());
+                n = p;
+            }
+            parts.reverse();
+            parts.join(";")
+        };
+        let mut out: Vec<(String, u64, f64)> = totals.map(|(n, s, ms)| (path(n), s, ms)).collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    #[test]
+    fn html_label_views_are_the_label_filters_trees() {
+        let trace = crate::trace::tests::labelled_trace();
+        let tree = FlameTree::new(&trace);
+        let views = label_views(&trace, &tree, &trace.sample_weights());
+        let keys: Vec<&str> = views.keys.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, ["route", "span_id", "span_name", "trace_id"]);
+        let route = &views.keys[0];
+        assert_eq!(route.values.len(), 2);
+        assert_eq!(route.omitted, 0);
+        for v in &route.values {
+            let filtered = tree_of(
+                &trace,
+                &FlameGraphOptions {
+                    label: Some(("route".into(), v.value.clone())),
+                    ..Default::default()
+                },
+            );
+            let want = by_path(
+                &filtered,
+                filtered
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (i, n.samples, n.ms)),
+            );
+            let got = by_path(&tree, v.nodes.iter().map(|&(n, s, _, ms)| (n, s, ms)));
+            assert_eq!(got.len(), want.len(), "{}", v.value);
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!((&g.0, g.1), (&w.0, w.1));
+                assert!((g.2 - w.2).abs() < 1e-9);
+            }
+            // Nodes ascend, so a parent comes before its children in the page's arrays.
+            assert!(v.nodes.windows(2).all(|w| w[0].0 < w[1].0));
+        }
+        // The heavier value first: GET /a has two samples.
+        assert_eq!(route.values[0].value, "GET /a");
+        // The page carries them; a hostile value stays inside its JSON string.
+        let html = to_flame_graph_html(&trace, &FlameGraphOptions::default()).unwrap();
+        assert!(html.contains("\"key\":\"route\""));
+        assert!(!html.contains('\u{1b}'));
+        // None when a label is already chosen, or for a trace without labels.
+        let chosen = FlameGraphOptions {
+            label: Some(("route".into(), "GET /a".into())),
+            ..Default::default()
+        };
+        assert!(to_flame_graph_html(&trace, &chosen)
+            .unwrap()
+            .contains("\"views\":{\"keys\":[]"));
+        assert!(label_views(
+            &sample_trace(),
+            &FlameTree::new(&sample_trace()),
+            &sample_trace().sample_weights()
+        )
+        .keys
+        .is_empty());
+    }
+
+    #[test]
+    fn html_label_views_are_bounded() {
+        let mut trace = sample_trace();
+        // More samples than values shown: the trace's own, repeated at 1 ms steps.
+        let own = trace.samples.clone();
+        trace.samples = (0..2 * MAX_VIEW_VALUES)
+            .map(|i| {
+                let mut s = own[i % own.len()];
+                s.timestamp = i as f64;
+                s
+            })
+            .collect();
+        let n = trace.samples.len();
+        let sets: Vec<crate::trace::LabelSet> = (0..MAX_VIEW_VALUES + 10)
+            .map(|i| {
+                let mut set: crate::trace::LabelSet = (0..MAX_VIEW_KEYS + 2)
+                    .map(|k| (format!("k{k:02}"), "x".to_owned()))
+                    .collect();
+                set.insert("id".into(), format!("v{i}"));
+                set
+            })
+            .collect();
+        let count = sets.len();
+        trace.jsprof = Some(crate::trace::Extension {
+            label_sets: Some(sets),
+            sample_labels: Some((0..n).map(|i| Some((i % count) as u32)).collect()),
+            ..Default::default()
+        });
+        let tree = FlameTree::new(&trace);
+        let views = label_views(&trace, &tree, &trace.sample_weights());
+        assert_eq!(views.keys.len(), MAX_VIEW_KEYS);
+        assert_eq!(views.omitted_keys, 3);
+        let id = views.keys.iter().find(|k| k.key == "id").unwrap();
+        assert_eq!(id.values.len(), MAX_VIEW_VALUES);
+        assert_eq!(id.omitted, count - MAX_VIEW_VALUES);
+        trace.validate().unwrap();
     }
 
     #[test]

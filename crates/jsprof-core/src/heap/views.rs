@@ -70,7 +70,7 @@ pub fn to_heap_flame_graph(heap: &HeapProfile, options: &FlameGraphOptions) -> R
 /// The explorable HTML flame graph of a heap profile.
 pub fn to_heap_flame_graph_html(heap: &HeapProfile, options: &FlameGraphOptions) -> Result<String> {
     check_width(options)?;
-    Ok(draw_html(&tree(heap), options, Unit::Bytes))
+    Ok(draw_html(&tree(heap), options, Unit::Bytes, &Default::default()))
 }
 
 /// The differential flame graph of two heap profiles (`jsprof diff`): `new`'s tree coloured by how each

@@ -413,6 +413,26 @@ mod tests {
     }
 
     #[test]
+    fn an_absent_end_time_is_the_start_but_a_null_one_is_refused() {
+        let base = r#"{"nodes":[{"id":1,"callFrame":{"functionName":"(root)","url":""}},
+            {"id":2,"parent":1,"callFrame":{"functionName":"f","url":"file:///f.js"}}],
+            "startTime":5,END"samples":[2],"timeDeltas":[1]}"#;
+        let p = Profile::from_json(&base.replace("END", "")).unwrap();
+        assert_eq!(p.end_time, 5.0);
+        // A JS object's Infinity or NaN reaches Rust as null through JSON.stringify.
+        let e = err(&base.replace("END", r#""endTime":null,"#));
+        assert_eq!(e.kind, ErrorKind::Type);
+        assert!(e.message.contains("`endTime` is null"), "{}", e.message);
+        let e = err(&base
+            .replace(r#""startTime":5,"#, r#""startTime":null,"#)
+            .replace("END", ""));
+        assert!(e.message.contains("`startTime` is null"), "{}", e.message);
+        assert!(err(&base.replace("END", r#""endTime":1e400,"#))
+            .message
+            .contains("endTime"));
+    }
+
+    #[test]
     fn rejects_text_that_is_not_json_as_syntax() {
         let e = err("{nodes:");
         assert_eq!(e.kind, ErrorKind::Syntax);

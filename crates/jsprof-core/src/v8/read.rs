@@ -38,15 +38,28 @@ fn json_error(text: &str, e: serde_json::Error) -> Error {
     }
 }
 
+/// A member that may be absent but, when present, is read as given (`null` included).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<f64>>, D::Error> {
+    Option::<f64>::deserialize(d).map(Some)
+}
+
+fn not_a_number(member: &str) -> Error {
+    Error::invalid(format!(
+        "invalid V8 CPU profile: `{member}` is null, not a finite number (JSON.stringify writes a JS object's Infinity or NaN as null)"
+    ))
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawProfile<'a> {
     #[serde(borrow, default)]
     nodes: Option<Vec<RawNode<'a>>>,
-    #[serde(default)]
-    start_time: Option<f64>,
-    #[serde(default)]
-    end_time: Option<f64>,
+    /// Outer `None`: the member is absent; `Some(None)`: it is `null`, which is what `JSON.stringify`
+    /// makes of a JS object's `Infinity` or `NaN` — refused, never read as absent.
+    #[serde(default, deserialize_with = "present")]
+    start_time: Option<Option<f64>>,
+    #[serde(default, deserialize_with = "present")]
+    end_time: Option<Option<f64>>,
     #[serde(default)]
     samples: Option<Vec<i64>>,
     #[serde(default)]
@@ -107,8 +120,12 @@ impl RawProfile<'_> {
             .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `timeDeltas` is missing"))?;
         let start_time = self
             .start_time
-            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?;
-        let end_time = self.end_time.unwrap_or(start_time);
+            .ok_or_else(|| Error::invalid("invalid V8 CPU profile: `startTime` is missing"))?
+            .ok_or_else(|| not_a_number("startTime"))?;
+        let end_time = match self.end_time {
+            None => start_time,
+            Some(given) => given.ok_or_else(|| not_a_number("endTime"))?,
+        };
         ProfileBuilder::of_nodes(&nodes)?.finish(&samples, &deltas, start_time, end_time)
     }
 }

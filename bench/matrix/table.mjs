@@ -1,0 +1,78 @@
+// The per-request matrix's summary table, from the JSON files of one or more `run.mjs --json` runs (a
+// cell per line: each mode's CPU ratio to `none` of the same round, median and spread), so the table in
+// docs/bench.md is printed, not assembled by hand, even when the cells were measured in several runs.
+//
+//   node bench/matrix/table.mjs out1.json [out2.json …]
+//
+// Marks: ✘ below the target (issue 28: prof10 and req10 >= 0.95x, profall >= 0.90x), ≤S not ahead of
+// Sentry's ratio (sentry10) in the same cell. A cell measured in more than one file: the last file wins.
+// Prints figures; asserts nothing.
+
+import { readFileSync } from 'node:fs'
+import { TARGETS } from './targets.mjs'
+
+const files = process.argv.slice(2)
+if (files.length === 0) {
+  console.error('usage: node bench/matrix/table.mjs out.json [more.json …]')
+  process.exit(2)
+}
+
+const cells = new Map()
+const whens = []
+for (const file of files) {
+  const run = JSON.parse(readFileSync(file, 'utf8'))
+  whens.push(`${run.when.slice(0, 16)}Z ${run.rounds}x${run.duration}s`)
+  for (const cell of run.cells) {
+    const major = cell.node.replace(/^v/, '').split('.')[0]
+    cells.set(`${major}|${cell.kind}|${cell.connections}|${cell.pinned}`, { major, ...cell })
+  }
+}
+
+const KINDS = ['http-sync', 'http-async', 'express', 'fastify']
+const sorted = [...cells.values()].sort(
+  (a, b) =>
+    a.major - b.major ||
+    KINDS.indexOf(a.kind) - KINDS.indexOf(b.kind) ||
+    a.connections - b.connections ||
+    Number(a.pinned) - Number(b.pinned),
+)
+const modes = [...new Set(sorted.flatMap((c) => Object.keys(c.modes)))].filter((m) => m !== 'none')
+const range = (xs) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`
+const tally = Object.fromEntries(modes.map((m) => [m, { cells: 0, met: 0, ahead: 0, vsSentry: 0 }]))
+
+console.log(`measured: ${whens.join('; ')}\n`)
+console.log(`| Node | server | conns | pinned | none µs/req | ${modes.join(' | ')} |`)
+console.log(`| --- | --- | ---: | --- | ---: | ${modes.map(() => '---').join(' | ')} |`)
+for (const c of sorted) {
+  const sentry = c.modes.sentry10
+  const cols = modes.map((mode) => {
+    const m = c.modes[mode]
+    if (!m) return ''
+    const target = TARGETS[mode.split(/[~#]/)[0]]
+    const t = tally[mode]
+    t.cells++
+    let marks = ''
+    if (target !== undefined) {
+      if (m.cpuRatio >= target) t.met++
+      else marks += ' ✘'
+      if (sentry && mode !== 'sentry10') {
+        t.vsSentry++
+        if (m.cpuRatio > sentry.cpuRatio) t.ahead++
+        else marks += ' ≤S'
+      }
+    }
+    return `${m.cpuRatio.toFixed(3)}× (${range(m.cpuRatios)})${marks}`
+  })
+  console.log(
+    `| ${c.major} | ${c.kind} | ${c.connections} | ${c.pinned ? 'yes' : 'no'} | ${c.modes.none.cpuPerRequest.toFixed(0)} | ${cols.join(' | ')} |`,
+  )
+}
+console.log()
+for (const [mode, t] of Object.entries(tally)) {
+  const target = TARGETS[mode.split(/[~#]/)[0]]
+  if (target === undefined || t.cells === 0) continue
+  console.log(
+    `${mode}: >= ${target}x in ${t.met} of ${t.cells} cells` +
+      (t.vsSentry ? `; ahead of Sentry in ${t.ahead} of ${t.vsSentry}` : ''),
+  )
+}
