@@ -188,7 +188,8 @@ for (const [mode, pair] of Object.entries(PAIRS)) {
   )
 }
 for (const mode of ['otelspans', 'otelnospans']) {
-  if (reports[mode]) console.log(`${mode}: requests whose code saw span labels: ${reports[mode].at(-1).spanLabelled}`)
+  const r = reports[mode]?.at(-1)
+  if (r) console.log(`${mode}: requests whose code saw span labels: ${r.spanLabelled} of ${r.spanChecked} checked`)
 }
 if (reports.ddlabels || reports.ddnolabels)
   console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)
