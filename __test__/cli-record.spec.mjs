@@ -131,6 +131,27 @@ setInterval(() => {}, 1000)
   )
 
   test(
+    'killed without warning (SIGKILL): a worker that yields keeps its samples up to its own last flush',
+    { skip: process.platform === 'win32' && 'no SIGKILL' },
+    async () => {
+      // It burns in turns of its event loop: flushed when due (lib/record/spacing.js), by its own timer
+      // or the watcher's ask, whichever comes first.
+      const dir = dirWith('killed-yielding', {
+        'app.js': KILLED_APP.replace('burnInWorker(60000)', 'setInterval(() => burnInWorker(20), 25)'),
+      })
+      const r = await killedWhileWorkerBurns(dir, '100')
+      const workers = fs.readdirSync(dir).filter((f) => /^t\.worker-\d+\.json$/.test(f))
+      assert.equal(workers.length, 1, r.stderr)
+      const burning = selfSamples(readTrace(path.join(dir, workers[0])), 'burnInWorker')
+      assert.ok(burning > 0, `the worker's burning up to its last flush: ${burning} samples`)
+      assert.match(
+        r.stderr,
+        /worker thread \d+, \d+ samples, [^;]*; it did not exit \(its process was killed by SIGKILL\)/,
+      )
+    },
+  )
+
+  test(
     'with --flush-every 0 the killed worker has nothing: it leaves no file, and says so',
     { skip: process.platform === 'win32' && 'no SIGKILL' },
     async () => {

@@ -9,7 +9,8 @@
 // end at different moments) from `jsprof report --by package --json`, the largest difference in points
 // over packages, and the share of (gc); whether each worker thread `--cpu-prof` saw is there with its work; how many samples carry a
 // frame of the recorder itself (an anonymous script at 1:1 without a URL, or jsprof's own files); and the
-// wall and CPU time of each mode as ratios to plain node (ROUNDS alternated rounds, medians).
+// wall and CPU time of each mode as ratios to plain node (ROUNDS alternated rounds, medians), with the
+// preload alone beside (the app's own cost under record, without the CLI's Node process).
 //
 //   node bench/record-vs-cpu-prof.mjs      BENCH_ROUNDS=1 by default; BENCH_ONLY=tsc,eslint,webpack
 // Prints figures; asserts nothing about time.
@@ -24,7 +25,9 @@ import { median } from './stats.mjs'
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(root, 'bin', 'jsprof.js')
+const PRELOAD = path.join(root, 'lib', 'record', 'preload.js')
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 1)
+const { DEFAULT_FLUSH_EVERY_MS } = require('../lib/record/spacing.js')
 const ONLY = new Set((process.env.BENCH_ONLY || 'tsc,eslint,webpack').split(','))
 const modulesDir = path.join(root, 'node_modules')
 
@@ -115,10 +118,15 @@ function childrenCpuMs() {
   }
 }
 
-function run(argv, program) {
+function run(argv, program, env = {}) {
   const cpu = childrenCpuMs()
   const t = process.hrtime.bigint()
-  const r = spawnSync(process.execPath, argv, { cwd: program.cwd, encoding: 'utf8', maxBuffer: 1 << 28 })
+  const r = spawnSync(process.execPath, argv, {
+    cwd: program.cwd,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  })
   const wall = Number(process.hrtime.bigint() - t) / 1e6
   if (!program.ok.includes(r.status)) throw new Error(`${argv.join(' ')}: exit ${r.status}\n${r.stderr}`)
   return { wall, cpu: childrenCpuMs() - cpu, stderr: r.stderr }
@@ -197,7 +205,7 @@ function recordTraces(dir) {
 const ratio = (xs, base) => (median(xs) / median(base)).toFixed(3)
 
 function compare(program) {
-  const times = { node: [], 'node --cpu-prof': [], 'jsprof record': [] }
+  const times = { node: [], 'node --cpu-prof': [], 'jsprof record': [], 'preload only': [] }
   let profDir
   let recDir
   for (let round = 0; round < ROUNDS; round++) {
@@ -212,6 +220,13 @@ function compare(program) {
         [BIN, 'record', '-o', path.join(recDir, 't.json'), '--interval', '1', '--', process.execPath, ...program.args],
         program,
       ),
+    )
+    // The app's own cost under record, without the CLI's Node process (its fixed start-up and end):
+    // the preload, configured by hand as the CLI would.
+    const preDir = fs.mkdtempSync(path.join(tmp, 'pre-'))
+    const config = { output: path.join(preDir, 't.json'), intervalUs: 1000, flushEveryMs: DEFAULT_FLUSH_EVERY_MS }
+    times['preload only'].push(
+      run(['--require', PRELOAD, ...program.args], program, { JSPROF_RECORD: JSON.stringify(config) }),
     )
   }
   console.log(`\n${program.title} (${ROUNDS} round${ROUNDS === 1 ? '' : 's'}, alternated; medians)`)

@@ -30,6 +30,7 @@ const TSC = require.resolve('typescript/lib/tsc.js')
 const PRETTIER = require.resolve('prettier/bin/prettier.cjs')
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 5)
 const FILES = Number(process.env.BENCH_FILES || 120)
+const { DEFAULT_FLUSH_EVERY_MS } = require('../lib/record/spacing.js')
 const ONLY = new Set((process.env.BENCH_ONLY || 'startup,tsc,prettier').split(','))
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-bench-record-'))
@@ -121,7 +122,8 @@ function modes(script) {
     'jsprof record': {
       args: [BIN, 'record', '-o', path.join(tmp, 'cli.trace.json'), '--interval', '1', '--', process.execPath, ...app],
     },
-    'preload only': rec(1000),
+    // As the CLI configures it (--flush-every's default).
+    'preload only': rec(DEFAULT_FLUSH_EVERY_MS),
     'preload, no flush': rec(0),
   }
 }

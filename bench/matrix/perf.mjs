@@ -178,9 +178,14 @@ for (let round = 0; round < ROUNDS; round++) {
     const jsprof = Object.entries(r.perRequest)
       .filter(([k]) => k.endsWith('/jsprof'))
       .reduce((a, [, v]) => a + v, 0)
+    const sum = (suffix) =>
+      Object.entries(r.perRequest)
+        .filter(([k]) => k.endsWith(suffix))
+        .reduce((a, [, v]) => a + v, 0)
     console.log(
       `round ${round + 1} ${mode}: ${r.cpuPerRequest.toFixed(1)} µs/request, ${r.rps.toFixed(0)} req/s, ` +
-        `jsprof ${jsprof.toFixed(1)} µs/request, load ${os.loadavg()[0].toFixed(2)}`,
+        `jsprof ${jsprof.toFixed(1)}, gc ${sum('/gc').toFixed(1)}, app & node ${sum('/app & node').toFixed(1)} ` +
+        `µs/request, load ${os.loadavg()[0].toFixed(2)}`,
     )
   }
 }

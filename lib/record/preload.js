@@ -153,7 +153,7 @@ function start(config) {
         ? config.chunks
         : `${output}.${pid}.chunks`,
   )
-  const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : 1000
+  const flushEveryMs = config.flushEveryMs >= 0 ? config.flushEveryMs : require('./spacing').DEFAULT_FLUSH_EVERY_MS
   const numbers = {}
   for (const signal of SIGNALS) numbers[signal] = os.constants.signals[signal]
   const state = new Int32Array(new SharedArrayBuffer(shared.SLOTS * 4))
@@ -264,6 +264,8 @@ function start(config) {
           statusFile: status,
           answerMs: ANSWER_MS,
           writeMs: WRITE_MS,
+          // The flushes' spacing counts from here (lib/record/spacing.js).
+          startedAtEpochMs: performance.timeOrigin + startedAt,
         },
       })
       watcher.unref()
@@ -371,7 +373,8 @@ function startWorkerThread(config) {
       threadId,
       output,
       flushEveryMs: config.flushEveryMs,
-      periodic: true,
+      // Flushed by its own timer below, spaced by their cost (lib/record/spacing.js).
+      periodic: false,
       // A worker that sampled nothing leaves no file (the CLI says so).
       write: { mode: config.mode, skipEmpty: true },
     })
@@ -381,6 +384,11 @@ function startWorkerThread(config) {
   }
   // Each thread samples its own heap (V8 has one heap per isolate).
   const heap = startHeap(config)
+  const flusher = recorder.canFlush
+    ? startFlushing(recorder, config.flushEveryMs, performance, (err) =>
+        stderrLine(`could not flush worker thread ${threadId}'s profile: ${err.message}`),
+      )
+    : null
   // Its own workers (nested) write their traces before it terminates them, or before it ends.
   const finishWorkers = finishWorkersFirst({ hookExpression: shared.hookExpression, onError: stderrLine })
   let stage = 'running'
@@ -393,6 +401,7 @@ function startWorkerThread(config) {
     // Asked again from inside its own finish (an interrupt): not done yet.
     if (stage === 'finishing') return false
     stage = 'finishing'
+    if (flusher) flusher.stop()
     const startedAt = Date.now()
     const facts = { pid, threadId, how }
     try {
@@ -422,14 +431,9 @@ function startWorkerThread(config) {
   Object.defineProperty(globalThis, Symbol.for(shared.HOOK), {
     value(what, slot) {
       if (what === 'flush') {
-        // The watcher's ask (lib/record/watcher.js), for a worker that does not yield: skipped when
-        // this worker's own timer harvested lately, or while it ends.
-        if (stage !== 'running' || performance.now() - recorder.lastChunkAt < config.flushEveryMs / 2) return
-        try {
-          recorder.flush()
-        } catch (err) {
-          stderrLine(`could not flush worker thread ${threadId}'s profile: ${err.message}`)
-        }
+        // The watcher's ask (lib/record/watcher.js), for a worker that does not yield (its timer
+        // never fires): flushed only when due by its own spacing, and not while it ends.
+        if (stage === 'running' && flusher) flusher.flushIfDue()
         return
       }
       if (what !== 'finish') return
@@ -441,6 +445,64 @@ function startWorkerThread(config) {
   })
   announce(workers, threadId)
   process.on('exit', () => finish('exit'))
+}
+
+/**
+ * A worker thread's flushes: on its own timer while it yields (unreferenced: it keeps no worker
+ * alive), and when the watcher asks one that does not yield; spaced by what they cost, as the main
+ * thread's are (lib/record/spacing.js). Returns `{ flushIfDue(), stop() }`.
+ */
+function startFlushing(recorder, flushEveryMs, performance, onError) {
+  const { nextFlushDelayMs } = require('./spacing')
+  const startedAt = performance.now()
+  let windowStart = startedAt
+  let costMs = 0
+  let dueAt = startedAt + flushEveryMs
+  let timer = null
+  function arm() {
+    if (timer) clearTimeout(timer)
+    timer = setTimeout(flushIfDue, Math.max(1, Math.ceil(dueAt - performance.now())))
+    timer.unref()
+  }
+  let stopped = false
+  function flushIfDue() {
+    if (stopped) return
+    const at = performance.now()
+    if (at < dueAt) return arm()
+    let ms = -1
+    try {
+      ms = recorder.flush()
+    } catch (err) {
+      onError(err)
+    }
+    if (ms > 0) {
+      costMs += ms
+      const now = performance.now()
+      dueAt =
+        now +
+        nextFlushDelayMs({
+          flushEveryMs,
+          elapsedMs: now - startedAt,
+          windowMs: at - windowStart,
+          tookMs: ms,
+          totalMs: costMs,
+        })
+      windowStart = at
+    } else {
+      // The engine was busy (an interrupt inside its own work), or the flush failed: try again later.
+      dueAt = performance.now() + flushEveryMs
+    }
+    arm()
+  }
+  arm()
+  return {
+    flushIfDue,
+    /** The recording ends: no more flushes. */
+    stop() {
+      stopped = true
+      if (timer) clearTimeout(timer)
+    },
+  }
 }
 
 /** The thread ids of the stall watchers' helper threads (the 'worker' event comes once each has one). */

@@ -20,7 +20,7 @@ const { binding } = require('../native')
 const { CLAIM, RUNNING, BY_WORKER, EXITED, SESSION, NO_SESSION, CONNECTED, hookExpression } = require('./shared')
 const { sharedState, isRecording } = require('./workers')
 
-const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs } = workerData
+const { state, signals, flushEveryMs, chunksFile, output, statusFile, answerMs, writeMs, startedAtEpochMs } = workerData
 
 const session = new inspector.Session()
 // A main thread that ended before this worker got here does not wait for it: then it never connects.
@@ -41,21 +41,41 @@ function ask(what, signal, then) {
   )
 }
 
-// A flush costs the main thread time that grows with the call tree (V8 serialises it): the next one
-// comes no sooner than 100 times the last one took, so flushing never takes more than ~1% of it.
-const BUDGET = 100
+// The flushes are spaced by lib/record/spacing.js from what each cost the main thread (the hook
+// returns it), so that together they stay within ~1% of the recording's time.
+const { performance } = require('node:perf_hooks')
+const { nextFlushDelayMs } = require('./spacing')
+// performance.now() on this thread when the recording began (the main thread's clock, as a Unix epoch).
+const recordingStart = Number.isFinite(startedAtEpochMs) ? startedAtEpochMs - performance.timeOrigin : 0
+let windowStart = recordingStart
+let flushCostMs = 0
 let flushTimer = null
+let workersTimer = null
 function scheduleFlush(delayMs) {
   flushTimer = setTimeout(() => {
     if (Atomics.load(state, CLAIM) !== RUNNING) return
-    flushWorkers()
-    ask('flush', 0, (tookMs) => scheduleFlush(Math.max(flushEveryMs, BUDGET * (Number(tookMs) || 0))))
+    const askedAt = performance.now()
+    ask('flush', 0, (took) => {
+      const tookMs = Number(took) || 0
+      // 0: nothing was flushed (the engine was busy, or the recording is ending): ask again later.
+      if (!(tookMs > 0)) return scheduleFlush(flushEveryMs)
+      flushCostMs += tookMs
+      const delay = nextFlushDelayMs({
+        flushEveryMs,
+        elapsedMs: performance.now() - recordingStart,
+        windowMs: askedAt - windowStart,
+        tookMs,
+        totalMs: flushCostMs,
+      })
+      windowStart = askedAt
+      scheduleFlush(delay)
+    })
   }, delayMs)
 }
 
 // The worker threads of the main thread, by threadId -> NodeWorker session id: a worker that never
 // yields never runs its own timer, so it is asked to flush from here too, through the same kind of
-// interrupt (it skips the ask when it flushed lately by itself). So a process killed without warning
+// interrupt (it flushes only when due by its own spacing). So a process killed without warning
 // still leaves such a worker's samples up to then.
 const workerSessions = new Map()
 const workers = sharedState()
@@ -88,8 +108,15 @@ function flushWorkers() {
 }
 
 if (connected && flushEveryMs > 0) {
-  if (workers) watchWorkers()
   scheduleFlush(flushEveryMs)
+  if (workers) {
+    watchWorkers()
+    // Every --flush-every, whatever the main thread's spacing: each worker flushes only when due by
+    // its own (a cheap no-op otherwise).
+    workersTimer = setInterval(() => {
+      if (Atomics.load(state, CLAIM) === RUNNING) flushWorkers()
+    }, flushEveryMs)
+  }
 }
 
 // How soon a signal is asked again when the main thread was inside the engine's own work.
@@ -143,6 +170,7 @@ parentPort.on('message', (message) => {
   // The process is ending: drop the session first (a session connected to the main thread at exit
   // makes Node print "Waiting for the debugger to disconnect...").
   if (flushTimer) clearTimeout(flushTimer)
+  if (workersTimer) clearInterval(workersTimer)
   try {
     session.disconnect()
   } catch {

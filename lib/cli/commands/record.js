@@ -26,7 +26,7 @@ const {
 
 const PRELOAD = path.resolve(__dirname, '..', '..', 'record', 'preload.js')
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP']
-const DEFAULT_FLUSH_MS = 1000
+const DEFAULT_FLUSH_MS = require('../../record/spacing').DEFAULT_FLUSH_EVERY_MS
 const MAX_FLUSH_MS = 1e6
 const MIN_FLUSH_MS = 50
 
@@ -47,9 +47,10 @@ Options:
                          stderr; other threads' traces to
                          ./jsprof-<pid>-<date>.worker-<threadId>.trace.json)
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
-      --flush-every <ms> save the samples so far this often, so a process killed without warning
-                         (SIGKILL, OOM killer, abort) still leaves its trace up to then
-                         (default: ${DEFAULT_FLUSH_MS}; 0: never)
+      --flush-every <ms> save the samples so far after this long, then at least this far apart
+                         (further when flushes cost over 1% of the run, at most 60 s apart), so a
+                         process killed without warning (SIGKILL, OOM killer, abort) still leaves
+                         its trace up to the last one (default: ${DEFAULT_FLUSH_MS}; 0: never)
       --children         also profile every Node process the command starts (child_process,
                          cluster workers), each into a trace of its own: t.json -> t.pid-<pid>.json
                          (or its own name when -o has '{pid}'). Processes still running when the
