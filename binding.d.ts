@@ -266,6 +266,14 @@ export interface InspectorColumns {
 export declare function internLabels(keys: Array<string>, values: Array<string>): number
 
 /**
+ * The id of a transient set: the registered set `base` (0: none) with a span context added —
+ * `trace_id`, `span_id` and `span_name` when given — checked as `internLabels` checks the added
+ * labels (the registered part was checked when it was registered). One call of four arguments per
+ * request, where `internTransientLabels` would convert and check every label again.
+ */
+export declare function internSpanLabels(base: number, traceId: string, spanId: string, spanName?: string | undefined | null): number
+
+/**
  * The id of a label set used for a short while (one request's span context): not interned, written
  * into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
  */

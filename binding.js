@@ -865,6 +865,7 @@ module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
 module.exports.heapProfileFromV8 = nativeBinding.heapProfileFromV8
 module.exports.heapProfileToV8 = nativeBinding.heapProfileToV8
 module.exports.internLabels = nativeBinding.internLabels
+module.exports.internSpanLabels = nativeBinding.internSpanLabels
 module.exports.internTransientLabels = nativeBinding.internTransientLabels
 module.exports.labelSetCount = nativeBinding.labelSetCount
 module.exports.labelTransitions = nativeBinding.labelTransitions

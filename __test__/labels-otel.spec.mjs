@@ -196,3 +196,47 @@ test('jsprof report escapes hostile label values', () => {
   assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f\u202e]/.test(r.stdout), JSON.stringify(r.stdout))
   assert.match(r.stdout, /GET \/\\x1b\[2J\\x1b\]0;pwned\\x07\\x0a\\u\{202e\}evil/)
 })
+
+test('a request with an active span reads its route and span labels; a hostile span name drops only the span', async () => {
+  const { createRequire } = await import('node:module')
+  const { EventEmitter } = await import('node:events')
+  const require = createRequire(import.meta.url)
+  const api = require('@opentelemetry/api')
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks')
+  const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
+  const { RequestLabels } = require('../lib/labels.js')
+  const { getLabels } = require('jsprof-node')
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+  try {
+    const tracer = new BasicTracerProvider().getTracer('t')
+    const inRequest = (name) => {
+      const span = tracer.startSpan(name)
+      try {
+        return api.context.with(api.trace.setSpan(api.context.active(), span), () => {
+          const labels = new RequestLabels('GET', new EventEmitter())
+          labels.run(() => labels.route('/users/:id'), null, [])
+          return [labels.run(getLabels, null, []), span]
+        })
+      } finally {
+        span.end()
+      }
+    }
+    const [got, span] = inRequest('GET /users/:id')
+    const { traceId, spanId } = span.spanContext()
+    assert.deepEqual(got, {
+      method: 'GET',
+      route: 'GET /users/:id',
+      span_id: spanId,
+      span_name: 'GET /users/:id',
+      trace_id: traceId,
+    })
+    assert.deepEqual(Object.keys(got), ['method', 'route', 'span_id', 'span_name', 'trace_id'])
+    assert.ok(Object.isFrozen(got))
+    assert.equal(span.attributes['pyroscope.profile.id'], spanId)
+    // A span name past the value limit: the request keeps its route labels, without the span's.
+    const [hostile] = inRequest('x'.repeat(100_000))
+    assert.deepEqual(hostile, { method: 'GET', route: 'GET /users/:id' })
+  } finally {
+    api.context.disable()
+  }
+})

@@ -3,6 +3,10 @@
 // set), each in a child process of its own, modes alternated over rounds; ns per await (median) and
 // the heap growth per await (the ring is preallocated: a context switch allocates nothing of ours).
 //
+// Then what a request's span ids cost natively (docs/labels.md#span-profiles-opentelemetry): one span
+// set per request through internSpanLabels (its registered set plus three span strings), beside the
+// whole set converted and checked through internTransientLabels; ns per request, best of 3.
+//
 //   node bench/labels.mjs [--awaits 200000] [--rounds 5]
 
 import { spawnSync } from 'node:child_process'
@@ -58,4 +62,30 @@ if (mode !== null) {
       `${name.padEnd(9)} ${median(ns).toFixed(1)} ns/await (${ns.map((x) => x.toFixed(0)).join(' ')}), heap ${median(rs.map((r) => r.heapBytesPerAwait)).toFixed(2)} B/await`,
     )
   }
+
+  const { createRequire } = await import('node:module')
+  const { binding } = createRequire(import.meta.url)('../lib/native.js')
+  const N = 100_000
+  const hex = (n, len) => n.toString(16).padStart(len, '0')
+  const base = binding.internLabels(['method', 'route'], ['GET', 'GET /users/:id'])
+  const best = (f) => {
+    let ns = Infinity
+    for (let r = 0; r < 3; r++) {
+      const start = process.hrtime.bigint()
+      for (let i = 1; i <= N; i++) f(i)
+      ns = Math.min(ns, Number(process.hrtime.bigint() - start) / N)
+    }
+    return ns
+  }
+  const ids = best((i) => hex(i, 32) + hex(i, 16))
+  const span = best((i) => binding.internSpanLabels(base, hex(i, 32), hex(i, 16), 'GET /users/:id'))
+  const whole = best((i) =>
+    binding.internTransientLabels(
+      ['method', 'route', 'span_id', 'span_name', 'trace_id'],
+      ['GET', 'GET /users/:id', hex(i, 16), 'GET /users/:id', hex(i, 32)],
+    ),
+  )
+  console.log(
+    `span set per request: internSpanLabels ${(span - ids).toFixed(0)} ns; the whole set through internTransientLabels ${(whole - ids).toFixed(0)} ns`,
+  )
 }

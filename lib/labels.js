@@ -10,7 +10,13 @@
 // an async hook's `before`/`after` (every callback of an async resource, promise reactions included)
 // compares the id of the context it enters or returns to with the last one recorded and, when it
 // differs, writes (time on V8's sample clock, id) into a preallocated ring of typed arrays — no
-// allocation per context switch. The ring goes to Rust when it is full and before each harvest
+// allocation per context switch. A callback returning to the event loop itself (not to code that
+// called it synchronously) records nothing: the loop runs no app code until the next callback's
+// `before` records its set, and a sample with no code running (idle, native) carries no labels
+// whatever the timeline says (jsprof-core Chunk::label_samples). So a run of callbacks of one label
+// set — every `await` of one request — records nothing at all after the first (measured: the
+// record on every return was most of the labels' cost per await, docs/bench.md#labels-on-every-request).
+// The ring goes to Rust when it is full and before each harvest
 // (flushLabels, called by the sampler), and Rust gives each harvested sample the set current at its
 // time (src/labels.rs, jsprof-core Chunk::label_samples). So labels reach every consumer of the
 // sampler: Profiler traces, continuous chunks, request profiles, `jsprof record`.
@@ -45,7 +51,10 @@ let filled = 0
 let recorded = 0
 
 const stack = new Uint32Array(STACK)
+/** Callbacks entered and not left (async resources', promise reactions'). */
 let depth = 0
+/** withLabels/runWithLabelsId calls running: code at depth 0 inside one is app code, not the loop. */
+let explicit = 0
 
 /** The registered sets: id -> frozen labels object; canonical text -> id. */
 const setsById = new Map()
@@ -55,7 +64,7 @@ const transientSets = new Map()
 const MAX_TRANSIENT = 65_536
 
 /** The labels of set `id` (undefined for none or an unknown one). */
-const labelsOfId = (id) => setsById.get(id) ?? transientSets.get(id)
+const labelsOfId = (id) => setsById.get(id) ?? transientLabels(id)
 
 function record(id) {
   if (id === recorded) return
@@ -65,6 +74,9 @@ function record(id) {
   ids[filled] = id
   filled++
 }
+
+/** The set of the code running now as the timeline should say (0 at the event loop: see leave). */
+const running = () => (depth === 0 && explicit === 0 ? 0 : recorded)
 
 /** Hands the ring to Rust (the sampler calls it before every harvest). */
 function flushLabels() {
@@ -82,9 +94,13 @@ function enter(id) {
   depth++
   record(id)
 }
-/** Leaving it: back to the set recorded before it. */
+/**
+ * Leaving it: back to the set recorded before it, when it returns to code that called it; back to the
+ * event loop (no code running: see above), the set stays as it is until the next callback's `before`.
+ */
 function leave() {
   if (depth > 0) depth--
+  if (depth === 0 && explicit === 0) return
   record(depth < STACK ? stack[depth] : 0)
 }
 
@@ -172,11 +188,13 @@ function withLabels(labels, fn, ...args) {
   if (typeof fn !== 'function') throw new TypeError(`withLabels: fn must be a function, got ${describe(fn)}`)
   const id = idOf('withLabels', labels, currentId())
   enableTracking()
-  const previous = recorded
+  const previous = running()
   record(id)
+  explicit++
   try {
     return storage.run(id, fn, ...args)
   } finally {
+    explicit--
     record(previous)
   }
 }
@@ -227,11 +245,16 @@ function requestLabelsId(method, template) {
 /** Runs `fn.apply(thisArg, args)` with the label set `id` (0: none), as withLabels does. */
 function runWithLabelsId(id, fn, thisArg, args) {
   enableTracking()
-  const previous = recorded
+  // Already in set `id` inside a callback (a request's event emitted by its own code): nothing to
+  // enter, nothing to record (its callback's `before` recorded the set, its `after` records the return).
+  if (depth > 0 && recorded === id && currentId() === id) return Reflect.apply(fn, thisArg, args)
+  const previous = running()
   record(id)
+  explicit++
   try {
     return storage.run(id, Reflect.apply, fn, thisArg, args)
   } finally {
+    explicit--
     record(previous)
   }
 }
@@ -285,17 +308,47 @@ function rootSpanLabels() {
   }
 }
 
-/** The id of a request's labels with its span's (a transient set: one per request). Never throws. */
+/**
+ * The id of a request's labels with its span's (a transient set: one per request). Never throws. One
+ * native call of the request's registered set and the three span strings (measured: converting and
+ * checking the whole set per request was most of what span ids cost, docs/bench.md#labels-on-every-request);
+ * the labels object getLabels() returns is built only when asked for.
+ */
 function spanLabelsId(method, template, span) {
-  const labels = { method: typeof method === 'string' ? method : '', ...span }
-  if (template !== undefined) labels.route = `${labels.method} ${template}`
-  const keys = Object.keys(labels).sort()
-  const values = keys.map((k) => labels[k])
+  const base = requestLabelsId(method, template)
+  let id
   try {
-    return internTransient('requests', keys, values)
+    id = callNative(() => binding.internSpanLabels(base, span.trace_id, span.span_id, span.span_name ?? null))
   } catch {
-    return requestLabelsId(method, template)
+    return base
   }
+  if (transientSets.size >= MAX_TRANSIENT) transientSets.delete(transientSets.keys().next().value)
+  transientSets.set(id, new SpanSet(base, span))
+  return id
+}
+
+/** A request's span set as spanLabelsId keeps it: its registered set and its span labels. */
+class SpanSet {
+  constructor(base, span) {
+    this.base = base
+    this.span = span
+  }
+}
+
+/** The labels of transient set `id`, built on first use for a SpanSet. */
+function transientLabels(id) {
+  const set = transientSets.get(id)
+  if (!(set instanceof SpanSet)) return set
+  const merged = { ...labelsOfId(set.base), ...set.span }
+  const labels = Object.freeze(
+    Object.fromEntries(
+      Object.keys(merged)
+        .sort()
+        .map((k) => [k, merged[k]]),
+    ),
+  )
+  transientSets.set(id, labels)
+  return labels
 }
 
 /**

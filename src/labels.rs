@@ -134,6 +134,36 @@ pub fn intern_transient_labels(keys: Vec<String>, values: Vec<String>) -> Result
     Ok(registry().add_transient(set))
 }
 
+/// The id of a transient set: the registered set `base` (0: none) with a span context added —
+/// `trace_id`, `span_id` and `span_name` when given — checked as `internLabels` checks the added
+/// labels (the registered part was checked when it was registered). One call of four arguments per
+/// request, where `internTransientLabels` would convert and check every label again.
+#[napi(catch_unwind)]
+pub fn intern_span_labels(
+    base: u32,
+    trace_id: String,
+    span_id: String,
+    span_name: Option<String>,
+) -> Result<u32> {
+    let mut r = registry();
+    let base = match base {
+        0 | DROPPED => None,
+        id => r.get(id),
+    };
+    let empty = LabelSet::new();
+    let base = base.as_deref().unwrap_or(&empty);
+    let set = match &span_name {
+        Some(name) => core::extend_label_set(
+            base,
+            &["span_id", "span_name", "trace_id"],
+            &[&span_id, name, &trace_id],
+        ),
+        None => core::extend_label_set(base, &["span_id", "trace_id"], &[&span_id, &trace_id]),
+    }
+    .map_err(core_error)?;
+    Ok(r.add_transient(set))
+}
+
 /// How many distinct label sets the process has registered.
 #[napi]
 pub fn label_set_count() -> u32 {

@@ -12,6 +12,9 @@
 // each process gets about one core; all modes share the same setup, so ratios compare like with like.
 //
 //   node bench/server/run.mjs [--duration 8] [--rounds 3] [--connections 10] [--modes none,continuous,…]
+//       [--micro no]   (skip the main-thread figures after the table)
+//   labels' cost, each labelled mode with its pair (see PAIRS below):
+//   node bench/server/run.mjs --modes none,contnolabels,contlabels,otelnospans,otelspans,pyronolabels,pyrolabels,ddnolabels,ddlabels
 //   REQ_INTERVAL=1 node bench/server/run.mjs …   (request modes at 1 ms instead of the default 10)
 
 import { fork } from 'node:child_process'
@@ -19,6 +22,7 @@ import { fileURLToPath } from 'node:url'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { median } from '../stats.mjs'
+import { DD_TRACE, ddTrace } from './peers.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
@@ -43,6 +47,12 @@ const LABELS = {
   contnolabels: 'jsprof-node continuous, 10 ms, profileRequests wrap, sampleRate 0, labels: false',
   pyrolabels: '@pyroscope/nodejs CPU profiling, every request in wrapWithLabels',
   pyronolabels: '@pyroscope/nodejs CPU profiling, no labels',
+  ddlabels: 'dd-trace tracer + profiler, code hotspots and endpoint profiling on',
+  ddnolabels: 'dd-trace tracer + profiler, code hotspots and endpoint profiling off',
+  otelspans:
+    'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route and span ids',
+  otelnospans:
+    'OpenTelemetry SDK (http server spans) + jsprof-node continuous, every request labelled with route, no span',
   datadog: '@datadog/pprof continuous, 10 ms',
   sentry: '@sentry/profiling-node continuous, ~10 ms',
   // Diagnostics (not in the default run): --modes none,sampler1,sampler10,als,hook
@@ -70,6 +80,12 @@ function availability(mode) {
   try {
     if (mode === 'datadog') require('@datadog/pprof')
     if (mode.startsWith('pyro')) require('@pyroscope/nodejs')
+    if (mode.startsWith('otel')) require('@opentelemetry/sdk-trace-node')
+    if (mode === 'ddlabels' || mode === 'ddnolabels') {
+      const version = DD_TRACE(Number(process.versions.node.split('.')[0]))
+      process.env.DD_TRACE_MODULE ??= ddTrace(version)
+      require(process.env.DD_TRACE_MODULE)
+    }
     if (mode === 'sentry') sentryCpuProfiler().CpuProfilerBindings.startProfiling
     return null
   } catch (err) {
@@ -155,6 +171,28 @@ for (const mode of MODES) {
     `| ${LABELS[mode]} | ${rps.toFixed(0)} | ${(rps / base).toFixed(3)}x | ${pair} | ${cpu(mode).toFixed(0)} | ${cpuPair} | ${maxDelay.toFixed(1)} |`,
   )
 }
+// A mode and its pair (the same setup without labels, or without span ids): the labels' cost, paired
+// per round as above (median of the per-round CPU-per-request ratios mode/pair; > 1: the mode costs more).
+const PAIRS = {
+  contlabels: 'contnolabels',
+  pyrolabels: 'pyronolabels',
+  ddlabels: 'ddnolabels',
+  otelspans: 'otelnospans',
+}
+for (const [mode, pair] of Object.entries(PAIRS)) {
+  if (!reports[mode] || !reports[pair]) continue
+  const ratios = reports[mode].map((r, round) => r.cpuUsPerRequest / reports[pair][round].cpuUsPerRequest)
+  const spread = `${Math.min(...ratios).toFixed(3)}..${Math.max(...ratios).toFixed(3)}`
+  console.log(
+    `pair ${mode} / ${pair}: CPU per request ${median(ratios).toFixed(3)}x (paired median of ${ratios.length} rounds, range ${spread})`,
+  )
+}
+for (const mode of ['otelspans', 'otelnospans']) {
+  const r = reports[mode]?.at(-1)
+  if (r) console.log(`${mode}: requests whose code saw span labels: ${r.spanLabelled} of ${r.spanChecked} checked`)
+}
+if (reports.ddlabels || reports.ddnolabels)
+  console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)
 // Issue 9's targets for the plain Profiler per request, judged on the paired ratios.
 const TARGETS = { prof10: 0.95, profall: 0.9 }
 if (results.none) {
@@ -192,6 +230,7 @@ for (const mode of ['prof10', 'profall']) {
   )
 }
 
-// --- main-thread figures, each in a fresh process with no load -----------------------------------
+// --- main-thread figures, each in a fresh process with no load (--micro no: skip them) -----------
+if (arg('micro', 'yes') === 'no') process.exit(0)
 const micro = fork(path.join(here, 'micro.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
 await new Promise((resolve) => micro.on('exit', resolve))

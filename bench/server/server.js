@@ -4,15 +4,53 @@
 //   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry | switch (in-process.mjs)
 //   | contlabels | contnolabels (labels on every request, and its pair without)
 //   | pyrolabels | pyronolabels (Pyroscope's Node SDK with wrapWithLabels on every request, and without)
+//   | ddlabels | ddnolabels (dd-trace with profiling, code hotspots and endpoint profiling on, and off)
+//   | otelspans | otelnospans (the OpenTelemetry SDK tracing every request, labels with span ids, and without)
 //   (and the diagnostics sampler1 | sampler10 | track | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
-
-const http = require('node:http')
-const { monitorEventLoopDelay } = require('node:perf_hooks')
 
 const mode = process.argv[2] || 'none'
 const CHUNK_SECONDS = Number(process.env.CHUNK_SECONDS || 4)
 const root = require('node:path').join(__dirname, '..', '..')
+
+// Tracers first (before node:http is loaded), as their users start them.
+if (mode === 'ddlabels' || mode === 'ddnolabels') {
+  // dd-trace (installed on demand by run.mjs: DD_TRACE_MODULE), its tracer on, its profiler on at its
+  // defaults (wall and CPU time), to an agent that is not there (a dead local port: exports fail
+  // quietly). ddlabels: code hotspots and endpoint profiling on (its profiler's context per span and
+  // endpoint: Datadog's labels); ddnolabels: both off, its pair.
+  const on = String(mode === 'ddlabels')
+  Object.assign(process.env, {
+    DD_TRACE_AGENT_URL: 'http://127.0.0.1:9',
+    DD_PROFILING_ENABLED: 'true',
+    DD_PROFILING_CODEHOTSPOTS_ENABLED: on,
+    DD_PROFILING_ENDPOINT_COLLECTION_ENABLED: on,
+    DD_PROFILING_UPLOAD_PERIOD: String(CHUNK_SECONDS * 3),
+    DD_TRACE_STARTUP_LOGS: 'false',
+    DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false',
+    DD_REMOTE_CONFIGURATION_ENABLED: 'false',
+    DD_RUNTIME_METRICS_ENABLED: 'false',
+  })
+  require(process.env.DD_TRACE_MODULE).init({
+    logLevel: 'error',
+    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  })
+} else if (mode === 'otelspans' || mode === 'otelnospans') {
+  // The OpenTelemetry SDK as an app that already traces has it: a NodeTracerProvider (its
+  // AsyncLocalStorage context manager), the http instrumentation making a server span per request,
+  // spans batched to an exporter that drops them.
+  const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node')
+  const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base')
+  const { registerInstrumentations } = require('@opentelemetry/instrumentation')
+  const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http')
+  const dropped = { export: (spans, done) => done({ code: 0 }), shutdown: async () => {} }
+  const provider = new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropped)] })
+  provider.register()
+  registerInstrumentations({ instrumentations: [new HttpInstrumentation()] })
+}
+
+const http = require('node:http')
+const { monitorEventLoopDelay } = require('node:perf_hooks')
 
 // --- the application ---------------------------------------------------------------------------
 const catalog = Array.from({ length: 1000 }, (_, i) => ({
@@ -86,6 +124,38 @@ if (mode === 'continuous') {
   })
   const rp = profileRequests({ sampleRate: 0, labels: mode === 'contlabels', onProfile() {} })
   listener = rp.wrap(handler)
+} else if (mode === 'otelspans' || mode === 'otelnospans') {
+  // contlabels under the OpenTelemetry SDK: every request labelled with its route, and with its server
+  // span's ids (otelspans), or run outside the span's context so that the integration finds no span
+  // (otelnospans, its pair: the same context switch and span lookup, no span labels).
+  const api = require('@opentelemetry/api')
+  const { startContinuous, profileRequests } = require(root)
+  startContinuous({
+    sampleInterval: 10,
+    chunkSeconds: CHUNK_SECONDS,
+    onChunk(chunk) {
+      figures.chunks++
+      if (encodePprof) encodePprof(chunk.trace)
+    },
+  })
+  // The figure that shows the pair differs as meant: of every 64th request, those whose code saw span
+  // labels (not every request: getLabels() builds the labels object of a span set, a cost of its own).
+  const { getLabels } = require(root)
+  figures.spanLabelled = 0
+  figures.spanChecked = 0
+  let seen = 0
+  const counted = (req, res) => {
+    if ((seen++ & 63) === 0) {
+      figures.spanChecked++
+      if (getLabels().span_id !== undefined) figures.spanLabelled++
+    }
+    return handler(req, res)
+  }
+  const wrapped = profileRequests({ sampleRate: 0, onProfile() {} }).wrap(counted)
+  const spans = mode === 'otelspans'
+  listener = function (req, res) {
+    return api.context.with(spans ? api.context.active() : api.ROOT_CONTEXT, wrapped, this, req, res)
+  }
 } else if (mode === 'req10' || mode === 'reqall') {
   const { profileRequests } = require(root)
   const rp = profileRequests({
@@ -179,6 +249,10 @@ if (mode === 'continuous') {
   if (mode === 'pyrolabels') {
     listener = (req, res) => Pyroscope.wrapWithLabels({ route: 'GET /search' }, () => handler(req, res))
   }
+} else if (mode === 'ddlabels' || mode === 'ddnolabels') {
+  // dd-trace started above; its http plugin traces every request (the server span its profiler's
+  // code hotspots and endpoints label samples with).
+  figures.ddTrace = require(`${process.env.DD_TRACE_MODULE}/package.json`).version
 } else if (mode === 'datadog') {
   const pprof = require('@datadog/pprof')
   pprof.time.start({ intervalMicros: 10_000, durationMillis: CHUNK_SECONDS * 1000 })

@@ -48,7 +48,9 @@ pub use text::{markup as markup_text, visible as visible_text};
 // its timing and the weight of its samples.
 pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
 // Labels on samples: the one rule of a label, and its bounds.
-pub use trace::{label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS};
+pub use trace::{
+    extend_label_set, label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS,
+};
 
 // The V8 CPU profile format, and V8's sampling heap profile.
 pub use v8::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};

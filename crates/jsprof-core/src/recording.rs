@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::intervals::IntervalSet;
 use crate::trace::labels::LabelSet;
 use crate::trace::{Extension, ProfilerTrace, TraceBuilder, MAX_SAMPLE_INTERVAL_MS};
-use crate::v8::{InspectorColumns, Profile};
+use crate::v8::{InspectorColumns, NodeKind, Profile};
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
 #[derive(Debug)]
@@ -108,6 +108,11 @@ impl Chunk {
     /// (V8's clock, ascending) are the moments the thread's label set changed, `sets[i]` the set from
     /// `times_us[i]` on (`None`: no labels). A sample takes the last change at or before its time; one
     /// before the first change has none. No change at all leaves the chunk without labels.
+    ///
+    /// A sample with no code running (its leaf `(idle)`, `(program)` or `(root)`: the event loop
+    /// waiting, native work outside JS) carries no labels whatever the timeline says: the labels are
+    /// the running code's, and the JS side (lib/labels.js) leaves the last set current when a callback
+    /// returns to the event loop rather than recording "no labels" after every callback.
     pub fn label_samples(&mut self, times_us: &[f64], sets: &[Option<Arc<LabelSet>>]) {
         let n = times_us.len().min(sets.len());
         if n == 0 || sets[..n].iter().all(Option::is_none) {
@@ -120,6 +125,14 @@ impl Chunk {
             .samples
             .iter()
             .map(|s| {
+                let running = self
+                    .profile
+                    .nodes
+                    .get(s.node as usize)
+                    .is_some_and(|n| matches!(n.kind, NodeKind::Code | NodeKind::GarbageCollector));
+                if !running {
+                    return None;
+                }
                 let after = times.partition_point(|&t| t <= s.time);
                 after.checked_sub(1).and_then(|i| sets[i].clone())
             })
@@ -523,6 +536,32 @@ mod tests {
         assert!(plain.labels.is_empty());
         plain.label_samples(&[0.0], &[None]);
         assert!(plain.labels.is_empty());
+    }
+
+    #[test]
+    fn samples_with_no_code_running_carry_no_labels() {
+        // (root) -> f, (root) -> (program), (root) -> (idle), (root) -> (garbage collector).
+        let mut b = ProfileBuilder::with_capacity(5);
+        b.add_node(1, "(root)", "", -1, -1).unwrap();
+        b.add_node(2, "f", "file:///f.js", 0, 0).unwrap();
+        b.add_node(3, "(program)", "", -1, -1).unwrap();
+        b.add_node(4, "(idle)", "", -1, -1).unwrap();
+        b.add_node(5, "(garbage collector)", "", -1, -1).unwrap();
+        b.set_children(0, &[2, 3, 4, 5]).unwrap();
+        let profile = b
+            .finish(&[2, 3, 4, 5, 1], &[10.0, 10.0, 10.0, 10.0, 10.0], 0.0, 50.0)
+            .unwrap();
+        let mut c = Chunk {
+            profile,
+            interval_us: 10.0,
+            labels: Vec::new(),
+        };
+        // One set current all along (as the JS side leaves it when a callback returns to the loop).
+        c.label_samples(&[0.0], &[set("a")]);
+        let got: Vec<Option<&str>> = (0..5)
+            .map(|i| c.labels_of(i).map(|s| s["route"].as_str()))
+            .collect();
+        assert_eq!(got, [Some("a"), None, None, Some("a"), None]);
     }
 
     #[test]

@@ -85,6 +85,27 @@ pub fn label_set(keys: &[String], values: &[String]) -> Result<LabelSet> {
     Ok(set)
 }
 
+/// `base` with the labels `keys[i]: values[i]` added (a key of `base` given again takes the new value),
+/// the added labels checked as [`label_set`] checks them and the whole at most [`MAX_LABELS`] labels:
+/// a request's registered set plus its span context, without checking the registered part again.
+pub fn extend_label_set(base: &LabelSet, keys: &[&str], values: &[&str]) -> Result<LabelSet> {
+    if keys.len() != values.len() {
+        return Err(Error::invalid("labels need as many values as keys"));
+    }
+    let mut set = base.clone();
+    for (k, v) in keys.iter().zip(values) {
+        check_label(k, v, "labels")?;
+        set.insert((*k).to_owned(), (*v).to_owned());
+    }
+    if set.len() > MAX_LABELS {
+        return Err(Error::range(format!(
+            "labels: a label set holds at most {MAX_LABELS} labels, got {}",
+            set.len()
+        )));
+    }
+    Ok(set)
+}
+
 /// Builds a trace's label table: interns sets (by content) in first-use order and gives each sample
 /// its index. Costs nothing per sample until the first sample with labels.
 #[derive(Debug, Default)]
@@ -171,6 +192,35 @@ mod tests {
         // A hostile key is shown escaped in the message.
         let e = check_label("a\u{1b}[31m", "v", "x").unwrap_err();
         assert!(e.message.contains("\\x1b"), "{}", e.message);
+    }
+
+    #[test]
+    fn extending_a_set_checks_the_added_labels_and_the_count() {
+        let base = label_set(
+            &["method".into(), "route".into()],
+            &["GET".into(), "GET /a".into()],
+        )
+        .unwrap();
+        let set = extend_label_set(
+            &base,
+            &["span_id", "trace_id"],
+            &["00f067aa0ba902b7", "4bf92f3577b34da6a3ce929d0e0e4736"],
+        )
+        .unwrap();
+        assert_eq!(set.len(), 4);
+        assert_eq!(set["route"], "GET /a");
+        let long = "v".repeat(MAX_VALUE_CHARS + 1);
+        assert_eq!(
+            extend_label_set(&base, &["span_name"], &[&long])
+                .unwrap_err()
+                .kind,
+            crate::ErrorKind::Range
+        );
+        assert!(extend_label_set(&base, &["a b"], &["v"]).is_err());
+        let full: Vec<String> = (0..MAX_LABELS).map(|i| format!("k{i}")).collect();
+        let full = label_set(&full, &vec![String::new(); MAX_LABELS]).unwrap();
+        assert!(extend_label_set(&full, &["k0"], &["x"]).is_ok());
+        assert!(extend_label_set(&full, &["span_id"], &["x"]).is_err());
     }
 
     #[test]
