@@ -5,7 +5,7 @@
 //   node bench/matrix/table.mjs out1.json [out2.json …]
 //
 // Marks: ✘ below the target (issue 28: prof10 and req10 >= 0.95x, profall >= 0.90x), ≤S not ahead of
-// Sentry's ratio (sentry10) in the same cell. A mode measured in more than one file: the last file wins.
+// Sentry's ratio (sentry10) in the same cell and run. A mode measured in more than one file: the last file wins.
 // Prints figures; asserts nothing.
 
 import { readFileSync } from 'node:fs'
@@ -27,7 +27,8 @@ for (const file of files) {
     // A mode's ratios are paired within its own run, so a later run may add or replace single modes.
     const key = `${major}|${cell.kind}|${cell.connections}|${cell.pinned}`
     const earlier = cells.get(key)
-    cells.set(key, { major, ...cell, modes: { ...(earlier && earlier.modes), ...cell.modes } })
+    const modes = Object.fromEntries(Object.entries(cell.modes).map(([m, figures]) => [m, { ...figures, file }]))
+    cells.set(key, { major, ...cell, modes: { ...(earlier && earlier.modes), ...modes } })
   }
 }
 
@@ -58,7 +59,8 @@ for (const c of sorted) {
     if (target !== undefined) {
       if (m.cpuRatio >= target) t.met++
       else marks += ' ✘'
-      if (sentry && mode !== 'sentry10') {
+      // Ahead of Sentry or not only within one run (the same rounds, the same machine state).
+      if (sentry && mode !== 'sentry10' && sentry.file === m.file) {
         t.vsSentry++
         if (m.cpuRatio > sentry.cpuRatio) t.ahead++
         else marks += ' ≤S'
