@@ -100,7 +100,8 @@ try {
 } catch {}
 figures.ourChunksEncoded = typeof encodePprof === 'function'
 
-if (mode === 'continuous') {
+/** Continuous mode at 10 ms, each chunk encoded as pprof as a user's exporter would (the modes below). */
+function continuousAt10ms() {
   const { startContinuous } = require(root)
   startContinuous({
     sampleInterval: 10,
@@ -110,18 +111,15 @@ if (mode === 'continuous') {
       if (encodePprof) encodePprof(chunk.trace)
     },
   })
+}
+
+if (mode === 'continuous') {
+  continuousAt10ms()
 } else if (mode === 'contlabels' || mode === 'contnolabels') {
   // Continuous at 10 ms with the request integration on every request (sampleRate 0: no request
   // profiles), labelling each request (contlabels) or not (contnolabels, its pair): what labels cost.
-  const { startContinuous, profileRequests } = require(root)
-  startContinuous({
-    sampleInterval: 10,
-    chunkSeconds: CHUNK_SECONDS,
-    onChunk(chunk) {
-      figures.chunks++
-      if (encodePprof) encodePprof(chunk.trace)
-    },
-  })
+  const { profileRequests } = require(root)
+  continuousAt10ms()
   const rp = profileRequests({ sampleRate: 0, labels: mode === 'contlabels', onProfile() {} })
   listener = rp.wrap(handler)
 } else if (mode === 'otelspans' || mode === 'otelnospans') {
@@ -129,15 +127,8 @@ if (mode === 'continuous') {
   // span's ids (otelspans), or run outside the span's context so that the integration finds no span
   // (otelnospans, its pair: the same context switch and span lookup, no span labels).
   const api = require('@opentelemetry/api')
-  const { startContinuous, profileRequests } = require(root)
-  startContinuous({
-    sampleInterval: 10,
-    chunkSeconds: CHUNK_SECONDS,
-    onChunk(chunk) {
-      figures.chunks++
-      if (encodePprof) encodePprof(chunk.trace)
-    },
-  })
+  const { profileRequests } = require(root)
+  continuousAt10ms()
   // The figure that shows the pair differs as meant: of every 64th request, those whose code saw span
   // labels (not every request: getLabels() builds the labels object of a span set, a cost of its own).
   const { getLabels } = require(root)
