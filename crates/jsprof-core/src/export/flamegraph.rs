@@ -725,7 +725,7 @@ pub fn to_flame_graph_html(trace: &ProfilerTrace, options: &FlameGraphOptions) -
 
 pub(crate) const MAX_VIEW_KEYS: usize = 16;
 pub(crate) const MAX_VIEW_VALUES: usize = 50;
-pub(crate) const MAX_VIEW_ENTRIES: usize = 1_000_000;
+pub(crate) const MAX_VIEW_ENTRIES: usize = 250_000;
 
 /// The HTML page's label views: per key, per value, the nodes its samples touch (ascending) with their
 /// totals over those samples alone.
