@@ -124,7 +124,8 @@ class StallWatch {
     this.#beatTimer = setInterval(() => this.#beat(), beatMsFor(o.thresholdMs))
     this.#beatTimer.unref()
     // The helper's way in (a non-enumerable global the inspector can call).
-    this.#hookFn = (what, seq) => this.#hook(what, seq)
+    // Run by a V8 interrupt, anywhere in the app's code (even inside Node's timers): see fromInterrupt.
+    this.#hookFn = (what, seq) => getSampler().fromInterrupt(() => this.#hook(what, seq))
     Object.defineProperty(globalThis, Symbol.for(HOOK), {
       value: this.#hookFn,
       configurable: true,
