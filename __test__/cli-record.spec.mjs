@@ -103,6 +103,13 @@ w.on('message', () => setTimeout(() => { ${end} }, 1500))
     assert.equal(r.code, 137, r.stderr)
     return r
   }
+  /** The killed recording left one worker trace, holding the worker's burning up to its last flush. */
+  function assertWorkerBurned(dir, r) {
+    const workers = fs.readdirSync(dir).filter((f) => /^t\.worker-\d+\.json$/.test(f))
+    assert.equal(workers.length, 1, r.stderr)
+    const burning = selfSamples(readTrace(path.join(dir, workers[0])), 'burnInWorker')
+    assert.ok(burning > 0, `the worker's burning up to its last flush: ${burning} samples`)
+  }
   const KILLED_APP = `
 const { Worker } = require('node:worker_threads')
 const w = new Worker(\`${BURN}
@@ -119,10 +126,7 @@ setInterval(() => {}, 1000)
       // It never runs a timer of its own: the watcher thread asks it to flush, through an interrupt.
       const dir = dirWith('killed', { 'app.js': KILLED_APP })
       const r = await killedWhileWorkerBurns(dir, '100')
-      const workers = fs.readdirSync(dir).filter((f) => /^t\.worker-\d+\.json$/.test(f))
-      assert.equal(workers.length, 1, r.stderr)
-      const burning = selfSamples(readTrace(path.join(dir, workers[0])), 'burnInWorker')
-      assert.ok(burning > 0, `the worker's burning up to its last flush: ${burning} samples`)
+      assertWorkerBurned(dir, r)
       assert.match(
         r.stderr,
         /worker thread \d+, \d+ samples, [^;]*; it did not exit \(its process was killed by SIGKILL\): samples up to its last flush/,
@@ -140,10 +144,7 @@ setInterval(() => {}, 1000)
         'app.js': KILLED_APP.replace('burnInWorker(60000)', 'setInterval(() => burnInWorker(20), 25)'),
       })
       const r = await killedWhileWorkerBurns(dir, '100')
-      const workers = fs.readdirSync(dir).filter((f) => /^t\.worker-\d+\.json$/.test(f))
-      assert.equal(workers.length, 1, r.stderr)
-      const burning = selfSamples(readTrace(path.join(dir, workers[0])), 'burnInWorker')
-      assert.ok(burning > 0, `the worker's burning up to its last flush: ${burning} samples`)
+      assertWorkerBurned(dir, r)
       assert.match(
         r.stderr,
         /worker thread \d+, \d+ samples, [^;]*; it did not exit \(its process was killed by SIGKILL\)/,

@@ -45,6 +45,8 @@ export async function retryCapture(times, attempt) {
       return await attempt()
     } catch (err) {
       if (i >= times || !(err instanceof assert.AssertionError)) throw err
+      // Said in the test log, so that a capture that often needs a second try is seen before it flakes.
+      console.error(`retryCapture: attempt ${i} of ${times} failed (${err.message.split('\n')[0]}); capturing again`)
     }
   }
 }

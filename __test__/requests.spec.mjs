@@ -30,6 +30,13 @@ async function listen(server) {
   return `http://127.0.0.1:${server.address().port}`
 }
 
+/** A profileRequests that profiles every request at 1 ms, and the profiles it gives. */
+function everyRequest() {
+  const profiles = []
+  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+  return { rp, profiles }
+}
+
 /**
  * Each profile holds its own function and never the other request's. A leak throws a plain Error, which
  * `retryCapture` never retries; a missing own function (V8's sampler thread starved on a loaded machine:
@@ -51,8 +58,7 @@ function assertSeparated(profiles, byUrl) {
 
 test('node:http wrapper: two overlapping requests each get only their own samples', async () => {
   await retryCapture(3, async () => {
-    const profiles = []
-    const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+    const { rp, profiles } = everyRequest()
     const server = http.createServer(
       rp.wrap(async (req, res) => {
         await sliced(req.url === '/a' ? alphaWork : betaWork)
@@ -116,8 +122,7 @@ test("code in promise continuations, then-callbacks and timers is the request's 
   // a trace is a leak, in any attempt, and never retried.
   const leaks = []
   await retryCapture(3, async () => {
-    const profiles = []
-    const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+    const { rp, profiles } = everyRequest()
     const server = http.createServer(
       rp.wrap(async (req, res) => {
         const [afterAwait, inThen, afterTimer] = continuationWork[req.url]
@@ -152,8 +157,7 @@ test("code in promise continuations, then-callbacks and timers is the request's 
 
 test('the request body events count as the request (body parsing runs in its context)', async () => {
   await retryCapture(3, async () => {
-    const profiles = []
-    const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+    const { rp, profiles } = everyRequest()
     const server = http.createServer(
       rp.wrap((req, res) => {
         req.on('data', () => {})
@@ -176,8 +180,7 @@ test('the request body events count as the request (body parsing runs in its con
 
 test('Express middleware: overlapping requests separated, route and status recorded', async () => {
   await retryCapture(3, async () => {
-    const profiles = []
-    const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+    const { rp, profiles } = everyRequest()
     const app = express()
     app.use(rp.express())
     app.get('/work/:kind', async (req, res) => {
@@ -202,8 +205,7 @@ test('Express middleware: overlapping requests separated, route and status recor
 
 test('Fastify plugin: overlapping requests separated (POST bodies too), route and status recorded', async () => {
   await retryCapture(3, async () => {
-    const profiles = []
-    const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
+    const { rp, profiles } = everyRequest()
     const app = Fastify()
     await app.register(rp.fastify)
     app.post('/work/:kind', async (request, reply) => {
@@ -298,9 +300,8 @@ function otherWork(ms) {
 }
 
 async function ordersAmongOthers() {
-  const profiles = []
+  const { rp, profiles } = everyRequest()
   let burned = 0
-  const rp = profileRequests({ sampleRate: 1, sampleInterval: 1, onProfile: (p) => profiles.push(p) })
   const server = http.createServer(
     rp.wrap(async (req, res) => {
       if (req.url === '/orders') {

@@ -21,6 +21,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { median } from './stats.mjs'
+import { zodProject } from './real-programs.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -37,25 +38,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-bench-vs-cpu-prof-'))
 function programs() {
   const list = []
   if (ONLY.has('tsc')) {
-    const dir = path.join(tmp, 'zod')
-    fs.cpSync(path.join(path.dirname(require.resolve('zod/package.json')), 'src'), path.join(dir, 'src'), {
-      recursive: true,
-      filter: (f) => !/[\\/](tests|benchmarks)([\\/]|$)|\.test\.ts$/.test(f),
-    })
-    fs.writeFileSync(
-      path.join(dir, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          noEmit: true,
-          target: 'es2022',
-          module: 'nodenext',
-          skipLibCheck: true,
-          types: [],
-        },
-        include: ['src'],
-      }),
-    )
+    const dir = zodProject(path.join(tmp, 'zod'))
     list.push({
       title: "tsc --noEmit on zod's sources",
       args: [require.resolve('typescript/lib/tsc.js'), '-p', dir],

@@ -21,6 +21,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { median } from './stats.mjs'
+import { zodProject } from './real-programs.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -65,26 +66,7 @@ export const table${i}: Record<Keys${i}, string> = { id: 'id', value: 'value', t
 
 // A real package's sources for tsc: zod's (the devDependency), without its tests and benchmarks.
 const zod = path.join(tmp, 'zod')
-if (ONLY.has('zod')) {
-  fs.cpSync(path.join(path.dirname(require.resolve('zod/package.json')), 'src'), path.join(zod, 'src'), {
-    recursive: true,
-    filter: (f) => !/[\\/](tests|benchmarks)([\\/]|$)|\.test\.ts$/.test(f),
-  })
-  fs.writeFileSync(
-    path.join(zod, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: {
-        strict: true,
-        noEmit: true,
-        target: 'es2022',
-        module: 'nodenext',
-        skipLibCheck: true,
-        types: [],
-      },
-      include: ['src'],
-    }),
-  )
-}
+if (ONLY.has('zod')) zodProject(zod)
 
 // prettier's input: this repository's JS, copied so that the runs read the same files.
 const corpus = path.join(tmp, 'corpus')

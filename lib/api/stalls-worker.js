@@ -12,6 +12,7 @@ const path = require('node:path')
 const { workerData, parentPort } = require('node:worker_threads')
 const inspector = require('node:inspector')
 const { binding } = require('../native')
+const { hookExpression } = require('../hook-expression')
 
 const { id, hook, stuckMs, dir, name, state } = workerData
 const BUSY_RETRY_MS = 5
@@ -24,7 +25,7 @@ function ask(what, seq, then) {
   session.post(
     'Runtime.evaluate',
     {
-      expression: `globalThis[Symbol.for(${JSON.stringify(hook)})]?.(${JSON.stringify(what)}, ${seq | 0})`,
+      expression: hookExpression(hook, what, seq),
       silent: true,
       returnByValue: true,
     },

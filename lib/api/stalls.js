@@ -25,6 +25,7 @@ const { nowUs, timeOriginUs, traceClock } = require('../clock')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
 const { readOptions, number, func, boolean, string } = require('../args')
 const { emptyTrace } = require('../trace')
+const { isHookFrame } = require('../hook-expression')
 
 const HOOK = 'jsprof.stalls'
 
@@ -415,7 +416,7 @@ function stackBelow(fn) {
     const lines = String(holder.stack).split('\n').slice(1)
     const frames = lines.map((line) => line.trim().replace(/^at /, '').slice(0, MAX_FRAME_CHARS))
     // The inspector's evaluated expression is the outermost frame above the stalled code.
-    if (frames.length > 0 && /^<anonymous>(:\d+:\d+)?$/.test(frames[0])) frames.shift()
+    if (frames.length > 0 && isHookFrame(frames[0])) frames.shift()
     return frames.length > 0 ? frames.slice(0, MAX_FRAMES) : undefined
   } catch {
     return undefined

@@ -3,6 +3,8 @@
 // (lib/record/watcher.js) share: the slots of their Int32Array on a SharedArrayBuffer, and the name
 // of the main thread's hook the watcher calls through the inspector.
 
+const { hookExpression: callHook } = require('../hook-expression')
+
 module.exports = {
   // state[CLAIM]: who ends the recording (set once, by compare-exchange).
   CLAIM: 0,
@@ -24,14 +26,7 @@ module.exports = {
   hookExpression,
 }
 
-/**
- * The expression another thread evaluates through the inspector to call a thread's hook. The script
- * V8 compiles for it is named after this file (`//# sourceURL`), so its frame, on the stack of every
- * sample taken while the hook runs, is jsprof's own code, which no trace shows (src/own_code.rs): not an
- * anonymous script of its own.
- */
+/** The expression another thread evaluates through the inspector to call this thread's hook. */
 function hookExpression(what, arg) {
-  return `globalThis[Symbol.for(${JSON.stringify(module.exports.HOOK)})](${JSON.stringify(what)}, ${arg | 0})\n//# sourceURL=${SOURCE_URL}`
+  return callHook(module.exports.HOOK, what, arg)
 }
-
-const SOURCE_URL = require('node:url').pathToFileURL(__filename).href

@@ -5,7 +5,8 @@
 //!
 //! The rules (the README's "The trace" states them for users):
 //! - `(root)`, `(program)`, `(idle)`, `(garbage collector)` are never frames; a sample whose leaf is one
-//!   of them has no `stackId`. Everything else (script, builtins, `RegExp: …`) is a frame.
+//!   of them has no `stackId`. Everything else (script, builtins, `RegExp: …`) is a frame, except a
+//!   builtin with no name (nothing to show: its time goes to its caller, as Chrome does with builtins).
 //! - The inspector's positions are 0-based, the spec's 1-based; unknown positions are omitted.
 //! - Markers: `gc` for GC samples, `script` with a JS stack, `other` for `(program)` (and the rare sample
 //!   on `(root)`), none for idle.
@@ -108,6 +109,15 @@ impl<'p> ProfileConverter<'p> {
         }
     }
 
+    /// A builtin without a name (no script, no name, no position): V8 puts one between a function and
+    /// its `RegExp: …` code once the regexp is re-entered through the runtime (after an interrupt). It
+    /// says nothing a user can act on, so, as Chrome does with every builtin, it is left out of the
+    /// stack and its time goes to its caller.
+    fn is_nameless_builtin(&self, node: u32) -> bool {
+        let n = &self.profile.nodes[node as usize];
+        n.line < 0 && self.profile.string(n.name).is_empty() && self.profile.string(n.url).is_empty()
+    }
+
     /// The stack id of `node`'s path from the outermost code frame down to `node`. Pseudo-nodes on the
     /// path are transparent (V8 puts them directly under `(root)`, but a hand-made profile may not).
     #[inline]
@@ -143,7 +153,7 @@ impl<'p> ProfileConverter<'p> {
                     let url = self.profile.string(node.url);
                     hidden = own.contains(url) || (hidden && !is_user_code(url));
                 }
-                if !hidden {
+                if !hidden && !self.is_nameless_builtin(n) {
                     let key = (node.name, node.url, node.line, node.column);
                     let frame_id = match self.frames.get(&key) {
                         Some(&id) => id,
@@ -335,6 +345,48 @@ mod tests {
             "node:internal/timers"
         );
         assert_eq!(t.resources, vec!["file:///app/main.js", "node:internal/timers"]);
+    }
+
+    #[test]
+    fn a_nameless_builtin_is_left_out_and_its_time_goes_to_its_caller() {
+        // As V8 gives a regexp re-entered through the runtime: RegExp code under a builtin with no name,
+        // under the function that ran the regexp.
+        let nodes = [
+            node(1, "(root)", "", -1, -1, &[2]),
+            node(2, "handleRedos", "file:///app/server.js", 68, 20, &[3, 5, 6]),
+            node(3, "", "", -1, -1, &[4]),
+            node(4, "RegExp: ^(a+)+$", "", -1, -1, &[]),
+            node(5, "", "", -1, -1, &[]),
+            node(6, "", "", 0, 0, &[]),
+        ]
+        .join(",");
+        let text = format!(
+            r#"{{"nodes":[{nodes}],"startTime":0,"endTime":5000,"samples":[4,3,5,2,6],"timeDeltas":[1000,1000,1000,1000,1000]}}"#
+        );
+        let by_profile = trace_from_profile(&Profile::from_json(&text).unwrap(), 0.0);
+        let in_one_pass = trace_from_json(&text, None, None).unwrap();
+        for t in [by_profile, in_one_pass] {
+            let names: Vec<&str> = t.frames.iter().map(|f| f.name.as_str()).collect();
+            assert_eq!(names, ["handleRedos", "RegExp: ^(a+)+$", ""]);
+            let path = |i: usize| {
+                let mut names = Vec::new();
+                let mut stack = t.samples[i].stack_id;
+                while let Some(id) = stack {
+                    let s = &t.stacks[id as usize];
+                    names.push(t.frames[s.frame_id as usize].name.as_str());
+                    stack = s.parent_id;
+                }
+                names
+            };
+            assert_eq!(path(0), ["RegExp: ^(a+)+$", "handleRedos"]);
+            // On the builtin itself, leaf or not: the caller's stack, still script.
+            assert_eq!(path(1), ["handleRedos"]);
+            assert_eq!(path(2), ["handleRedos"]);
+            assert!(t.samples[..3].iter().all(|s| s.marker == Some(Marker::Script)));
+            // Generated code without a name (eval, `new Function`) keeps its frame: it has a position.
+            assert_eq!(path(4), ["", "handleRedos"]);
+            assert_eq!((t.frames[2].line, t.frames[2].column), (Some(1), Some(1)));
+        }
     }
 
     #[test]
