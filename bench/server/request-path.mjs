@@ -7,7 +7,12 @@
 // (bench/server/run.mjs) measures the whole server; this isolates what labels add per request.
 //
 //   node bench/server/request-path.mjs [--requests 200000] [--rounds 5] [--root DIR]
-//   modes: nolabels (labels: false), labels, labels+app-end (an app listener on 'end' too), als (AsyncLocalStorage.run alone)
+//   node bench/server/request-path.mjs --modes otelnospans,otelspans   (span ids' part)
+//   modes: nolabels (labels: false), labels, labels+app-end (an app listener on 'end' too), als
+//   (AsyncLocalStorage.run alone); otelspans / otelnospans: labels with the OpenTelemetry API's
+//   AsyncLocalStorage context manager and one span per request (@opentelemetry/sdk-trace-base, no
+//   exporter), the listener run in the span's context / in ROOT_CONTEXT (no span labels): their
+//   difference is what span ids add per request.
 
 import { spawnSync } from 'node:child_process'
 import { EventEmitter } from 'node:events'
@@ -25,13 +30,13 @@ const REQUESTS = Number(arg('requests', 200_000))
 const ROUNDS = Number(arg('rounds', 5))
 const ROOT = path.resolve(arg('root', path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..')))
 const mode = arg('mode', null)
-const MODES = ['nolabels', 'labels', 'labels+app-end', 'als']
+const MODES = arg('modes', 'nolabels,labels,labels+app-end,als').split(',')
 
 if (mode !== null) {
   const require = createRequire(path.join(ROOT, 'index.js'))
   const { profileRequests } = require(ROOT)
   const tick = () => {}
-  const handler = (req, res) => process.nextTick(tick)
+  const handler = () => process.nextTick(tick)
   // Named as node:http's listener is (the integration leaves it out of the request's context).
   const clearIncoming = () => {}
   const appEnd = () => {}
@@ -39,6 +44,20 @@ if (mode !== null) {
   if (mode === 'als') {
     const als = new AsyncLocalStorage()
     listener = (req, res) => als.run(1, handler, req, res)
+  } else if (mode === 'otelspans' || mode === 'otelnospans') {
+    const api = require('@opentelemetry/api')
+    const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks')
+    const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
+    api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
+    const tracer = new BasicTracerProvider().getTracer('bench')
+    const wrapped = profileRequests({ sampleRate: 0, onProfile() {} }).wrap(handler)
+    const spans = mode === 'otelspans'
+    listener = (req, res) => {
+      const span = tracer.startSpan('GET')
+      const ctx = spans ? api.trace.setSpan(api.context.active(), span) : api.ROOT_CONTEXT
+      api.context.with(ctx, wrapped, undefined, req, res)
+      span.end()
+    }
   } else {
     listener = profileRequests({ sampleRate: 0, labels: mode !== 'nolabels', onProfile() {} }).wrap(handler)
   }
@@ -61,7 +80,7 @@ if (mode !== null) {
   }
   for (let i = 0; i < 50; i++) await batch() // warm-up
   let best = Infinity
-  for (let done = 0; done < REQUESTS; ) {
+  for (let done = 0; done < REQUESTS;) {
     const t = process.hrtime.bigint()
     for (let i = 0; i < 10; i++) await batch()
     best = Math.min(best, Number(process.hrtime.bigint() - t) / (10 * BATCH))
@@ -73,11 +92,9 @@ if (mode !== null) {
   const results = Object.fromEntries(MODES.map((m) => [m, []]))
   for (let r = 0; r < ROUNDS; r++) {
     for (const m of MODES) {
-      const child = spawnSync(
-        process.execPath,
-        [self, '--mode', m, '--requests', String(REQUESTS), '--root', ROOT],
-        { encoding: 'utf8' },
-      )
+      const child = spawnSync(process.execPath, [self, '--mode', m, '--requests', String(REQUESTS), '--root', ROOT], {
+        encoding: 'utf8',
+      })
       if (child.status !== 0) throw new Error(child.stderr)
       results[m].push(JSON.parse(child.stdout).ns)
     }
@@ -86,9 +103,12 @@ if (mode !== null) {
   console.log(
     `# one request's path, ${REQUESTS} requests x ${ROUNDS} rounds, Node ${process.version}, ${ROOT}, load average ${os.loadavg()[0].toFixed(2)}`,
   )
-  const base = median(results.nolabels)
+  const first = MODES[0]
+  const base = median(results[first])
   for (const m of MODES) {
     const ns = median(results[m])
-    console.log(`${m.padEnd(16)} ${ns.toFixed(0).padStart(6)} ns/request  (+${(ns - base).toFixed(0)} ns over nolabels)`)
+    console.log(
+      `${m.padEnd(16)} ${ns.toFixed(0).padStart(6)} ns/request  (+${(ns - base).toFixed(0)} ns over ${first})`,
+    )
   }
 }
