@@ -439,6 +439,44 @@ test('stopSync stops V8 however warm, resolves the waiting stops, and a later su
   assert.equal(session.count('start'), 2)
 })
 
+test('code run from a V8 interrupt clears no timer: the armed one re-plans when it fires', async () => {
+  // An interrupt can land inside Node's timer code, between its check that a timer is armed and its
+  // call of it: a timer cleared there is then called all the same ("timer._onTimeout is not a function").
+  const { clock, session, engine } = setup({ harvestMinPeriodUs: 20_000, harvestMaxPeriodUs: 20_000 })
+  const r = unlimited(clock.us)
+  engine.add(r)
+  const cleared = []
+  const clear = globalThis.clearTimeout
+  globalThis.clearTimeout = (t) => {
+    cleared.push(t)
+    return clear(t)
+  }
+  try {
+    session.tick(clock.us + 1000)
+    clock.us += 2000
+    assert.equal(engine.flushSync(), true)
+    const late = unlimited(clock.us, { maxSamples: 5 })
+    engine.fromInterrupt(() => engine.add(late))
+    late.stopAt(clock.us + 10)
+    const done = engine.fromInterrupt(() => engine.finish(late))
+    assert.deepEqual(cleared, [], 'flushSync, add and finish from an interrupt cleared no timer')
+    // The armed timer re-plans: the periodic harvests and the waiting stop still come.
+    await done
+    const takes = session.count('take')
+    await sleep(60)
+    assert.ok(session.count('take') > takes, 'periodic harvests go on')
+    cleared.length = 0 // (the timer's own re-plans, out of any interrupt, may clear)
+    assert.equal(engine.stopSync(), true)
+    assert.deepEqual(cleared, [], 'stopSync cleared no timer either')
+    assert.equal(engine.running, false)
+  } finally {
+    globalThis.clearTimeout = clear
+  }
+  // The left timer finds the engine stopped and arms nothing more.
+  await sleep(40)
+  assert.equal(session.count('start'), 1)
+})
+
 test('a synchronous flush or stop that lands inside the engine own work does nothing and says so', async () => {
   const { clock, session, engine } = setup()
   const r = unlimited(clock.us)

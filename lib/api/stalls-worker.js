@@ -7,12 +7,11 @@
 // 'snapshot'), which it writes to `dir` from here. An interrupt that lands inside the sampler's own
 // work is answered 'busy' and asked again.
 
-const fs = require('node:fs')
-const path = require('node:path')
 const { workerData, parentPort } = require('node:worker_threads')
 const inspector = require('node:inspector')
 const { binding } = require('../native')
 const { hookExpression } = require('../hook-expression')
+const { stallFile, writeAtomic } = require('./stall-files')
 
 const { id, hook, stuckMs, dir, name, state } = workerData
 const BUSY_RETRY_MS = 5
@@ -43,11 +42,10 @@ function snapshot(seq) {
   ask('snapshot', seq, (answer) => {
     if (answer === 'busy') return setTimeout(snapshot, BUSY_RETRY_MS, seq)
     if (typeof answer !== 'string' || answer === 'over' || !dir) return
+    // The stall ended meanwhile: the watched thread writes the whole of it, which this must not replace.
+    if (!stillStalled(seq)) return
     try {
-      const file = path.join(dir, `${name}-${seq}.json`)
-      const tmp = `${file}.${process.pid}.tmp`
-      fs.writeFileSync(tmp, answer)
-      fs.renameSync(tmp, file)
+      writeAtomic(stallFile(dir, name, seq), answer)
     } catch (err) {
       process.emitWarning(`jsprof-node: cannot write a stall trace: ${err.message}`)
     }

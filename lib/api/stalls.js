@@ -26,6 +26,7 @@ const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
 const { readOptions, number, func, boolean, string } = require('../args')
 const { emptyTrace } = require('../trace')
 const { isHookFrame } = require('../hook-expression')
+const { stallFile, writeAtomic } = require('./stall-files')
 
 const HOOK = 'jsprof.stalls'
 
@@ -62,18 +63,6 @@ function beatMsFor(thresholdMs) {
 /** How often the native thread looks for the end of a stall it reported (ms). */
 function checkMsFor(thresholdMs) {
   return Math.min(25, Math.max(2, Math.floor(thresholdMs / 20)))
-}
-
-/** The file a stall's trace is written to (its ongoing snapshot first, then the whole stall over it). */
-function stallFile(dir, name, seq) {
-  return path.join(dir, `${name}-${seq}.json`)
-}
-
-/** Writes `text` to `file` through a temporary name, so a reader never sees half a trace. */
-function writeAtomic(fs, file, text) {
-  const tmp = `${file}.${process.pid}.tmp`
-  fs.writeFileSync(tmp, text)
-  fs.renameSync(tmp, file)
 }
 
 let watching = null
@@ -135,7 +124,8 @@ class StallWatch {
     this.#beatTimer = setInterval(() => this.#beat(), beatMsFor(o.thresholdMs))
     this.#beatTimer.unref()
     // The helper's way in (a non-enumerable global the inspector can call).
-    this.#hookFn = (what, seq) => this.#hook(what, seq)
+    // Run by a V8 interrupt, anywhere in the app's code (even inside Node's timers): see fromInterrupt.
+    this.#hookFn = (what, seq) => getSampler().fromInterrupt(() => this.#hook(what, seq))
     Object.defineProperty(globalThis, Symbol.for(HOOK), {
       value: this.#hookFn,
       configurable: true,
@@ -334,7 +324,7 @@ class StallWatch {
       .catch(rethrowTyped)
       .then((trace) => {
         if (this.#o.dir !== undefined) {
-          writeAtomic(require('node:fs'), stallFile(this.#o.dir, this.#o.prefix, current.seq), JSON.stringify(trace))
+          writeAtomic(stallFile(this.#o.dir, this.#o.prefix, current.seq), JSON.stringify(trace))
         }
         if (!this.#o.onStall) return
         // The shape of a continuous chunk, so an exporter's push takes it (and labels it stall=true).
@@ -450,4 +440,4 @@ function watchStalls(options) {
   return watch
 }
 
-module.exports = { watchStalls, StallWatch, beatMsFor, stallFile, helperThreadIds, ownShare }
+module.exports = { watchStalls, StallWatch, beatMsFor, helperThreadIds, ownShare }

@@ -433,7 +433,7 @@ function startWorkerThread(config) {
       if (what === 'flush') {
         // The watcher's ask (lib/record/watcher.js), for a worker that does not yield (its timer
         // never fires): flushed only when due by its own spacing, and not while it ends.
-        if (stage === 'running' && flusher) flusher.flushIfDue()
+        if (stage === 'running' && flusher) flusher.flushIfDue({ fromInterrupt: true })
         return
       }
       if (what !== 'finish') return
@@ -450,7 +450,12 @@ function startWorkerThread(config) {
 /**
  * A worker thread's flushes: on its own timer while it yields (unreferenced: it keeps no worker
  * alive), and when the watcher asks one that does not yield; spaced by what they cost, as the main
- * thread's are (lib/record/spacing.js). Returns `{ flushIfDue(), stop() }`.
+ * thread's are (lib/record/spacing.js). Returns `{ flushIfDue({ fromInterrupt }), stop() }`.
+ *
+ * The watcher's ask and a terminate() run here through a V8 interrupt, which can land inside Node's
+ * timer code between its check that this timer is armed and its call of it: clearing the timer there
+ * makes Node call a cleared timer (`timer._onTimeout is not a function`, thrown in the app's worker).
+ * So an interrupt never clears or re-arms it: the armed timer finds the new due time when it fires.
  */
 function startFlushing(recorder, flushEveryMs, performance, onError) {
   const { nextFlushDelayMs } = require('./spacing')
@@ -465,10 +470,10 @@ function startFlushing(recorder, flushEveryMs, performance, onError) {
     timer.unref()
   }
   let stopped = false
-  function flushIfDue() {
+  function flushIfDue({ fromInterrupt = false } = {}) {
     if (stopped) return
     const at = performance.now()
-    if (at < dueAt) return arm()
+    if (at < dueAt) return fromInterrupt ? undefined : arm()
     let ms = -1
     try {
       ms = recorder.flush()
@@ -492,15 +497,14 @@ function startFlushing(recorder, flushEveryMs, performance, onError) {
       // The engine was busy (an interrupt inside its own work), or the flush failed: try again later.
       dueAt = performance.now() + flushEveryMs
     }
-    arm()
+    if (!fromInterrupt) arm()
   }
   arm()
   return {
     flushIfDue,
-    /** The recording ends: no more flushes. */
+    /** The recording ends: no more flushes (the armed timer, unreferenced, finds it stopped). */
     stop() {
       stopped = true
-      if (timer) clearTimeout(timer)
     },
   }
 }

@@ -68,9 +68,9 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
      * engine was busy (a V8 interrupt inside its own work: ask again). Throws when nothing could be written.
      */
     finish(sidecar) {
-      sub.stopAt(nowUs())
       ending = true
-      if (!engine.stopSync()) {
+      // Called by a V8 interrupt (the watcher's ask, a terminate()) as well as at exit.
+      if (!engine.fromInterrupt(() => (sub.stopAt(nowUs()), engine.stopSync()))) {
         ending = false
         return null
       }

@@ -35,6 +35,11 @@
 // in the synchronous 'exit' event): flushSync() harvests and converts at once, V8 going on sampling;
 // stopSync() does the same and stops V8 for good. An interrupt can land in the middle of the engine's
 // own work (a harvest, a conversion): then they do nothing and say so, and the caller asks again.
+// Code run from an interrupt must leave Node's timers alone: the interrupt can land inside Node's own
+// timer code, between its check that a timer is still armed and its call of that timer's callback, so
+// clearing the engine's timer there would make Node call a cleared timer (`timer._onTimeout is not a
+// function`, the app's crash). In those paths (flushSync, stopSync, fromInterrupt) the pending timer is
+// left armed and re-plans when it fires.
 
 const { nowUs: realNowUs } = require('../clock')
 const schedule = require('./schedule')
@@ -87,6 +92,10 @@ class SamplerEngine {
   #lastOwnWindow = null
   /** True while the engine works (V8 calls, conversions): a synchronous flush must not cut in. */
   #busy = false
+  /** Running code from a V8 interrupt (flushSync, stopSync, fromInterrupt): no timer is cleared. */
+  #inInterrupt = false
+  /** The pending timer's deadline went stale inside an interrupt: it re-plans when it fires. */
+  #replan = false
   /** Set by stopSync(): the next harvest stops V8 whatever the subscriptions need. */
   #stopForGood = false
   /** Figures for benchmarks and tests. */
@@ -239,11 +248,27 @@ class SamplerEngine {
    */
   flushSync() {
     if (this.#busy) return false
-    this.#timed(() => {
-      if (this.#running || this.#stopping.size > 0) this.#harvestTurn(Infinity)
-      while (this.#unconverted.length > 0) this.#convertOldest()
-    })
+    this.fromInterrupt(() =>
+      this.#timed(() => {
+        if (this.#running || this.#stopping.size > 0) this.#harvestTurn(Infinity)
+        while (this.#unconverted.length > 0) this.#convertOldest()
+      }),
+    )
     return true
+  }
+
+  /**
+   * Runs `work` (engine calls made by code that a V8 interrupt runs: jsprof record's and watchStalls'
+   * hooks) so that it clears no timer of Node's; see the header. Returns what `work` returns.
+   */
+  fromInterrupt(work) {
+    const was = this.#inInterrupt
+    this.#inInterrupt = true
+    try {
+      return work()
+    } finally {
+      this.#inInterrupt = was
+    }
   }
 
   /**
@@ -258,11 +283,15 @@ class SamplerEngine {
       return this.flushSync()
     } finally {
       this.#stopForGood = false
-      this.#schedule()
+      this.fromInterrupt(() => this.#schedule())
     }
   }
 
   #schedule() {
+    if (this.#timer && this.#inInterrupt) {
+      this.#replan = true
+      return
+    }
     if (this.#timer) clearTimeout(this.#timer)
     this.#timer = null
     this.#timerDueUs = Infinity
@@ -283,9 +312,11 @@ class SamplerEngine {
     this.#timer = setTimeout(() => {
       this.#timer = null
       this.#timerDueUs = Infinity
+      const replan = this.#replan
+      this.#replan = false
       // Node times a timer from the event loop's cached clock, which is as old as the current turn:
       // it can fire early. Harvesting then would break the stop rate's bound.
-      if (this.#now() < due) return this.#schedule()
+      if (replan || this.#now() < due) return this.#schedule()
       this.#harvest(Infinity)
     }, delayMs)
     // A running profiler never keeps the process alive; a stop() someone awaits does, until it resolves.
