@@ -98,6 +98,40 @@ test(`continuous chunks arrive as pprof a real decoder reads (encoder: ${encoder
   assert.ok(total > 0, 'backendWork is in the decoded profiles')
 })
 
+test('pushed pprof is timed on the wall clock of its chunk, where its from/until are, whatever the monotonic clock drifted', async () => {
+  const ingest = await ingestServer()
+  const exporter = pyroscopeExporter({ url: ingest.url, appName: 'shop.api' })
+  let chunk
+  const handle = startContinuous({
+    sampleInterval: 2,
+    chunkSeconds: 60,
+    onChunk(c) {
+      chunk = c
+    },
+  })
+  const end = performance.now() + 150
+  while (performance.now() < end) {
+    backendWork(5)
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await handle.stop()
+  assert.ok(chunk.trace.samples.length > 0)
+  // As after days of uptime: the wall clock 10 s away from performance.timeOrigin + performance.now().
+  const drifted = { ...chunk, startUnixMs: chunk.startUnixMs + 10_000, endUnixMs: chunk.endUnixMs + 10_000 }
+  exporter.push(drifted)
+  await exporter.flush()
+  ingest.server.close()
+  const [r] = ingest.received
+  const { profile } = decodePprof(r.body)
+  const first = chunk.trace.samples[0].timestamp
+  const expected = drifted.startUnixMs + (first - chunk.startTime)
+  assert.ok(
+    Math.abs(Number(profile.timeNanos) / 1e6 - expected) < 1,
+    `${Number(profile.timeNanos) / 1e6} vs ${expected}`,
+  )
+  assert.equal(Number(r.query.from), Math.floor(drifted.startUnixMs / 1000))
+})
+
 test("pushed pprof carries its time: go tool pprof shows the chunk's date, not 1970 (the default encoder)", async (t) => {
   const ingest = await ingestServer()
   const exporter = pyroscopeExporter({ url: ingest.url, appName: 'shop.api' })
@@ -118,7 +152,7 @@ test("pushed pprof carries its time: go tool pprof shows the chunk's date, not 1
   await handle.stop()
   await exporter.flush()
   ingest.server.close()
-  assert.equal(ingest.received.length, chunks.length)
+  assert.equal(ingest.received.length, chunks.length, `pushes: ${JSON.stringify(exporter.stats)}`)
   let withSamples
   for (const [i, r] of ingest.received.entries()) {
     const { profile } = decodePprof(r.body)
@@ -130,7 +164,10 @@ test("pushed pprof carries its time: go tool pprof shows the chunk's date, not 1
       ms >= chunks[i].startUnixMs - 50 && ms <= chunks[i].endUnixMs + 50,
       `${ms} in [${chunks[i].startUnixMs}, ${chunks[i].endUnixMs}]`,
     )
-    assert.ok(ms / 1000 >= Number(r.query.from) - 1 && ms / 1000 <= Number(r.query.until))
+    assert.ok(
+      ms / 1000 >= Number(r.query.from) - 1 && ms / 1000 <= Number(r.query.until),
+      `${ms} in [${r.query.from}, ${r.query.until}] s`,
+    )
   }
   assert.ok(withSamples, 'a chunk with samples')
   if (spawnSync('go', ['version']).status !== 0) return t.skip('go is not installed (.ci/run installs golang-go)')

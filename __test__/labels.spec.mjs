@@ -407,3 +407,35 @@ test('the flame graph of one label value holds only its samples', async () => {
   assert.throws(() => toFlameGraph(trace, { label: { route: 1 } }), { name: 'TypeError', message: /options\.label/ })
   assert.throws(() => toFlameGraph(trace, { label: { a: 'x', b: 'y' } }), { name: 'TypeError' })
 })
+
+test("a request's own 'end' listener runs with its labels; node:http's own listener on it enters none", async () => {
+  const http = await import('node:http')
+  const { profileRequests } = await import('jsprof-node')
+  const rp = profileRequests({ sampleRate: 0, onProfile() {} })
+  const seen = []
+  const server = http.createServer(
+    rp.wrap((req, res) => {
+      // Not resumed here: node:http dumps the body when the response finishes, from the connection's
+      // context, so 'end' comes from outside the request's own async context.
+      req.on('end', () => seen.push(getLabels()))
+      res.end('ok')
+    }),
+  )
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  try {
+    for (let i = 0; i < 3; i++) {
+      await new Promise((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port: server.address().port, path: `/x?i=${i}` }, (res) => {
+            res.resume()
+            res.on('end', resolve)
+          })
+          .on('error', reject)
+      })
+    }
+  } finally {
+    server.close()
+  }
+  assert.deepEqual(seen, [{ method: 'GET' }, { method: 'GET' }, { method: 'GET' }])
+  // node:http's clearIncoming (its only other listener on 'end') still ran: the parser let go of the request.
+})

@@ -2,8 +2,10 @@
 // Labels on samples, the JS half: `withLabels(labels, fn)` runs fn with labels, `setLabels(labels)`
 // adds labels to the code running now and what it starts from here on, `getLabels()` reads them.
 //
-// Propagation: an AsyncLocalStorage holds the id of the current label set (a number: nothing is
-// allocated per async resource beyond what AsyncLocalStorage itself does), so the labels follow
+// Propagation: an AsyncLocalStorage holds the current label set — the id of a registered set (a
+// number), or for a transient set (one request's span context) the Transient object naming it, which
+// lives exactly as long as some async context still holds it (no table of them here) — so nothing is
+// allocated per async resource beyond what AsyncLocalStorage itself does, and the labels follow
 // promises, `await`, timers, event emitters' async resources and streams as Node's async context does.
 //
 // Samples: V8's sampler cannot read JS state, so the thread records *when* its label set changes:
@@ -53,18 +55,49 @@ let recorded = 0
 const stack = new Uint32Array(STACK)
 /** Callbacks entered and not left (async resources', promise reactions'). */
 let depth = 0
-/** withLabels/runWithLabelsId calls running: code at depth 0 inside one is app code, not the loop. */
+/** withLabels/runWithLabels calls running: code at depth 0 inside one is app code, not the loop. */
 let explicit = 0
 
 /** The registered sets: id -> frozen labels object; canonical text -> id. */
 const setsById = new Map()
 const idsByText = new Map()
-/** Transient sets (one per request with a span): id -> frozen labels, the oldest let go past the cap. */
-const transientSets = new Map()
-const MAX_TRANSIENT = 65_536
 
-/** The labels of set `id` (undefined for none or an unknown one). */
-const labelsOfId = (id) => setsById.get(id) ?? transientLabels(id)
+/**
+ * A transient set (src/labels.rs: one request's span context, not interned for good) as the
+ * AsyncLocalStorage holds it: its native id, and its labels — given, or built on first read from the
+ * request's registered set `base` and its span labels (getLabels() is rarely called per request).
+ * Nothing else keeps it: it goes when the last async context holding it does (measured: a table of the
+ * last 65,536 of them, churned once per request, cost span ids a share of their CPU,
+ * docs/bench.md#labels-on-every-request).
+ */
+class Transient {
+  constructor(id, labels, base, span) {
+    this.id = id
+    this.frozen = labels
+    this.base = base
+    this.span = span
+  }
+
+  labels() {
+    if (this.frozen === undefined) {
+      const merged = { ...setsById.get(this.base), ...this.span }
+      this.frozen = Object.freeze(
+        Object.fromEntries(
+          Object.keys(merged)
+            .sort()
+            .map((k) => [k, merged[k]]),
+        ),
+      )
+    }
+    return this.frozen
+  }
+}
+
+/** The id of what the storage holds (a registered set's id, a Transient, or nothing). */
+const idOfStore = (store) => (typeof store === 'number' ? store : store === undefined ? 0 : store.id)
+/** The labels of what the storage holds (undefined for none or an unknown set). */
+const labelsOfStore = (store) =>
+  typeof store === 'number' ? setsById.get(store) : store === undefined ? undefined : store.labels()
 
 function record(id) {
   if (id === recorded) return
@@ -86,7 +119,7 @@ function flushLabels() {
   binding.labelTransitions(times, ids, n)
 }
 
-const currentId = () => storage.getStore() ?? 0
+const currentId = () => idOfStore(storage.getStore())
 
 /** Entering a callback: remember the set we return to, record the callback's. */
 function enter(id) {
@@ -128,12 +161,15 @@ function enableTracking() {
   })
 }
 
-/** The id of `labels` (a plain object of string values) merged over the set `baseId`. */
-function idOf(what, labels, baseId) {
+/**
+ * What the storage holds for `labels` (a plain object of string values) merged over the set held now
+ * (`base`): a registered set's id, or a Transient for a set with a span context.
+ */
+function idOf(what, labels, base) {
   if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
     throw new TypeError(`${what}: labels must be an object of label names to string values, got ${describe(labels)}`)
   }
-  const merged = baseId > 0 && baseId !== DROPPED ? { ...labelsOfId(baseId) } : {}
+  const merged = base !== DROPPED ? { ...labelsOfStore(base) } : {}
   for (const key of Object.keys(labels)) {
     const value = labels[key]
     if (typeof value !== 'string') {
@@ -164,7 +200,7 @@ function idOf(what, labels, baseId) {
   return id
 }
 
-/** A transient set's id (see src/labels.rs), remembered here among the last MAX_TRANSIENT. */
+/** A transient set (see src/labels.rs) as the storage holds it; 0 for an empty one. */
 function internTransient(what, keys, values) {
   const id = callNative(() => {
     try {
@@ -175,9 +211,7 @@ function internTransient(what, keys, values) {
     }
   })
   if (id === 0) return 0
-  if (transientSets.size >= MAX_TRANSIENT) transientSets.delete(transientSets.keys().next().value)
-  transientSets.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
-  return id
+  return new Transient(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
 }
 
 /**
@@ -186,13 +220,13 @@ function internTransient(what, keys, values) {
  */
 function withLabels(labels, fn, ...args) {
   if (typeof fn !== 'function') throw new TypeError(`withLabels: fn must be a function, got ${describe(fn)}`)
-  const id = idOf('withLabels', labels, currentId())
+  const store = idOf('withLabels', labels, storage.getStore())
   enableTracking()
   const previous = running()
-  record(id)
+  record(idOfStore(store))
   explicit++
   try {
-    return storage.run(id, fn, ...args)
+    return storage.run(store, fn, ...args)
   } finally {
     explicit--
     record(previous)
@@ -204,16 +238,15 @@ function withLabels(labels, fn, ...args) {
  * AsyncLocalStorage.enterWith does): e.g. the route, once a router knows it.
  */
 function setLabels(labels) {
-  const id = idOf('setLabels', labels, currentId())
+  const store = idOf('setLabels', labels, storage.getStore())
   enableTracking()
-  storage.enterWith(id)
-  record(id)
+  storage.enterWith(store)
+  record(idOfStore(store))
 }
 
 /** The labels current now (a frozen object; empty when none). */
 function getLabels() {
-  const id = currentId()
-  return labelsOfId(id) ?? Object.freeze({})
+  return labelsOfStore(storage.getStore()) ?? Object.freeze({})
 }
 
 // ---- For the request integrations (lib/api/requests): every request labelled with its route ----
@@ -234,7 +267,7 @@ function requestLabelsId(method, template) {
   if (id !== undefined) return id
   const labels = template === undefined ? { method: m } : { method: m, route: key }
   try {
-    id = idOf('requests', labels, 0)
+    id = idOf('requests', labels, undefined)
   } catch {
     id = template === undefined ? 0 : requestLabelsId(method, undefined)
   }
@@ -242,17 +275,21 @@ function requestLabelsId(method, template) {
   return id
 }
 
-/** Runs `fn.apply(thisArg, args)` with the label set `id` (0: none), as withLabels does. */
-function runWithLabelsId(id, fn, thisArg, args) {
+/**
+ * Runs `fn.apply(thisArg, args)` with the label set `store` holds (a registered set's id, 0 for none,
+ * or a Transient), as withLabels does.
+ */
+function runWithLabels(store, fn, thisArg, args) {
   enableTracking()
-  // Already in set `id` inside a callback (a request's event emitted by its own code): nothing to
+  const id = idOfStore(store)
+  // Already in that set inside a callback (a request's event emitted by its own code): nothing to
   // enter, nothing to record (its callback's `before` recorded the set, its `after` records the return).
-  if (depth > 0 && recorded === id && currentId() === id) return Reflect.apply(fn, thisArg, args)
+  if (depth > 0 && recorded === id && storage.getStore() === store) return Reflect.apply(fn, thisArg, args)
   const previous = running()
   record(id)
   explicit++
   try {
-    return storage.run(id, Reflect.apply, fn, thisArg, args)
+    return storage.run(store, Reflect.apply, fn, thisArg, args)
   } finally {
     explicit--
     record(previous)
@@ -309,46 +346,20 @@ function rootSpanLabels() {
 }
 
 /**
- * The id of a request's labels with its span's (a transient set: one per request). Never throws. One
- * native call of the request's registered set and the three span strings (measured: converting and
- * checking the whole set per request was most of what span ids cost, docs/bench.md#labels-on-every-request);
- * the labels object getLabels() returns is built only when asked for.
+ * A request's labels with its span's (a Transient: one per request; its registered set's id when the
+ * span is refused). Never throws. One native call of the request's registered set and the three span
+ * strings (measured: converting and checking the whole set per request was most of what span ids cost,
+ * docs/bench.md#labels-on-every-request); the labels object getLabels() returns is built only when
+ * asked for.
  */
-function spanLabelsId(method, template, span) {
+function spanLabels(method, template, span) {
   const base = requestLabelsId(method, template)
-  let id
   try {
-    id = callNative(() => binding.internSpanLabels(base, span.trace_id, span.span_id, span.span_name ?? null))
+    const id = callNative(() => binding.internSpanLabels(base, span.trace_id, span.span_id, span.span_name ?? null))
+    return new Transient(id, undefined, base, span)
   } catch {
     return base
   }
-  if (transientSets.size >= MAX_TRANSIENT) transientSets.delete(transientSets.keys().next().value)
-  transientSets.set(id, new SpanSet(base, span))
-  return id
-}
-
-/** A request's span set as spanLabelsId keeps it: its registered set and its span labels. */
-class SpanSet {
-  constructor(base, span) {
-    this.base = base
-    this.span = span
-  }
-}
-
-/** The labels of transient set `id`, built on first use for a SpanSet. */
-function transientLabels(id) {
-  const set = transientSets.get(id)
-  if (!(set instanceof SpanSet)) return set
-  const merged = { ...labelsOfId(set.base), ...set.span }
-  const labels = Object.freeze(
-    Object.fromEntries(
-      Object.keys(merged)
-        .sort()
-        .map((k) => [k, merged[k]]),
-    ),
-  )
-  transientSets.set(id, labels)
-  return labels
 }
 
 /**
@@ -358,7 +369,8 @@ function transientLabels(id) {
  * them (the emitter stays wrapped for the request's life: it is the request's own object).
  */
 class RequestLabels {
-  id
+  /** What the storage holds for the request's set (see runWithLabels). */
+  store
   #method
   #span
 
@@ -366,20 +378,19 @@ class RequestLabels {
   constructor(method, emitter, template) {
     this.#method = method
     this.#span = rootSpanLabels()
-    this.id = this.#idOf(typeof template === 'string' ? template : undefined)
+    this.store = this.#storeOf(typeof template === 'string' ? template : undefined)
     const self = this
     const emit = emitter.emit
     emitter.emit = function labelledEmit(event, ...args) {
-      // An event nobody listens to runs no code: no context to enter.
-      if (this.listenerCount(event) === 0) return emit.call(this, event, ...args)
-      return runWithLabelsId(self.id, emit, this, [event, ...args])
+      if (!runsAppCode(this, event)) return emit.call(this, event, ...args)
+      return runWithLabels(self.store, emit, this, [event, ...args])
     }
   }
 
-  #idOf(template) {
+  #storeOf(template) {
     return this.#span === null
       ? requestLabelsId(this.#method, template)
-      : spanLabelsId(this.#method, template, this.#span)
+      : spanLabels(this.#method, template, this.#span)
   }
 
   /**
@@ -388,14 +399,28 @@ class RequestLabels {
    */
   route(template) {
     if (typeof template !== 'string') return
-    this.id = this.#idOf(template)
-    storage.enterWith(this.id)
-    record(this.id)
+    this.store = this.#storeOf(template)
+    storage.enterWith(this.store)
+    record(idOfStore(this.store))
   }
 
   run(fn, thisArg, args) {
-    return runWithLabelsId(this.id, fn, thisArg, args)
+    return runWithLabels(this.store, fn, thisArg, args)
   }
+}
+
+/**
+ * Whether emitting `event` on a request runs code other than Node's own bookkeeping: not when nobody
+ * listens, nor when the only listener is node:http's `clearIncoming` (which the server adds to every
+ * request's 'end' when its response finishes; it only drops the parser's reference to the request).
+ * Measured: entering the request's labels for that 'end' was a second context entry on every request,
+ * docs/bench.md#labels-on-every-request.
+ */
+function runsAppCode(emitter, event) {
+  const count = emitter.listenerCount(event)
+  if (count !== 1 || event !== 'end') return count > 0
+  const listener = emitter._events?.end
+  return typeof listener !== 'function' || listener.name !== 'clearIncoming'
 }
 
 module.exports = {

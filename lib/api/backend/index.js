@@ -36,7 +36,18 @@ function forPyroscope(trace) {
   return { ...trace, jsprof: { ...trace.jsprof, labelSets } }
 }
 
-function defaultEncode(trace) {
+/**
+ * The epoch a chunk's sample times count from, anchored on the wall clock at the chunk's start: a push's
+ * from/until are Date.now() readings, while the samples are on the monotonic clock from
+ * performance.timeOrigin, which drifts from the wall clock over a long uptime (NTP slews one, not the
+ * other). So the profile's time lies where its from/until say. undefined when the chunk does not say.
+ */
+function wallClockOrigin(chunk) {
+  const origin = chunk ? chunk.startUnixMs - chunk.startTime : NaN
+  return Number.isFinite(origin) ? origin : undefined
+}
+
+function defaultEncode(trace, chunk) {
   trace = forPyroscope(trace)
   let exporters
   try {
@@ -44,7 +55,7 @@ function defaultEncode(trace) {
   } catch (cause) {
     throw new Error('jsprof-node: the pprof exporter (lib/api/export.js toPprof) is not available', { cause })
   }
-  return exporters.toPprof(trace)
+  return exporters.toPprof(trace, { timeOrigin: wallClockOrigin(chunk) })
 }
 
 function appNameWithLabels(appName, labels) {
