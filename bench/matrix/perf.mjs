@@ -6,10 +6,12 @@
 //   node bench/matrix/perf.mjs [--kind http-sync] [--modes none,prof10,profall] [--connections 10]
 //       [--pin no|yes] [--duration 5] [--warmup 2] [--rounds 1]
 //
-// Buckets, by the first rule a sample's stack matches (any frame, leaf to root):
-//   jsprof       a frame of jsprof-node's own JS (this repo's lib/) or of its addon (.node): the harvests,
-//                Profiler objects, conversions, and what V8 does on their behalf (the inspector's
-//                Profiler.stop/start serializing a profile, the GC of their garbage)
+// Buckets, by the first rule a sample's stack matches:
+//   jsprof       jsprof-node's own JS (this repo's lib/) or its addon (.node) is the frame nearest the leaf
+//                among jsprof's and the app's own (bench/, node_modules/): the harvests, Profiler objects,
+//                conversions, label hooks, and what V8 does on their behalf (the inspector's
+//                Profiler.stop/start serializing a profile, the GC of their garbage). The app's code run
+//                inside jsprof's frames (a handler inside profileRequests' labels.run) stays the app's.
 //   v8 profiler  V8's profiler outside jsprof's calls: code-event logging when the app compiles code, the
 //                signal handler that takes a sample; and everything on V8's profiler thread
 //   gc           V8's garbage collector (on any thread) not under a jsprof frame
@@ -52,9 +54,13 @@ const GC_SYMBOLS =
   /v8::internal::(Heap::|Scavenger|MarkCompact|MinorMarkCompact|MarkingVisitor|Sweeper|ConcurrentMarking|IncrementalMarking|GCTracer|MemoryAllocator|PagedSpace|ScavengeJob)/
 const BUCKETS = ['jsprof', 'v8 profiler', 'gc', 'app & node']
 
+const own = (f) => f.sym.includes(`${root}/lib/`) || /jsprof-node\.[\w-]+\.node/.test(f.dso)
+const app = (f) => f.sym.includes(`${root}/bench/`) || f.sym.includes(`${root}/node_modules/`)
+
 function bucketOf(frames) {
-  const own = (f) => f.sym.includes(`${root}/lib/`) || /jsprof-node\.[\w-]+\.node/.test(f.dso)
-  if (frames.some(own)) return 'jsprof'
+  // Leaf to root: jsprof's when its frame comes before any of the app's own.
+  const nearest = frames.find((f) => own(f) || app(f))
+  if (nearest && own(nearest)) return 'jsprof'
   if (frames.some((f) => PROFILER_SYMBOLS.test(f.sym))) return 'v8 profiler'
   if (frames.some((f) => GC_SYMBOLS.test(f.sym))) return 'gc'
   return 'app & node'
@@ -89,8 +95,10 @@ function classify(text, pid) {
     }
     if (bucket === 'jsprof') {
       // Within jsprof's bucket: which of its functions (the frame nearest the leaf that is jsprof's own).
-      const own = frames.find((f) => f.sym.includes(`${root}/lib/`) || /jsprof-node\.[\w-]+\.node/.test(f.dso))
-      const name = own.sym.replace(`${root}/`, '').replace(/^(LazyCompile|Function|JS):\*?~?/, '')
+      const name = frames
+        .find(own)
+        .sym.replace(`${root}/`, '')
+        .replace(/^(LazyCompile|Function|JS):\*?~?/, '')
       ownFunctions[name] = (ownFunctions[name] || 0) + 1
       // And by leaf symbol: what the time under jsprof's functions is (V8's serializer, GC, the addon).
       const leaf = frames[0] ? frames[0].sym.replace(/\+0x[0-9a-f]+$/, '').replace(`${root}/`, '') : '?'

@@ -30,7 +30,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
-import { TARGETS } from './targets.mjs'
+import { verdict, verdictText } from './targets.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -189,19 +189,12 @@ for (const major of NODES) {
         }
         for (const mode of modes) {
           const m = cell.modes[mode]
-          let verdict = ''
-          const target = TARGETS[mode.split(/[~#]/)[0]]
-          if (target !== undefined) {
-            const sentry = cell.modes.sentry10
-            const ahead = sentry ? m.cpuRatio > sentry.cpuRatio : null
-            verdict = `${m.cpuRatio >= target ? 'met' : 'NOT met'} (>= ${target})`
-            if (ahead !== null) verdict += ahead ? ', ahead of Sentry' : ', NOT ahead of Sentry'
-          }
+          const judged = verdictText(verdict(mode, m.cpuRatio, cell.modes.sentry10?.cpuRatio))
           const ratio = (x) => (mode === 'none' ? '' : `${x.toFixed(3)}x`)
           console.log(
             `| ${cell.node} | ${kind} | ${connections} | ${pin} | ${mode} | ${m.rps.toFixed(0)}${m.errors ? ` (${m.errors} errors)` : ''} | ` +
               `${ratio(m.rpsRatio)}${mode === 'none' ? '' : ` (${spread(m.rpsRatios)})`} | ${m.cpuPerRequest.toFixed(0)} | ` +
-              `${ratio(m.cpuRatio)}${mode === 'none' ? '' : ` (${spread(m.cpuRatios)})`} | ${verdict} |`,
+              `${ratio(m.cpuRatio)}${mode === 'none' ? '' : ` (${spread(m.cpuRatios)})`} | ${judged} |`,
           )
         }
         cells.push(cell)

@@ -16,6 +16,8 @@
 //               stopped when the response finishes (in a middleware / hook for Express and Fastify)
 //   profall     the same around every request
 //   req10       profileRequests({ sampleRate: 0.1 }) (its wrap / express() / fastify plugin)
+//   req10nolabels  the same with `labels: false`: no method/route label on every request (docs/labels.md),
+//               so req10 against it is what the labels cost
 //   heap        a HeapProfiler (V8's sampling heap profiler, 512 KiB between samples) for the whole run
 //   heapalloc   the same in the 'allocated' view (collected objects' samples kept too)
 //   sentry10    @sentry/profiling-node's native profiler per transaction, every 10th request:
@@ -116,9 +118,10 @@ if (mode === 'prof10' || mode === 'profall') {
       profiler.stop().then(() => {})
     })
   }
-} else if (mode === 'req10') {
+} else if (mode === 'req10' || mode === 'req10nolabels') {
   const { profileRequests } = require(root)
-  requestProfiler = profileRequests({ sampleRate: 0.1, sampleInterval: 10, onProfile() {} })
+  const labels = mode === 'req10'
+  requestProfiler = profileRequests({ sampleRate: 0.1, sampleInterval: 10, labels, onProfile() {} })
 } else if (mode === 'sentry10') {
   let bindings
   try {
