@@ -7,12 +7,11 @@
 
 import { createRequire } from 'node:module'
 import { median } from './stats.mjs'
+import { arg } from './args.mjs'
 const require = createRequire(import.meta.url)
 const { Profiler } = require('..')
 const { getSampler } = require('../lib/sampler/index.js')
 
-const args = process.argv.slice(2)
-const arg = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback)
 const GAPS = String(arg('gaps', '0,100,50,20')).split(',').map(Number)
 const ROUNDS = Number(arg('rounds', 3))
 const SECONDS = Number(arg('seconds', 3))

@@ -20,11 +20,11 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from './stats.mjs'
+import { arg } from './args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..')
 const args = process.argv.slice(2)
-const arg = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback)
 const NODES = arg('nodes', '20,22,24,26')
 const ROUNDS = Number(arg('rounds', 3))
 const DURATION = Number(arg('duration', 5))

@@ -12,11 +12,8 @@
 import { spawnSync } from 'node:child_process'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { arg } from './args.mjs'
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : fallback
-}
 const AWAITS = Number(arg('awaits', 200_000))
 const ROUNDS = Number(arg('rounds', 5))
 const mode = arg('mode', null)

@@ -7,14 +7,13 @@
 
 import { createRequire } from 'node:module'
 import { median } from './stats.mjs'
+import { num } from './args.mjs'
 const require = createRequire(import.meta.url)
 const { Profiler } = require('..')
 const { getSampler } = require('../lib/sampler/index.js')
 
-const args = process.argv.slice(2)
-const arg = (name, fallback) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback)
-const ROUNDS = arg('rounds', 5)
-const SECONDS = arg('seconds', 1.5)
+const ROUNDS = num('rounds', 5)
+const SECONDS = num('seconds', 1.5)
 
 function fib(n) {
   return n < 2 ? n : fib(n - 1) + fib(n - 2)

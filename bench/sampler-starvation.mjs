@@ -16,10 +16,9 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { arg } from './args.mjs'
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const args = process.argv.slice(2)
-const arg = (name, fallback) => (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : fallback)
 const CHILDREN = Number(arg('children', 24))
 const LOAD = Number(arg('load', 0))
 

@@ -13,17 +13,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from './stats.mjs'
+import { num } from './args.mjs'
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
-const args = process.argv.slice(2)
-const arg = (name, fallback) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? Number(args[i + 1]) : fallback
-}
-const ROUNDS = arg('rounds', 3)
-const SECONDS = arg('seconds', 8)
-const SETTLE = arg('settle', 25)
-const THRESHOLD = arg('threshold', 300)
+const ROUNDS = num('rounds', 3)
+const SECONDS = num('seconds', 8)
+const SETTLE = num('settle', 25)
+const THRESHOLD = num('threshold', 300)
 
 const child = (watch) => `
   ${watch ? `require(${JSON.stringify(root)}).watchStalls({ thresholdMs: ${THRESHOLD}, onStall() {} })` : ''}

@@ -17,14 +17,10 @@ import os from 'node:os'
 import path from 'node:path'
 import zlib from 'node:zlib'
 import { fileURLToPath } from 'node:url'
+import { arg } from './args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const fixture = path.join(here, '..', '__test__', 'fixtures', 'stall-server.cjs')
-const args = process.argv.slice(2)
-const arg = (name, fallback) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : fallback
-}
 const THRESHOLD = Number(arg('threshold', 300))
 const N = Number(arg('n', 26))
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))

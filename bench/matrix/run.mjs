@@ -31,15 +31,10 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { verdict, verdictText } from './targets.mjs'
+import { arg, list } from '../args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
-const args = process.argv.slice(2)
-const arg = (name, fallback) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : fallback
-}
-const list = (name, fallback) => arg(name, fallback).split(',').filter(Boolean)
 const NODES = list('nodes', '20,24,26')
 const KINDS = list('kinds', 'http-sync,http-async,express,fastify')
 const CONNECTIONS = list('connections', '10,100').map(Number)

@@ -12,15 +12,14 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
+import { num } from '../args.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
 const here = path.dirname(fileURLToPath(import.meta.url))
-const args = process.argv.slice(2)
-const arg = (name, fallback) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback)
-const ROUNDS = arg('rounds', 6)
-const DURATION = arg('duration', 3)
-const CONNECTIONS = arg('connections', 10)
+const ROUNDS = num('rounds', 6)
+const DURATION = num('duration', 3)
+const CONNECTIONS = num('connections', 10)
 const MODES = ['none', 'sampler10', 'prof10', 'profall']
 const LABELS = {
   none: 'no profiler',

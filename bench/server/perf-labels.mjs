@@ -19,14 +19,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
+import { arg } from '../args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
-const args = process.argv.slice(2)
-const arg = (name, fallback) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : fallback
-}
 const MODES = arg('modes', 'contnolabels,contlabels').split(',')
 const DURATION = Number(arg('duration', 6))
 const ROUNDS = Number(arg('rounds', 2))

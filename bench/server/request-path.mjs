@@ -21,11 +21,8 @@ import { createRequire } from 'node:module'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { arg } from '../args.mjs'
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`)
-  return i >= 0 ? process.argv[i + 1] : fallback
-}
 const REQUESTS = Number(arg('requests', 200_000))
 const ROUNDS = Number(arg('rounds', 5))
 const ROOT = path.resolve(arg('root', path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..')))

@@ -24,16 +24,12 @@ import { createRequire } from 'node:module'
 import { median } from '../stats.mjs'
 import { verdict } from '../matrix/targets.mjs'
 import { DD_TRACE, ddTrace } from './peers.mjs'
+import { arg } from '../args.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
 const here = path.dirname(fileURLToPath(import.meta.url))
 
-const args = process.argv.slice(2)
-const arg = (name, fallback) => {
-  const i = args.indexOf(`--${name}`)
-  return i >= 0 ? args[i + 1] : fallback
-}
 const DURATION = Number(arg('duration', 8))
 const ROUNDS = Number(arg('rounds', 3))
 const CONNECTIONS = Number(arg('connections', 10))
