@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import express from 'express'
 import Fastify from 'fastify'
-import { profileRequests } from 'jsprof-node'
+import { profileRequests, getLabels } from 'jsprof-node'
 import { burn, sampledFunctions } from './prod-helpers.mjs'
 import { retryCapture } from './helpers.mjs'
 import { ruleInterval } from './export-helpers.mjs'
@@ -201,6 +201,37 @@ test('Express middleware: overlapping requests separated, route and status recor
     assert.equal(a.statusCode, 200)
     assert.equal(profiles.find((p) => p.url === '/work/b').statusCode, 202)
   })
+})
+
+test('Express: the route label and req.route through a Router and a mounted sub-app, unsampled requests too', async () => {
+  const rp = profileRequests({ sampleRate: 0, onProfile() {} })
+  const app = express()
+  app.use(rp.express())
+  const answer = (req, res) => res.json({ labels: getLabels(), path: req.route.path })
+  const sub = express()
+  sub.get('/items/:id', answer)
+  app.use('/api', sub)
+  const router = express.Router()
+  router.get('/users/:id', answer)
+  app.use('/r', router)
+  app.get('/plain/:x', answer)
+  const server = http.createServer(app)
+  const base = await listen(server)
+  try {
+    for (const [url, route, path] of [
+      ['/api/items/7', '/api/items/:id', '/items/:id'],
+      ['/r/users/8', '/r/users/:id', '/users/:id'],
+      ['/plain/9', '/plain/:x', '/plain/:x'],
+      ['/plain/10', '/plain/:x', '/plain/:x'],
+    ]) {
+      const body = await (await fetch(`${base}${url}`)).json()
+      assert.deepEqual(body.labels, { method: 'GET', route: `GET ${route}` }, url)
+      assert.equal(body.path, path, `${url}: req.route is Express's own route`)
+    }
+  } finally {
+    await rp.close()
+    server.close()
+  }
 })
 
 test('Fastify plugin: overlapping requests separated (POST bodies too), route and status recorded', async () => {

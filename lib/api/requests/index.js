@@ -15,6 +15,68 @@ const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
 const { readOptions, argument, mandatory, number, func, boolean } = require('../../args')
 const { RequestLabels } = require('../../labels')
+const { IncomingMessage } = require('node:http')
+
+// Express sets `req.route` when its router matches a route. The request's labels learn the template
+// from a `route` accessor on the requests' prototype (Express's `request` object, see routeHolder),
+// installed once, which finds the request's labels under a symbol. (An accessor of each request's own, with closures of its
+// own, gave every request object a shape of its own: measured, ~37 µs more per request in Express's
+// code, docs/bench.md#labels-on-every-request.)
+const ROUTE = Symbol('jsprof.route')
+const ROUTE_LABELS = Symbol('jsprof.routeLabels')
+const routeAccessor = {
+  configurable: true,
+  enumerable: true,
+  get() {
+    return this[ROUTE]
+  },
+  set(value) {
+    this[ROUTE] = value
+    const labels = this[ROUTE_LABELS]
+    if (labels !== undefined && value && value.path !== undefined)
+      labels.route((this.baseUrl || '') + String(value.path))
+  },
+}
+const watchedPrototypes = new WeakSet()
+
+/**
+ * Where the accessor goes: the prototype of `req` just above node:http's IncomingMessage.prototype —
+ * Express's `request` object, which every app's `app.request` (a mounted sub-app's too, which Express
+ * swaps in mid-request) inherits from — else `req`'s own prototype.
+ */
+function routeHolder(req) {
+  const base = IncomingMessage.prototype
+  const own = Object.getPrototypeOf(req)
+  for (let p = own; p !== null; p = Object.getPrototypeOf(p)) if (Object.getPrototypeOf(p) === base) return p
+  return own
+}
+
+/** Lets `labels` learn `req`'s route template when Express's router sets `req.route`. */
+function watchExpressRoute(req, labels) {
+  const proto = routeHolder(req)
+  if (proto !== null && !watchedPrototypes.has(proto)) {
+    const own = Object.getOwnPropertyDescriptor(proto, 'route')
+    // Someone else's `route` on the prototype: left alone, and this request watched on its own.
+    if (own === undefined || own.get === routeAccessor.get) {
+      Object.defineProperty(proto, 'route', routeAccessor)
+      watchedPrototypes.add(proto)
+    }
+  }
+  if (proto !== null && watchedPrototypes.has(proto) && !Object.hasOwn(req, 'route')) {
+    req[ROUTE_LABELS] = labels
+    return
+  }
+  let route = req.route
+  Object.defineProperty(req, 'route', {
+    configurable: true,
+    enumerable: true,
+    get: () => route,
+    set(value) {
+      route = value
+      if (value && value.path !== undefined) labels.route((req.baseUrl || '') + String(value.path))
+    },
+  })
+}
 
 const OPTIONS = {
   onProfile: mandatory(func()),
@@ -332,16 +394,7 @@ class RequestProfiler {
       if (!this.#labels) return this.#sampled(req, res, next, undefined, [], info)
       // The route is known when the router matches it (it sets req.route): label from then on.
       const labels = new RequestLabels(req.method, req)
-      let route
-      Object.defineProperty(req, 'route', {
-        configurable: true,
-        enumerable: true,
-        get: () => route,
-        set(value) {
-          route = value
-          if (value && value.path !== undefined) labels.route((req.baseUrl || '') + String(value.path))
-        },
-      })
+      watchExpressRoute(req, labels)
       return labels.run(this.#sampled, this, [req, res, next, undefined, [], info])
     }
   }
