@@ -5,11 +5,13 @@ import assert from 'node:assert/strict'
 import { createRequire } from 'node:module'
 
 const require = createRequire(import.meta.url)
-const { nextFlushDelayMs, BUDGET, MAX_GAP_MS, FIXED_MS } = require('../lib/record/spacing.js')
+const { nextFlushDelayMs, flushSpacing, BUDGET, MAX_GAP_MS, FIXED_MS } = require('../lib/record/spacing.js')
 
 /** Runs a program whose flush of a window of w ms costs cost(w) ms; returns the flush times and their total. */
 function simulate({ flushEveryMs, runMs, cost }) {
   const times = []
+  // As a thread spaces its flushes (lib/record/watcher.js, preload.js): each asked at t, done at t + took.
+  const spacing = flushSpacing(flushEveryMs, 0)
   let t = flushEveryMs
   let windowStart = 0
   let total = 0
@@ -17,13 +19,7 @@ function simulate({ flushEveryMs, runMs, cost }) {
     const took = cost(t - windowStart)
     total += took
     times.push(t)
-    const d = nextFlushDelayMs({
-      flushEveryMs,
-      elapsedMs: t + took,
-      windowMs: t - windowStart,
-      tookMs: took,
-      totalMs: total,
-    })
+    const d = spacing.next(t, took, t + took)
     assert.ok(d >= flushEveryMs && d <= Math.max(flushEveryMs, MAX_GAP_MS), `delay ${d} within its bounds`)
     windowStart = t
     t += took + d
@@ -76,4 +72,13 @@ test('--flush-every above the longest gap is kept; bad numbers give --flush-ever
     nextFlushDelayMs({ flushEveryMs: 1000, elapsedMs: 1000, windowMs: 0, tookMs: FIXED_MS, totalMs: FIXED_MS }),
     1000,
   )
+})
+
+test('a flush that made nothing (the engine busy) is asked again after --flush-every, and its window goes on', () => {
+  const spacing = flushSpacing(1000, 0)
+  assert.equal(spacing.next(1000, 0, 1001), 1000)
+  assert.equal(spacing.next(2001, -1, 2002), 1000)
+  // The next real flush's window is from the start, not from the busy asks.
+  const d = spacing.next(3002, 40, 3042)
+  assert.equal(d, nextFlushDelayMs({ flushEveryMs: 1000, elapsedMs: 3042, windowMs: 3002, tookMs: 40, totalMs: 40 }))
 })

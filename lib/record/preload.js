@@ -458,10 +458,9 @@ function startWorkerThread(config) {
  * So an interrupt never clears or re-arms it: the armed timer finds the new due time when it fires.
  */
 function startFlushing(recorder, flushEveryMs, performance, onError) {
-  const { nextFlushDelayMs } = require('./spacing')
+  const { flushSpacing } = require('./spacing')
   const startedAt = performance.now()
-  let windowStart = startedAt
-  let costMs = 0
+  const spacing = flushSpacing(flushEveryMs, startedAt)
   let dueAt = startedAt + flushEveryMs
   let timer = null
   function arm() {
@@ -480,23 +479,9 @@ function startFlushing(recorder, flushEveryMs, performance, onError) {
     } catch (err) {
       onError(err)
     }
-    if (ms > 0) {
-      costMs += ms
-      const now = performance.now()
-      dueAt =
-        now +
-        nextFlushDelayMs({
-          flushEveryMs,
-          elapsedMs: now - startedAt,
-          windowMs: at - windowStart,
-          tookMs: ms,
-          totalMs: costMs,
-        })
-      windowStart = at
-    } else {
-      // The engine was busy (an interrupt inside its own work), or the flush failed: try again later.
-      dueAt = performance.now() + flushEveryMs
-    }
+    // ms <= 0: the engine was busy (an interrupt inside its own work), or the flush failed: later.
+    const now = performance.now()
+    dueAt = now + spacing.next(at, ms, now)
     if (!fromInterrupt) arm()
   }
   arm()

@@ -69,4 +69,30 @@ function nextFlushDelayMs({ flushEveryMs, elapsedMs, windowMs, tookMs, totalMs }
   return Math.min(most, Math.max(least, d))
 }
 
-module.exports = { nextFlushDelayMs, DEFAULT_FLUSH_EVERY_MS, BUDGET, MAX_GAP_MS, FIXED_MS }
+/**
+ * One thread's flushes, spaced by nextFlushDelayMs from what each cost: `next(askedAt, tookMs, now)`
+ * takes a flush asked at `askedAt` that cost `tookMs` (0 or less: nothing was flushed — the engine was
+ * busy, or the recording ends) and gives the delay (ms) from `now` to the next one. Times are ms on one
+ * clock, `startMs` the recording's start on it.
+ */
+function flushSpacing(flushEveryMs, startMs) {
+  let windowStart = startMs
+  let totalMs = 0
+  return {
+    next(askedAt, tookMs, now) {
+      if (!(tookMs > 0)) return flushEveryMs
+      totalMs += tookMs
+      const delay = nextFlushDelayMs({
+        flushEveryMs,
+        elapsedMs: now - startMs,
+        windowMs: askedAt - windowStart,
+        tookMs,
+        totalMs,
+      })
+      windowStart = askedAt
+      return delay
+    },
+  }
+}
+
+module.exports = { nextFlushDelayMs, flushSpacing, DEFAULT_FLUSH_EVERY_MS, BUDGET, MAX_GAP_MS, FIXED_MS }

@@ -44,32 +44,18 @@ function ask(what, signal, then) {
 // The flushes are spaced by lib/record/spacing.js from what each cost the main thread (the hook
 // returns it), so that together they stay within ~1% of the recording's time.
 const { performance } = require('node:perf_hooks')
-const { nextFlushDelayMs } = require('./spacing')
+const { flushSpacing } = require('./spacing')
 // performance.now() on this thread when the recording began (the main thread's clock, as a Unix epoch).
 const recordingStart = Number.isFinite(startedAtEpochMs) ? startedAtEpochMs - performance.timeOrigin : 0
-let windowStart = recordingStart
-let flushCostMs = 0
+const spacing = flushSpacing(flushEveryMs, recordingStart)
 let flushTimer = null
 let workersTimer = null
 function scheduleFlush(delayMs) {
   flushTimer = setTimeout(() => {
     if (Atomics.load(state, CLAIM) !== RUNNING) return
     const askedAt = performance.now()
-    ask('flush', 0, (took) => {
-      const tookMs = Number(took) || 0
-      // 0: nothing was flushed (the engine was busy, or the recording is ending): ask again later.
-      if (!(tookMs > 0)) return scheduleFlush(flushEveryMs)
-      flushCostMs += tookMs
-      const delay = nextFlushDelayMs({
-        flushEveryMs,
-        elapsedMs: performance.now() - recordingStart,
-        windowMs: askedAt - windowStart,
-        tookMs,
-        totalMs: flushCostMs,
-      })
-      windowStart = askedAt
-      scheduleFlush(delay)
-    })
+    // 0: nothing was flushed (the engine was busy, or the recording is ending): asked again later.
+    ask('flush', 0, (took) => scheduleFlush(spacing.next(askedAt, Number(took) || 0, performance.now())))
   }, delayMs)
 }
 
