@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import express from 'express'
 import Fastify from 'fastify'
-import { profileRequests, getLabels } from 'jsprof-node'
+import { profileRequests, getLabels, setLabels } from 'jsprof-node'
 import { burn, sampledFunctions } from './prod-helpers.mjs'
 import { retryCapture } from './helpers.mjs'
 import { ruleInterval } from './export-helpers.mjs'
@@ -228,6 +228,35 @@ test('Express: the route label and req.route through a Router and a mounted sub-
       assert.deepEqual(body.labels, { method: 'GET', route: `GET ${route}` }, url)
       assert.equal(body.path, path, `${url}: req.route is Express's own route`)
     }
+  } finally {
+    await rp.close()
+    server.close()
+  }
+})
+
+test('Express: labels a middleware set before the route was known stay when the router learns it', async () => {
+  const rp = profileRequests({ sampleRate: 0, onProfile() {} })
+  const app = express()
+  app.use(rp.express())
+  app.use((req, res, next) => {
+    setLabels({ tenant: String(req.headers['x-tenant']) })
+    next()
+  })
+  app.get('/users/:id', async (req, res) => {
+    await new Promise((resolve) => setTimeout(resolve, 1))
+    res.json(getLabels())
+  })
+  const server = http.createServer(app)
+  const base = await listen(server)
+  try {
+    const bodies = await Promise.all(
+      ['acme', 'globex', 'acme'].map(async (tenant) => ({
+        tenant,
+        labels: await (await fetch(`${base}/users/7`, { headers: { 'x-tenant': tenant } })).json(),
+      })),
+    )
+    for (const { tenant, labels } of bodies)
+      assert.deepEqual(labels, { method: 'GET', route: 'GET /users/:id', tenant }, tenant)
   } finally {
     await rp.close()
     server.close()

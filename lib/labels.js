@@ -251,8 +251,12 @@ function getLabels() {
 
 // ---- For the request integrations (lib/api/requests): every request labelled with its route ----
 
-/** Request label sets by `method route`: a handful of distinct routes, so a plain cache. */
+/**
+ * Request label sets by method, then by route template (`undefined`: no route known): a handful of
+ * distinct routes, so plain caches, looked up without building the `method route` text per request.
+ */
 const requestIds = new Map()
+let requestSets = 0
 /** Past this many distinct (method, route) pairs, new ones are labelled by method only. */
 const MAX_REQUEST_SETS = 10_000
 
@@ -262,16 +266,20 @@ const MAX_REQUEST_SETS = 10_000
  */
 function requestLabelsId(method, template) {
   const m = typeof method === 'string' ? method : ''
-  const key = template === undefined ? m : `${m} ${template}`
-  let id = requestIds.get(key)
+  let byTemplate = requestIds.get(m)
+  let id = byTemplate?.get(template)
   if (id !== undefined) return id
-  const labels = template === undefined ? { method: m } : { method: m, route: key }
+  const labels = template === undefined ? { method: m } : { method: m, route: `${m} ${template}` }
   try {
     id = idOf('requests', labels, undefined)
   } catch {
     id = template === undefined ? 0 : requestLabelsId(method, undefined)
   }
-  if (requestIds.size < MAX_REQUEST_SETS) requestIds.set(key, id)
+  if (requestSets < MAX_REQUEST_SETS) {
+    if (byTemplate === undefined) requestIds.set(m, (byTemplate = new Map()))
+    byTemplate.set(template, id)
+    requestSets++
+  }
   return id
 }
 
@@ -363,6 +371,18 @@ function spanLabels(method, template, span) {
 }
 
 /**
+ * The store of the labels `running` holds with those of `own` (a request's set) over them. Never
+ * throws: a merge the label rule refuses (too many labels) keeps the request's own set.
+ */
+function mergedStore(running, own) {
+  try {
+    return idOf('requests', labelsOfStore(own) ?? {}, running)
+  } catch {
+    return own
+  }
+}
+
+/**
  * A request's labels: `id` now, and `route(template)` once the router knows the route; with
  * OpenTelemetry, the span context of the request's local root span too. The request's own events
  * (body 'data'/'end', which Node emits in the connection's async context, not the request's) run with
@@ -373,12 +393,15 @@ class RequestLabels {
   store
   #method
   #span
+  /** The route template the store holds (undefined until known). */
+  #template
 
   /** `template`: the route template when it is known from the start (Fastify). */
   constructor(method, emitter, template) {
     this.#method = method
     this.#span = rootSpanLabels()
-    this.store = this.#storeOf(typeof template === 'string' ? template : undefined)
+    this.#template = typeof template === 'string' ? template : undefined
+    this.store = this.#storeOf(this.#template)
     const self = this
     const emit = emitter.emit
     emitter.emit = function labelledEmit(event, ...args) {
@@ -395,11 +418,16 @@ class RequestLabels {
 
   /**
    * The router matched `template` (inside run()): the request, and the code running now, carry it
-   * from here on.
+   * from here on, beside the labels that code added meanwhile (a middleware's
+   * `setLabels({ tenant })` before the route was known stays).
    */
   route(template) {
-    if (typeof template !== 'string') return
-    this.store = this.#storeOf(template)
+    // Express's router sets req.route twice per request (at the match, then in Route#dispatch).
+    if (typeof template !== 'string' || template === this.#template) return
+    this.#template = template
+    const running = storage.getStore()
+    const own = this.#storeOf(template)
+    this.store = running === this.store ? own : mergedStore(running, own)
     storage.enterWith(this.store)
     record(idOfStore(this.store))
   }
