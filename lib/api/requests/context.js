@@ -15,8 +15,14 @@
 // (docs/bench.md#throughput). Ours
 // writes only resources created while a sampled request's code runs; unsampled traffic pays a
 // variable check per resource and callback while the hook is on, and nothing when it is off.
+//
+// Where AsyncLocalStorage is built on V8's continuation-preserved data (Node 24+: AsyncContextFrame)
+// it costs no hook at all: propagation is V8's and Node's own, for every resource, whether we look or
+// not. There the context rides in an AsyncLocalStorage of ours and the hook has no `init` (an `init`
+// per resource and per promise was the tracker's largest part on a server, docs/bench.md#the-per-request-matrix):
+// `before` and `after` read the context of the callback from it.
 
-const { createHook, executionAsyncResource } = require('node:async_hooks')
+const { AsyncLocalStorage, createHook, executionAsyncResource } = require('node:async_hooks')
 const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
 const { timeOriginUs } = require('../../clock')
@@ -32,6 +38,12 @@ let current
  */
 let inPromise
 const promiseStack = []
+
+/**
+ * Our AsyncLocalStorage for the context where it is AsyncContextFrame's (no `_propagate`: the hook-based
+ * one has it, Node 20/22 or `--no-async-context-frame`); null elsewhere.
+ */
+const frames = typeof AsyncLocalStorage.prototype._propagate === 'function' ? null : new AsyncLocalStorage()
 
 /** The context of the code running now: an explicit runIn, a promise reaction's, else the running async resource's. */
 function runningContext() {
@@ -120,7 +132,20 @@ let hook = null
 let stopPromiseHooks = null
 let usesPromiseHooks = false
 
+/** With AsyncContextFrame: no `init`, the callback's context read from the frame it runs in. */
+const frameCallbacks = {
+  before() {
+    const ctx = frames.getStore()
+    if (ctx !== undefined) ctx.enter()
+  },
+  after() {
+    const ctx = frames.getStore()
+    if (ctx !== undefined) ctx.leave()
+  },
+}
+
 function enableHooks() {
+  if (frames !== null) return enableFrameHooks()
   if (hook === null) {
     // Where an async hook can leave promises out, the tracker follows them with V8's promise hooks.
     usesPromiseHooks = promiseHooksInstead()
@@ -144,6 +169,16 @@ function enableHooks() {
       },
     })
   }
+}
+
+function enableFrameHooks() {
+  if (hook === null) {
+    usesPromiseHooks = promiseHooksInstead()
+    hook = createHook(usesPromiseHooks ? { ...frameCallbacks, trackPromises: false } : frameCallbacks)
+  }
+  hook.enable()
+  // A promise reaction runs in the frame its promise captured, V8's hooks included.
+  if (usesPromiseHooks) stopPromiseHooks = promiseHooks.createHook(frameCallbacks)
 }
 
 function disableHooks() {
@@ -188,6 +223,7 @@ function closeContext(ctx, endUs) {
 
 /** Runs `fn` as the request's code: inside its context (resources it creates inherit it), timed. */
 function runIn(ctx, fn, thisArg, args) {
+  if (frames !== null) return frames.run(ctx, timed, ctx, fn, thisArg, args)
   const previous = current
   current = ctx
   ctx.enter()
@@ -196,6 +232,15 @@ function runIn(ctx, fn, thisArg, args) {
   } finally {
     ctx.leave()
     current = previous
+  }
+}
+
+function timed(ctx, fn, thisArg, args) {
+  ctx.enter()
+  try {
+    return fn.apply(thisArg, args)
+  } finally {
+    ctx.leave()
   }
 }
 
