@@ -1,7 +1,8 @@
 // One request's path through the request integration, without the network (docs/bench.md#labels-on-every-request):
 // `profileRequests({ sampleRate: 0 }).wrap(handler)` called with a request-like emitter, the handler
-// starting one async resource (a nextTick, as `res.end` does) and the request's 'end' emitted later
-// from the connection's context with node:http's own `clearIncoming` listener on it, as a GET's is.
+// starting one async resource (a nextTick, as `res.end` does), the request's 'end' emitted later from
+// the connection's context with node:http's own `clearIncoming` listener on it, as a GET's is, then the
+// response's 'finish'.
 // Each mode in a child process of its own (the async hook is process-wide), modes alternated over
 // rounds; ns per request, median of rounds (each round the best of its batches). The server bench
 // (bench/server/run.mjs) measures the whole server; this isolates what labels add per request.
@@ -9,10 +10,11 @@
 //   node bench/server/request-path.mjs [--requests 200000] [--rounds 5] [--root DIR]
 //   node bench/server/request-path.mjs --modes otelnospans,otelspans   (span ids' part)
 //   modes: nolabels (labels: false), labels, labels+app-end (an app listener on 'end' too), als
-//   (AsyncLocalStorage.run alone); otelspans / otelnospans: labels with the OpenTelemetry API's
-//   AsyncLocalStorage context manager and one span per request (@opentelemetry/sdk-trace-base, no
-//   exporter), the listener run in the span's context / in ROOT_CONTEXT (no span labels): their
-//   difference is what span ids add per request.
+//   (AsyncLocalStorage.run alone), sampled10 (every 10th request profiled, labels off: against nolabels,
+//   profileRequests' own work per request; best batches, so the harvests between them mostly not);
+//   otelspans / otelnospans: labels with the OpenTelemetry API's AsyncLocalStorage context manager and
+//   one span per request (@opentelemetry/sdk-trace-base, no exporter), the listener run in the span's
+//   context / in ROOT_CONTEXT (no span labels): their difference is what span ids add per request.
 
 import { spawnSync } from 'node:child_process'
 import { EventEmitter } from 'node:events'
@@ -55,6 +57,9 @@ if (mode !== null) {
       api.context.with(ctx, wrapped, undefined, req, res)
       span.end()
     }
+  } else if (mode === 'sampled10') {
+    // Every 10th request profiled (labels off): the request tracker, recordings, deliveries.
+    listener = profileRequests({ sampleRate: 0.1, labels: false, onProfile() {} }).wrap(handler)
   } else {
     listener = profileRequests({ sampleRate: 0, labels: mode !== 'nolabels', onProfile() {} }).wrap(handler)
   }
@@ -65,14 +70,16 @@ if (mode !== null) {
       const req = new EventEmitter()
       req.method = 'GET'
       const res = new EventEmitter()
+      res.writableFinished = true
       listener(req, res)
-      reqs.push(req)
+      reqs.push([req, res])
     }
     await new Promise(setImmediate)
-    for (const req of reqs) {
+    for (const [req, res] of reqs) {
       req.on('end', clearIncoming)
       if (mode === 'labels+app-end') req.on('end', appEnd)
       req.emit('end')
+      res.emit('finish')
     }
   }
   for (let i = 0; i < 50; i++) await batch() // warm-up
