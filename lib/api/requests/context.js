@@ -18,9 +18,10 @@
 //
 // Where AsyncLocalStorage is built on V8's continuation-preserved data (Node 24+: AsyncContextFrame)
 // it costs no hook at all: propagation is V8's and Node's own, for every resource, whether we look or
-// not. There the context rides in an AsyncLocalStorage of ours and the hook has no `init` (an `init`
-// per resource and per promise was the tracker's largest part on a server, docs/bench.md#the-per-request-matrix):
-// `before` and `after` read the context of the callback from it.
+// not. There the context rides in an AsyncLocalStorage of ours and the hook has no `init` (one call
+// per resource and per promise while sampled requests are in flight; measured,
+// docs/bench.md#req10-taken-apart-on-express-third-pass): `before` and `after` read the context of the
+// callback from it.
 
 const { AsyncLocalStorage, createHook, executionAsyncResource } = require('node:async_hooks')
 const { promiseHooks } = require('node:v8')
