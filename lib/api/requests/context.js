@@ -145,41 +145,33 @@ const frameCallbacks = {
   },
 }
 
+/** Promise reactions, followed with V8's promise hooks (init-hook path). */
+const promiseCallbacks = {
+  init(promise) {
+    adopt(promise)
+  },
+  before(promise) {
+    promiseStack.push(inPromise)
+    inPromise = promise[kContext]
+    if (inPromise !== undefined) inPromise.enter()
+  },
+  after(promise) {
+    const ctx = promise[kContext]
+    if (ctx !== undefined) ctx.leave()
+    inPromise = promiseStack.pop()
+  },
+}
+
 function enableHooks() {
-  if (frames !== null) return enableFrameHooks()
   if (hook === null) {
     // Where an async hook can leave promises out, the tracker follows them with V8's promise hooks.
     usesPromiseHooks = promiseHooksInstead()
-    hook = createHook(usesPromiseHooks ? { ...callbacks, trackPromises: false } : callbacks)
+    const resourceCallbacks = frames !== null ? frameCallbacks : callbacks
+    hook = createHook(usesPromiseHooks ? { ...resourceCallbacks, trackPromises: false } : resourceCallbacks)
   }
   hook.enable()
-  if (usesPromiseHooks) {
-    stopPromiseHooks = promiseHooks.createHook({
-      init(promise) {
-        adopt(promise)
-      },
-      before(promise) {
-        promiseStack.push(inPromise)
-        inPromise = promise[kContext]
-        if (inPromise !== undefined) inPromise.enter()
-      },
-      after(promise) {
-        const ctx = promise[kContext]
-        if (ctx !== undefined) ctx.leave()
-        inPromise = promiseStack.pop()
-      },
-    })
-  }
-}
-
-function enableFrameHooks() {
-  if (hook === null) {
-    usesPromiseHooks = promiseHooksInstead()
-    hook = createHook(usesPromiseHooks ? { ...frameCallbacks, trackPromises: false } : frameCallbacks)
-  }
-  hook.enable()
-  // A promise reaction runs in the frame its promise captured, V8's hooks included.
-  if (usesPromiseHooks) stopPromiseHooks = promiseHooks.createHook(frameCallbacks)
+  // With frames, a promise reaction runs in the frame its promise captured, V8's hooks included.
+  if (usesPromiseHooks) stopPromiseHooks = promiseHooks.createHook(frames !== null ? frameCallbacks : promiseCallbacks)
 }
 
 function disableHooks() {
@@ -227,15 +219,14 @@ function runIn(ctx, fn, thisArg, args) {
   if (frames !== null) return frames.run(ctx, timed, ctx, fn, thisArg, args)
   const previous = current
   current = ctx
-  ctx.enter()
   try {
-    return fn.apply(thisArg, args)
+    return timed(ctx, fn, thisArg, args)
   } finally {
-    ctx.leave()
     current = previous
   }
 }
 
+/** `fn.apply(thisArg, args)` counted as `ctx`'s code. */
 function timed(ctx, fn, thisArg, args) {
   ctx.enter()
   try {
