@@ -14,9 +14,10 @@ export declare class Chunk {
   /**
    * A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
    * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
-   * dropped (see `Chunk::drop_samples_within`).
+   * dropped (see `Chunk::drop_samples_within`); `spanRing`: the thread's span ring, where the
+   * request integration keeps each request's span (src/labels.rs).
    */
-  static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null): Chunk
+  static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null, spanRing?: Uint32Array | undefined | null): Chunk
   get sampleCount(): number
   /** How many of V8's samples were dropped as the sampler's own (see `ownWindows`). */
   get droppedOwnSamples(): number
@@ -266,14 +267,6 @@ export interface InspectorColumns {
 export declare function internLabels(keys: Array<string>, values: Array<string>): number
 
 /**
- * The id of a transient set: the registered set `base` (0: none) with a span context added —
- * `trace_id`, `span_id` and `span_name` when given — checked as `internLabels` checks the added
- * labels (the registered part was checked when it was registered). One call of four arguments per
- * request, where `internTransientLabels` would convert and check every label again.
- */
-export declare function internSpanLabels(base: number, traceId: string, spanId: string, spanName?: string | undefined | null): number
-
-/**
  * The id of a label set used for a short while (one request's span context): not interned, written
  * into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
  */
@@ -391,6 +384,19 @@ export declare function setOwnCode(prefixes: Array<string>): void
 
 /** Test hook: how many files the process-wide source-map cache has read from disk. */
 export declare function sourceMapReads(): number
+
+export declare const SPAN_RING_GENERATIONS: number
+
+export declare const SPAN_RING_ID_BASE: number
+
+/**
+ * The span ring's layout, which lib/labels.js reads from here: its ids are `SPAN_RING_ID_BASE |
+ * generation << 16 | slot` (generation below `SPAN_RING_GENERATIONS`), and slot `s` is the words
+ * `s * SPAN_RING_WORDS ..` ([`core::SPAN_RING_WORDS`] says which).
+ */
+export declare const SPAN_RING_SLOTS: number
+
+export declare const SPAN_RING_WORDS: number
 
 /** What the listener is told. */
 export interface StallEvent {

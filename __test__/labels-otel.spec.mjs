@@ -155,6 +155,30 @@ test(
   },
 )
 
+test("a sample's span labels are its request's root span: ids, name and route", () => {
+  const { trace, spans } = capture()
+  const roots = new Map(spans.filter((s) => !s.parentSpanId).map((s) => [s.spanId, s]))
+  const sets = trace.jsprof.labelSets.filter((set) => set.span_id !== undefined)
+  assert.ok(sets.length > 0, 'samples with span labels')
+  for (const set of sets) {
+    const span = roots.get(set.span_id)
+    assert.ok(span, `span ${set.span_id} is a recorded root span`)
+    assert.equal(set.trace_id, span.traceId)
+    assert.match(set.trace_id, /^[0-9a-f]{32}$/)
+    assert.match(set.span_id, /^[0-9a-f]{16}$/)
+    // The name the span had when the request began: the http instrumentation names a server span
+    // `GET`, and renames it `GET /users/:id` once the route is known.
+    assert.ok(span.name.startsWith(set.span_name), `${set.span_name} / ${span.name}`)
+    // Before the router matched, the request's method alone.
+    assert.equal(set.method, 'GET')
+    assert.ok(set.route === undefined || [USERS, ORDERS].includes(set.route), `route ${set.route}`)
+  }
+  assert.ok(
+    sets.some((set) => set.route !== undefined),
+    'span labels beside a route',
+  )
+})
+
 test('jsprof report --by route ranks the expensive route first; jsprof diff --by route compares', () => {
   const { dir } = capture()
   const file = path.join(dir, 'trace.json')
@@ -197,7 +221,7 @@ test('jsprof report escapes hostile label values', () => {
   assert.match(r.stdout, /GET \/\\x1b\[2J\\x1b\]0;pwned\\x07\\x0a\\u\{202e\}evil/)
 })
 
-test('a request with an active span reads its route and span labels; a hostile span name drops only the span', async () => {
+test('a request with an active span reads its route and span labels; a hostile span name drops only the name', async () => {
   const { createRequire } = await import('node:module')
   const { EventEmitter } = await import('node:events')
   const require = createRequire(import.meta.url)
@@ -233,9 +257,14 @@ test('a request with an active span reads its route and span labels; a hostile s
     assert.deepEqual(Object.keys(got), ['method', 'route', 'span_id', 'span_name', 'trace_id'])
     assert.ok(Object.isFrozen(got))
     assert.equal(span.attributes['pyroscope.profile.id'], spanId)
-    // A span name past the value limit: the request keeps its route labels, without the span's.
-    const [hostile] = inRequest('x'.repeat(100_000))
-    assert.deepEqual(hostile, { method: 'GET', route: 'GET /users/:id' })
+    // A span name past the value limit: the request keeps its route and the span's ids, not its name.
+    const [hostile, hostileSpan] = inRequest('x'.repeat(100_000))
+    assert.deepEqual(hostile, {
+      method: 'GET',
+      route: 'GET /users/:id',
+      span_id: hostileSpan.spanContext().spanId,
+      trace_id: hostileSpan.spanContext().traceId,
+    })
   } finally {
     api.context.disable()
   }

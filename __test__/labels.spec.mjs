@@ -439,3 +439,69 @@ test("a request's own 'end' listener runs with its labels; node:http's own liste
   assert.deepEqual(seen, [{ method: 'GET' }, { method: 'GET' }, { method: 'GET' }])
   // node:http's clearIncoming (its only other listener on 'end') still ran: the parser let go of the request.
 })
+
+test('a chunk takes its labels from its own window of a long timeline, span-ring sets included', async () => {
+  const { createRequire } = await import('node:module')
+  const require = createRequire(import.meta.url)
+  const binding = require('../binding.js')
+  const { packColumns } = require('../lib/sampler/inspector-session.js')
+  const a = binding.internLabels(['window'], ['a'])
+  const b = binding.internLabels(['window'], ['b'])
+  // Slot 7 of a span ring holds a span over set a at generation 3; slot 8 was written at generation 4.
+  const ring = new Uint32Array(binding.SPAN_RING_SLOTS * binding.SPAN_RING_WORDS)
+  ring.set(
+    [3 + 1, a, 0x4bf92f35, 0x77b34da6, 0xa3ce929d, 0x0e0e4736, 0x00f067aa, 0x0ba902b7],
+    7 * binding.SPAN_RING_WORDS,
+  )
+  ring.set([4 + 1, a, 1, 2, 3, 4, 5, 6], 8 * binding.SPAN_RING_WORDS)
+  const spanId = (generation, slot) => binding.SPAN_RING_ID_BASE + generation * binding.SPAN_RING_SLOTS + slot
+  // 200,000 changes, one every 100 µs from t = 1 s (20 s: the timeline keeps 30): a, b, a, b, … and
+  // two span-ring ones.
+  const n = 200_000
+  const times = new Float64Array(n)
+  const ids = new Uint32Array(n)
+  for (let i = 0; i < n; i++) {
+    times[i] = 1e6 + i * 100
+    ids[i] = i % 2 === 0 ? a : b
+  }
+  ids[150_000] = spanId(3, 7)
+  ids[150_002] = spanId(3, 8) // its slot holds generation 4 now: reused, no labels
+  const frame = (name) => ({ functionName: name, url: 'file:///w.js', lineNumber: 0, columnNumber: 0, scriptId: '1' })
+  const labelsAt = (sampleTimes) => {
+    const deltas = sampleTimes.map((t, i) => t - (i === 0 ? 0 : sampleTimes[i - 1]))
+    const profile = {
+      nodes: [
+        { id: 1, callFrame: frame('(root)'), children: [2] },
+        { id: 2, callFrame: frame('f'), children: [] },
+      ],
+      startTime: 0,
+      endTime: sampleTimes.at(-1),
+      samples: sampleTimes.map(() => 2),
+      timeDeltas: deltas,
+    }
+    const line = binding.Chunk.fromInspector(packColumns(profile), 1000, [], ring).toLine().toString()
+    const tab = line.indexOf('\t')
+    if (tab < 0) return sampleTimes.map(() => null)
+    const { labelSets, sampleLabels } = JSON.parse(line.slice(tab + 1))
+    return sampleLabels.map((i) => (i === null ? null : labelSets[i]))
+  }
+  try {
+    binding.clearLabelTransitions()
+    binding.labelTransitions(times, ids, n)
+    const at = (i) => 1e6 + i * 100
+    assert.deepEqual(
+      labelsAt([500_000, at(100_000), at(100_000) + 99, at(100_001), at(150_000) + 1, at(150_002), at(n) + 5e6]),
+      [
+        null, // before the first change
+        { window: 'a' }, // at a change
+        { window: 'a' },
+        { window: 'b' },
+        { span_id: '00f067aa0ba902b7', trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', window: 'a' },
+        null, // a reused span-ring slot
+        { window: 'b' }, // long after the last change: still the last set
+      ],
+    )
+  } finally {
+    binding.clearLabelTransitions()
+  }
+})

@@ -353,21 +353,79 @@ function rootSpanLabels() {
   }
 }
 
+// The span ring (src/labels.rs): each request's span context as numbers, written here with no call
+// into Rust per request; the sampler hands the array to each harvest, which builds the sets of the
+// slots a sample lands in, and only those. Measured: a native call per request building its set cost
+// span ids most of their CPU (docs/bench.md#span-ids-built-only-where-a-sample-lands).
+const SPAN_SLOTS = binding.SPAN_RING_SLOTS
+const SPAN_WORDS = binding.SPAN_RING_WORDS
+let spanRing = null
+let spanSlot = 0
+let spanGeneration = 0
+
+/** Writes the `words` 8-digit groups of `hex` at `ring[at…]`; false when it is not that many hex digits. */
+function hexWords(hex, ring, at, words) {
+  if (typeof hex !== 'string' || hex.length !== words * 8) return false
+  // By char code (measured: slice + parseInt per group was most of a span's write).
+  for (let w = 0, i = 0; w < words; w++) {
+    let value = 0
+    for (const end = i + 8; i < end; i++) {
+      const c = hex.charCodeAt(i)
+      const digit = c <= 57 ? c - 48 : (c | 32) - 87 // 0-9, then a-f and A-F
+      if (c <= 57 ? digit < 0 : digit < 10 || digit > 15) return false
+      value = value * 16 + digit
+    }
+    ring[at + w] = value
+  }
+  return true
+}
+
 /**
- * A request's labels with its span's (a Transient: one per request; its registered set's id when the
- * span is refused). Never throws. One native call of the request's registered set and the three span
- * strings (measured: converting and checking the whole set per request was most of what span ids cost,
- * docs/bench.md#labels-on-every-request); the labels object getLabels() returns is built only when
- * asked for.
+ * Request sets with a span name: by registered set, then by name. A tracer names spans after the
+ * route ("GET /users/:id"), so a handful; past MAX_REQUEST_SETS, spans are labelled without their name.
+ */
+const namedIds = new Map()
+let namedSets = 0
+
+/** The id of the registered set `base` with `span_name: name` (base itself when refused or past the cap). */
+function namedSetId(base, name) {
+  if (name === undefined) return base
+  let byName = namedIds.get(base)
+  let id = byName?.get(name)
+  if (id !== undefined) return id
+  try {
+    id = idOf('requests', { span_name: name }, base)
+    if (typeof id !== 'number' || id === DROPPED) id = base
+  } catch {
+    id = base
+  }
+  if (namedSets < MAX_REQUEST_SETS) {
+    if (byName === undefined) namedIds.set(base, (byName = new Map()))
+    byName.set(name, id)
+    namedSets++
+  }
+  return id
+}
+
+/**
+ * A request's labels with its span's: a Transient naming a slot of the span ring, which holds the
+ * request's registered set (with the span's name) and the span's ids as numbers. Never throws: a span
+ * whose ids are not 32 and 16 hex digits is ignored (the request's registered set).
  */
 function spanLabels(method, template, span) {
-  const base = requestLabelsId(method, template)
-  try {
-    const id = callNative(() => binding.internSpanLabels(base, span.trace_id, span.span_id, span.span_name ?? null))
-    return new Transient(id, undefined, base, span)
-  } catch {
-    return base
+  const base = namedSetId(requestLabelsId(method, template), span.span_name)
+  if (spanRing === null) spanRing = new Uint32Array(SPAN_SLOTS * SPAN_WORDS)
+  const at = spanSlot * SPAN_WORDS
+  spanRing[at] = 0 // not this slot's old span while it is written
+  if (!hexWords(span.trace_id, spanRing, at + 2, 4) || !hexWords(span.span_id, spanRing, at + 6, 2)) return base
+  spanRing[at + 1] = base
+  spanRing[at] = spanGeneration + 1
+  const id = binding.SPAN_RING_ID_BASE + spanGeneration * SPAN_SLOTS + spanSlot
+  if (++spanSlot === SPAN_SLOTS) {
+    spanSlot = 0
+    spanGeneration = (spanGeneration + 1) % binding.SPAN_RING_GENERATIONS
   }
+  return new Transient(id, undefined, base, { trace_id: span.trace_id, span_id: span.span_id })
 }
 
 /**
@@ -452,6 +510,8 @@ function runsAppCode(emitter, event) {
 }
 
 module.exports = {
+  /** This thread's span ring for a harvest (null before the first span). */
+  spanRing: () => spanRing,
   withLabels,
   setLabels,
   getLabels,
@@ -460,4 +520,5 @@ module.exports = {
   RequestLabels,
   requestLabelsId,
   rootSpanLabels,
+  spanLabels,
 }

@@ -41,12 +41,14 @@ pub struct Chunk {
 impl Chunk {
     /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
     /// `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
-    /// dropped (see `Chunk::drop_samples_within`).
+    /// dropped (see `Chunk::drop_samples_within`); `spanRing`: the thread's span ring, where the
+    /// request integration keeps each request's span (src/labels.rs).
     #[napi(factory, catch_unwind)]
     pub fn from_inspector(
         columns: InspectorColumns,
         interval_us: f64,
         own_windows: Option<Vec<f64>>,
+        span_ring: Option<Uint32Array>,
     ) -> Result<Chunk> {
         let c = &columns;
         let columns = core::InspectorColumns {
@@ -67,7 +69,7 @@ impl Chunk {
         let (mut chunk, dropped) =
             core::Chunk::from_inspector(&columns, interval_us, &own_windows).map_err(core_error)?;
         // Each sample gets the label set current on this thread at its time (lib/labels.js).
-        crate::labels::label_chunk(&mut chunk);
+        crate::labels::label_chunk(&mut chunk, span_ring.as_deref());
         let dropped_own = dropped as u32;
         Ok(Chunk {
             inner: Arc::new(chunk),

@@ -4,18 +4,25 @@
 //! label-set changes (`labelTransitions`: what the JS ring held, appended at every flush), which
 //! [`label_chunk`] joins to a chunk's samples when the sampler harvests.
 //!
-//! Sets that hold a span context (one per request: `trace_id`, `span_id`) are not kept for good:
-//! `internTransientLabels` puts them in a ring of [`TRANSIENT_SLOTS`] slots, the oldest overwritten
-//! first; an id names its slot and the slot's generation, so an id whose slot was reused since reads
-//! as "no labels" (a request older than 65,536 newer span sets loses its span labels, it never gets
-//! another request's).
+//! Sets that hold a span context (one per request: `trace_id`, `span_id`) are not kept for good, in
+//! one of two rings of [`TRANSIENT_SLOTS`] slots, the oldest overwritten first; an id names its slot
+//! and the slot's generation, so an id whose slot was reused since reads as "no labels" (a request
+//! older than 65,536 newer span sets loses its span labels, it never gets another request's):
+//! - the **span ring**, the request integration's: lib/labels.js writes each request's span into a
+//!   `Uint32Array` of its own — the registered set it extends and the ids' 24 hex digits as six
+//!   numbers, [`SPAN_RING_WORDS`] words a slot — with no call into Rust per request, and each harvest
+//!   hands the array over; only the sets some sample lands in are ever built ([`label_chunk`]).
+//!   Measured: a native call per request building its set cost span ids most of their CPU
+//!   (docs/bench.md#span-ids-built-only-where-a-sample-lands).
+//! - the **transient ring** here, for any other set holding a `span_id` (`withLabels` given one, a
+//!   `setLabels` inside a traced request): `internTransientLabels` checks and stores it.
 //!
 //! Ids: 0 is "no labels", [`DROPPED`] a set past the cap (its samples show none and are counted in
-//! the trace's `jsprof.labelsDropped`), 1..2^31 the registered sets, and ids with the top bit set
-//! transient ones (bits 16-30 the generation, 0-15 the slot).
+//! the trace's `jsprof.labelsDropped`), 1..2^31 the registered sets, ids with the top bit set the
+//! rings' (bit 30 set: the span ring's; bits 16-29 the generation, 0-15 the slot).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 use jsprof_core as core;
@@ -36,11 +43,25 @@ const KEEP_US: f64 = 30_000_000.0;
 /// second keeps less than 30 s (the oldest go first; a harvest is due every ~10 s at most).
 const MAX_TIMELINE: usize = 1 << 20;
 
-/// The ring of transient sets: 2^16 slots.
+/// Each ring of transient sets: 2^16 slots.
 const TRANSIENT_SLOTS: usize = 1 << 16;
 const TRANSIENT_BIT: u32 = 1 << 31;
-/// Generations run 0..0x7fff, so no transient id is [`DROPPED`].
-const GENERATIONS: u32 = 0x7fff;
+/// Generations run 0..0x3fff (14 bits), so no id of either ring is [`DROPPED`].
+const GENERATIONS: u32 = 0x3fff;
+const GENERATION_SHIFT: u32 = 16;
+
+/// The span ring's layout, which lib/labels.js reads from here: its ids are `SPAN_RING_ID_BASE |
+/// generation << 16 | slot` (generation below `SPAN_RING_GENERATIONS`), and slot `s` is the words
+/// `s * SPAN_RING_WORDS ..` ([`core::SPAN_RING_WORDS`] says which).
+#[napi]
+pub const SPAN_RING_SLOTS: u32 = TRANSIENT_SLOTS as u32;
+#[napi]
+pub const SPAN_RING_WORDS: u32 = core::SPAN_RING_WORDS as u32;
+#[napi]
+pub const SPAN_RING_ID_BASE: u32 = TRANSIENT_BIT | SPAN_RING_BIT;
+#[napi]
+pub const SPAN_RING_GENERATIONS: u32 = GENERATIONS;
+const SPAN_RING_BIT: u32 = 1 << 30;
 
 #[derive(Default)]
 struct Registry {
@@ -58,9 +79,10 @@ impl Registry {
         match id {
             0 => None,
             DROPPED => Some(Arc::clone(&DROPPED_SET)),
+            id if id & SPAN_RING_BIT != 0 && id & TRANSIENT_BIT != 0 => None,
             id if id & TRANSIENT_BIT != 0 => {
                 let slot = (id & 0xffff) as usize;
-                let generation = (id >> 16) & 0x7fff;
+                let generation = (id >> GENERATION_SHIFT) & GENERATIONS;
                 self.transient
                     .get(slot)
                     .filter(|(g, _)| *g == generation)
@@ -78,7 +100,7 @@ impl Registry {
         } else {
             self.transient.push(entry);
         }
-        let id = TRANSIENT_BIT | (self.generation << 16) | slot as u32;
+        let id = TRANSIENT_BIT | (self.generation << GENERATION_SHIFT) | slot as u32;
         self.next_slot += 1;
         if self.next_slot == TRANSIENT_SLOTS {
             self.next_slot = 0;
@@ -96,8 +118,10 @@ fn registry() -> MutexGuard<'static, Registry> {
 }
 
 thread_local! {
-    /// This thread's label-set changes, ascending in time: (µs on V8's clock, id).
-    static TIMELINE: RefCell<Vec<(f64, u32)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's label-set changes, ascending in time: (µs on V8's clock, id). A deque: the
+    /// oldest go at every flush once it holds 30 s, which a Vec would pay by moving all the others
+    /// (measured: ~1 ms a flush of a full timeline, docs/bench.md#span-ids-built-only-where-a-sample-lands).
+    static TIMELINE: RefCell<VecDeque<(f64, u32)>> = const { RefCell::new(VecDeque::new()) };
 }
 
 /// The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
@@ -134,36 +158,6 @@ pub fn intern_transient_labels(keys: Vec<String>, values: Vec<String>) -> Result
     Ok(registry().add_transient(set))
 }
 
-/// The id of a transient set: the registered set `base` (0: none) with a span context added —
-/// `trace_id`, `span_id` and `span_name` when given — checked as `internLabels` checks the added
-/// labels (the registered part was checked when it was registered). One call of four arguments per
-/// request, where `internTransientLabels` would convert and check every label again.
-#[napi(catch_unwind)]
-pub fn intern_span_labels(
-    base: u32,
-    trace_id: String,
-    span_id: String,
-    span_name: Option<String>,
-) -> Result<u32> {
-    let mut r = registry();
-    let base = match base {
-        0 | DROPPED => None,
-        id => r.get(id),
-    };
-    let empty = LabelSet::new();
-    let base = base.as_deref().unwrap_or(&empty);
-    let set = match &span_name {
-        Some(name) => core::extend_label_set(
-            base,
-            &["span_id", "span_name", "trace_id"],
-            &[&span_id, name, &trace_id],
-        ),
-        None => core::extend_label_set(base, &["span_id", "trace_id"], &[&span_id, &trace_id]),
-    }
-    .map_err(core_error)?;
-    Ok(r.add_transient(set))
-}
-
 /// How many distinct label sets the process has registered.
 #[napi]
 pub fn label_set_count() -> u32 {
@@ -179,12 +173,12 @@ pub fn label_transitions(times: Float64Array, ids: Uint32Array, count: u32) {
     TIMELINE.with(|timeline| {
         let mut timeline = timeline.borrow_mut();
         for (&t, &id) in times[..n].iter().zip(&ids[..n]) {
-            if !t.is_finite() || timeline.last().is_some_and(|&(last, _)| t < last) {
+            if !t.is_finite() || timeline.back().is_some_and(|&(last, _)| t < last) {
                 continue;
             }
-            timeline.push((t, id));
+            timeline.push_back((t, id));
         }
-        if let Some(&(latest, _)) = timeline.last() {
+        if let Some(&(latest, _)) = timeline.back() {
             trim(&mut timeline, latest - KEEP_US);
         }
         if timeline.len() > MAX_TIMELINE {
@@ -195,26 +189,57 @@ pub fn label_transitions(times: Float64Array, ids: Uint32Array, count: u32) {
 }
 
 /// Lets go of the changes before `from_us`, keeping the last of them (the set current at `from_us`).
-fn trim(timeline: &mut Vec<(f64, u32)>, from_us: f64) {
+fn trim(timeline: &mut VecDeque<(f64, u32)>, from_us: f64) {
     let before = timeline.partition_point(|&(t, _)| t < from_us);
     if before > 1 {
         timeline.drain(..before - 1);
     }
 }
 
-/// Gives the chunk's samples the label sets of this thread's timeline (see `Chunk::label_samples`).
-pub(crate) fn label_chunk(chunk: &mut core::Chunk) {
+/// Gives the chunk's samples the label sets of this thread's timeline (see `Chunk::label_samples`);
+/// `span_ring`: this thread's span ring (lib/labels.js), whose sets are built here, each once, only
+/// where a sample lands.
+pub(crate) fn label_chunk(chunk: &mut core::Chunk, span_ring: Option<&[u32]>) {
     TIMELINE.with(|timeline| {
         let timeline = timeline.borrow();
         if timeline.is_empty() {
             return;
         }
+        // Only the changes from the one current at the chunk's first sample to its last sample's:
+        // the timeline holds 30 s, a chunk is a harvest's.
+        let samples = &chunk.profile.samples;
+        let first = samples.iter().map(|s| s.time).fold(f64::INFINITY, f64::min);
+        let last = samples.iter().map(|s| s.time).fold(f64::NEG_INFINITY, f64::max);
+        let from = timeline.partition_point(|&(t, _)| t <= first).saturating_sub(1);
+        let to = timeline.partition_point(|&(t, _)| t <= last).max(from);
+        let times: Vec<f64> = timeline.range(from..to).map(|&(t, _)| t).collect();
         let r = registry();
-        let times: Vec<f64> = timeline.iter().map(|&(t, _)| t).collect();
-        let sets: Vec<Option<Arc<LabelSet>>> = timeline.iter().map(|&(_, id)| r.get(id)).collect();
-        drop(r);
-        chunk.label_samples(&times, &sets);
+        let mut spans: HashMap<u32, Option<Arc<LabelSet>>> = HashMap::new();
+        chunk.label_samples_by(&times, |i| {
+            let id = timeline[from + i].1;
+            if id & SPAN_RING_ID_BASE != SPAN_RING_ID_BASE || id == DROPPED {
+                return r.get(id);
+            }
+            spans
+                .entry(id)
+                .or_insert_with(|| span_set(&r, span_ring.unwrap_or_default(), id).map(Arc::new))
+                .clone()
+        });
     });
+}
+
+/// The set of span-ring id `id` (see [`core::span_slot_set`]); None when its slot was reused since.
+fn span_set(r: &Registry, ring: &[u32], id: u32) -> Option<LabelSet> {
+    let slot = core::span_slot_set(
+        ring,
+        (id & 0xffff) as usize,
+        (id >> GENERATION_SHIFT) & GENERATIONS,
+    )?;
+    let base = match slot.base {
+        0 | DROPPED => None,
+        base => r.get(base),
+    };
+    Some(slot.extend(base.as_deref().unwrap_or(&LabelSet::new())))
 }
 
 /// Test hook: forgets this thread's timeline.
@@ -251,9 +276,9 @@ mod tests {
 
     #[test]
     fn trimming_keeps_the_set_current_at_the_cut() {
-        let mut t = vec![(1.0, 1), (2.0, 2), (3.0, 0), (10.0, 3)];
+        let mut t = VecDeque::from([(1.0, 1), (2.0, 2), (3.0, 0), (10.0, 3)]);
         trim(&mut t, 5.0);
-        assert_eq!(t, vec![(3.0, 0), (10.0, 3)]);
+        assert_eq!(t, [(3.0, 0), (10.0, 3)]);
         trim(&mut t, 0.0);
         assert_eq!(t.len(), 2);
     }

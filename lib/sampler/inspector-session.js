@@ -15,7 +15,7 @@
 // (see engine.js): the bridge's own profile is not converted.
 
 const { binding } = require('../native')
-const { flushLabels } = require('../labels')
+const { flushLabels, spanRing } = require('../labels')
 
 /**
  * V8 reports a console profile to every inspector session with the Profiler domain enabled, not only
@@ -212,7 +212,8 @@ class InspectorSession {
   toChunks(profiles, intervalUs, ownWindows = []) {
     // The thread's label changes so far go to Rust first: each chunk's samples get their labels.
     flushLabels()
-    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows))
+    const spans = spanRing()
+    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows, spans))
   }
 }
 

@@ -49,7 +49,8 @@ pub use text::{markup as markup_text, visible as visible_text};
 pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
 // Labels on samples: the one rule of a label, and its bounds.
 pub use trace::{
-    extend_label_set, label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS,
+    extend_label_set, label_set, span_slot_set, LabelSet, SpanSlot, MAX_KEY_CHARS, MAX_LABELS,
+    MAX_LABEL_SETS, MAX_VALUE_CHARS, SPAN_RING_WORDS,
 };
 
 // The V8 CPU profile format, and V8's sampling heap profile.

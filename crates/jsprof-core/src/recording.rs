@@ -115,11 +115,25 @@ impl Chunk {
     /// returns to the event loop rather than recording "no labels" after every callback.
     pub fn label_samples(&mut self, times_us: &[f64], sets: &[Option<Arc<LabelSet>>]) {
         let n = times_us.len().min(sets.len());
-        if n == 0 || sets[..n].iter().all(Option::is_none) {
+        if sets[..n].iter().all(Option::is_none) {
             self.labels = Vec::new();
             return;
         }
-        let times = &times_us[..n];
+        self.label_samples_by(&times_us[..n], |i| sets[i].clone());
+    }
+
+    /// [`Chunk::label_samples`] with the set from `times_us[i]` on given by `set_of(i)`, asked only for
+    /// the changes some sample falls in (a timeline can hold a set per request, most of which no
+    /// sample lands in: the binding builds only those that do).
+    pub fn label_samples_by(
+        &mut self,
+        times_us: &[f64],
+        mut set_of: impl FnMut(usize) -> Option<Arc<LabelSet>>,
+    ) {
+        if times_us.is_empty() {
+            self.labels = Vec::new();
+            return;
+        }
         self.labels = self
             .profile
             .samples
@@ -133,8 +147,8 @@ impl Chunk {
                 if !running {
                     return None;
                 }
-                let after = times.partition_point(|&t| t <= s.time);
-                after.checked_sub(1).and_then(|i| sets[i].clone())
+                let after = times_us.partition_point(|&t| t <= s.time);
+                after.checked_sub(1).and_then(&mut set_of)
             })
             .collect();
         if self.labels.iter().all(Option::is_none) {
@@ -536,6 +550,23 @@ mod tests {
         assert!(plain.labels.is_empty());
         plain.label_samples(&[0.0], &[None]);
         assert!(plain.labels.is_empty());
+    }
+
+    #[test]
+    fn only_the_changes_samples_fall_in_are_asked_for() {
+        let mut c = Arc::try_unwrap(chunk(&[1_500.0, 1_600.0, 3_500.0], 1_000.0)).unwrap();
+        let mut asked = Vec::new();
+        c.label_samples_by(&[1_000.0, 2_000.0, 3_000.0, 4_000.0], |i| {
+            asked.push(i);
+            set(&i.to_string())
+        });
+        asked.sort_unstable();
+        asked.dedup();
+        assert_eq!(asked, [0, 2], "changes 1 and 3 hold no sample");
+        let got: Vec<Option<&str>> = (0..3)
+            .map(|i| c.labels_of(i).map(|s| s["route"].as_str()))
+            .collect();
+        assert_eq!(got, [Some("0"), Some("0"), Some("2")]);
     }
 
     #[test]
