@@ -8,6 +8,7 @@
 //! deltas V8 writes), so a line reads back into the same chunk. A line torn by a kill in the middle of
 //! a write does not parse and is skipped.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::convert::OwnCode;
@@ -27,20 +28,18 @@ impl Chunk {
         if !self.labels.is_empty() {
             // The labels after a tab (JSON text holds none): the chunk's own table of sets (an empty
             // set: one the recorder dropped) and one index per sample.
-            let mut sets: Vec<&Arc<LabelSet>> = Vec::new();
+            // By content, in a map: with span ids a chunk can hold a set per request.
+            let mut sets: Vec<&LabelSet> = Vec::new();
+            let mut index: HashMap<&LabelSet, u32> = HashMap::new();
             let mut per_sample: Vec<Option<u32>> = Vec::with_capacity(self.labels.len());
             for set in &self.labels {
-                per_sample.push(set.as_ref().map(|set| {
-                    match sets.iter().position(|&s| Arc::ptr_eq(s, set) || s == set) {
-                        Some(i) => i as u32,
-                        None => {
-                            sets.push(set);
-                            (sets.len() - 1) as u32
-                        }
-                    }
+                per_sample.push(set.as_deref().map(|set| {
+                    *index.entry(set).or_insert_with(|| {
+                        sets.push(set);
+                        (sets.len() - 1) as u32
+                    })
                 }));
             }
-            let sets: Vec<&LabelSet> = sets.iter().map(|s| &***s).collect();
             let labels = serde_json::json!({ "labelSets": sets, "sampleLabels": per_sample });
             line.push('\t');
             line.push_str(&labels.to_string());
