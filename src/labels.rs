@@ -9,7 +9,7 @@
 //! and the slot's generation, so an id whose slot was reused since reads as "no labels" (a request
 //! older than 65,536 newer span sets loses its span labels, it never gets another request's):
 //! - the **span ring**, the request integration's: lib/labels.js writes each request's span into a
-//!   `Uint32Array` of its own — the registered set it extends and the ids' 24 hex digits as six
+//!   `Uint32Array` of its own — the registered set it extends and the ids' 48 hex digits as six
 //!   numbers, [`SPAN_RING_WORDS`] words a slot — with no call into Rust per request, and each harvest
 //!   hands the array over; only the sets some sample lands in are ever built ([`label_chunk`]).
 //!   Measured: a native call per request building its set cost span ids most of their CPU

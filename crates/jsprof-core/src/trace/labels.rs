@@ -113,10 +113,9 @@ pub fn extend_label_set(base: &LabelSet, keys: &[&str], values: &[&str]) -> Resu
 /// the span id's 16 as two.
 pub const SPAN_RING_WORDS: usize = 8;
 
-/// The span of slot `slot` of a span ring when it holds `generation` (None: reused since, never
-/// written, or past the ring's end): the registered set id it extends, and the set `base` (that set,
-/// looked up by the caller) with `span_id` and `trace_id` added — lowercase hex, as W3C trace context
-/// writes them; past [`MAX_LABELS`], `base` alone.
+/// The span in slot `slot` of a span ring when the slot holds `generation` (None: reused since,
+/// never written, or past the ring's end): the registered set it extends, and its ids in lowercase
+/// hex, as W3C trace context writes them.
 pub fn span_slot_set(ring: &[u32], slot: usize, generation: u32) -> Option<SpanSlot> {
     let w = ring.get(slot * SPAN_RING_WORDS..(slot + 1) * SPAN_RING_WORDS)?;
     if w[0] == 0 || w[0] != generation.wrapping_add(1) {
@@ -139,8 +138,8 @@ pub struct SpanSlot {
 }
 
 impl SpanSlot {
-    /// `base` (the set of [`SpanSlot::base`]) with `span_id` and `trace_id`; `base` alone when it is
-    /// full.
+    /// `base` (the set of [`SpanSlot::base`], looked up by the caller) with `span_id` and `trace_id`;
+    /// `base` alone when the two would take it past [`MAX_LABELS`].
     pub fn extend(&self, base: &LabelSet) -> LabelSet {
         extend_label_set(base, &["span_id", "trace_id"], &[&self.span_id, &self.trace_id])
             .unwrap_or_else(|_| base.clone())
