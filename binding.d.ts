@@ -262,13 +262,13 @@ export interface InspectorColumns {
 /**
  * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
  * or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
- * set is not kept and the id is [`DROPPED`] (4294967295).
+ * set is not kept and the id is 4294967295 (dropped).
  */
 export declare function internLabels(keys: Array<string>, values: Array<string>): number
 
 /**
- * The id of a label set used for a short while (one request's span context): not interned, written
- * into the ring of transient sets (see the module's note). Checked as `internLabels` checks.
+ * The id of a label set used for a short while (a span context outside the request integration):
+ * not interned, written into the ring of transient sets. Checked as `internLabels` checks.
  */
 export declare function internTransientLabels(keys: Array<string>, values: Array<string>): number
 
@@ -390,9 +390,9 @@ export declare const SPAN_RING_GENERATIONS: number
 export declare const SPAN_RING_ID_BASE: number
 
 /**
- * The span ring's layout, which lib/labels.js reads from here: its ids are `SPAN_RING_ID_BASE |
- * generation << 16 | slot` (generation below `SPAN_RING_GENERATIONS`), and slot `s` is the words
- * `s * SPAN_RING_WORDS ..` ([`core::SPAN_RING_WORDS`] says which).
+ * The span ring's layout, which lib/labels.js reads from here (jsprof-core's `label_recorder` says
+ * what the words are): ids are `SPAN_RING_ID_BASE + generation * SPAN_RING_SLOTS + slot`, the
+ * generation below `SPAN_RING_GENERATIONS`; slot `s` is the words `s * SPAN_RING_WORDS ..`.
  */
 export declare const SPAN_RING_SLOTS: number
 

@@ -20,7 +20,7 @@
 // record on every return was most of the labels' cost per await, docs/bench.md#labels-on-every-request).
 // The ring goes to Rust when it is full and before each harvest
 // (flushLabels, called by the sampler), and Rust gives each harvested sample the set current at its
-// time (src/labels.rs, jsprof-core Chunk::label_samples). So labels reach every consumer of the
+// time (jsprof-core label_recorder.rs and Chunk::label_samples). So labels reach every consumer of the
 // sampler: Profiler traces, continuous chunks, request profiles, `jsprof record`.
 //
 // Label sets are interned once each (the native registry checks the label rule, jsprof-core
@@ -63,8 +63,8 @@ const setsById = new Map()
 const idsByText = new Map()
 
 /**
- * A transient set (src/labels.rs: one request's span context, not interned for good) as the
- * AsyncLocalStorage holds it: its native id, and its labels — given, or built on first read from the
+ * A transient set (one request's span context, not interned for good: jsprof-core label_recorder.rs)
+ * as the AsyncLocalStorage holds it: its native id, and its labels — given, or built on first read from the
  * request's registered set `base` and its span labels (getLabels() is rarely called per request).
  * Nothing else keeps it: it goes when the last async context holding it does (measured: a table of the
  * last 65,536 of them, churned once per request, cost span ids a share of their CPU,
@@ -200,7 +200,7 @@ function idOf(what, labels, base) {
   return id
 }
 
-/** A transient set (see src/labels.rs) as the storage holds it; 0 for an empty one. */
+/** A transient set (see jsprof-core label_recorder.rs) as the storage holds it; 0 for an empty one. */
 function internTransient(what, keys, values) {
   const id = callNative(() => {
     try {
@@ -353,7 +353,7 @@ function rootSpanLabels() {
   }
 }
 
-// The span ring (src/labels.rs): each request's span context as numbers, written here with no call
+// The span ring (jsprof-core label_recorder.rs): each request's span context as numbers, written here with no call
 // into Rust per request; the sampler hands the array to each harvest, which builds the sets of the
 // slots a sample lands in, and only those. Measured: a native call per request building its set cost
 // span ids most of their CPU (docs/bench.md#span-ids-built-only-where-a-sample-lands).

@@ -31,6 +31,7 @@ mod heap;
 mod interner;
 mod intervals;
 mod json_text;
+mod label_recorder;
 mod profile_file;
 mod record_file;
 mod recording;
@@ -49,8 +50,12 @@ pub use text::{markup as markup_text, visible as visible_text};
 pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
 // Labels on samples: the one rule of a label, and its bounds.
 pub use trace::{
-    extend_label_set, label_set, span_slot_set, LabelSet, SpanSlot, MAX_KEY_CHARS, MAX_LABELS,
-    MAX_LABEL_SETS, MAX_VALUE_CHARS, SPAN_RING_WORDS,
+    extend_label_set, label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS,
+};
+// Labels as a recording process keeps them: the registry of sets, each thread's timeline of changes.
+pub use label_recorder::{
+    LabelRegistry, LabelTimeline, DROPPED, SPAN_RING_GENERATIONS, SPAN_RING_ID_BASE, SPAN_RING_SLOTS,
+    SPAN_RING_WORDS,
 };
 
 // The V8 CPU profile format, and V8's sampling heap profile.

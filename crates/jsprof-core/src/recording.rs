@@ -494,13 +494,14 @@ impl Recording {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::trace::Extension;
     use crate::v8::ProfileBuilder;
 
     /// A chunk with one code node and samples at the given times (µs).
-    fn chunk(times: &[f64], interval_us: f64) -> Arc<Chunk> {
+    /// A chunk of samples of one function at `times`.
+    pub(crate) fn chunk(times: &[f64], interval_us: f64) -> Arc<Chunk> {
         let mut b = ProfileBuilder::with_capacity(2);
         b.add_node(1, "(root)", "", -1, -1).unwrap();
         b.add_node(2, "f", "file:///f.js", 0, 0).unwrap();

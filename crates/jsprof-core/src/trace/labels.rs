@@ -106,46 +106,6 @@ pub fn extend_label_set(base: &LabelSet, keys: &[&str], values: &[&str]) -> Resu
     Ok(set)
 }
 
-/// Words per slot of a span ring: the request integration (lib/labels.js) writes each request's span
-/// context there as numbers, so that no string crosses into Rust per request; only the slots a sample
-/// lands in are read ([`span_slot_set`]). The words: the slot's generation + 1 (0: never written), the
-/// registered set the span extends (0: none), the trace id's 32 hex digits as four 8-digit numbers,
-/// the span id's 16 as two.
-pub const SPAN_RING_WORDS: usize = 8;
-
-/// The span in slot `slot` of a span ring when the slot holds `generation` (None: reused since,
-/// never written, or past the ring's end): the registered set it extends, and its ids in lowercase
-/// hex, as W3C trace context writes them.
-pub fn span_slot_set(ring: &[u32], slot: usize, generation: u32) -> Option<SpanSlot> {
-    let w = ring.get(slot * SPAN_RING_WORDS..(slot + 1) * SPAN_RING_WORDS)?;
-    if w[0] == 0 || w[0] != generation.wrapping_add(1) {
-        return None;
-    }
-    Some(SpanSlot {
-        base: w[1],
-        trace_id: format!("{:08x}{:08x}{:08x}{:08x}", w[2], w[3], w[4], w[5]),
-        span_id: format!("{:08x}{:08x}", w[6], w[7]),
-    })
-}
-
-/// A span read from a span ring (see [`span_slot_set`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpanSlot {
-    /// The registered set the span extends (0: none).
-    pub base: u32,
-    pub trace_id: String,
-    pub span_id: String,
-}
-
-impl SpanSlot {
-    /// `base` (the set of [`SpanSlot::base`], looked up by the caller) with `span_id` and `trace_id`;
-    /// `base` alone when the two would take it past [`MAX_LABELS`].
-    pub fn extend(&self, base: &LabelSet) -> LabelSet {
-        extend_label_set(base, &["span_id", "trace_id"], &[&self.span_id, &self.trace_id])
-            .unwrap_or_else(|_| base.clone())
-    }
-}
-
 /// Builds a trace's label table: interns sets (by content) in first-use order and gives each sample
 /// its index. Costs nothing per sample until the first sample with labels.
 #[derive(Debug, Default)]
@@ -261,47 +221,6 @@ mod tests {
         let full = label_set(&full, &vec![String::new(); MAX_LABELS]).unwrap();
         assert!(extend_label_set(&full, &["k0"], &["x"]).is_ok());
         assert!(extend_label_set(&full, &["span_id"], &["x"]).is_err());
-    }
-
-    /// A span ring of `slots` slots with one span written into `slot` at `generation`.
-    fn ring_with(slots: usize, slot: usize, generation: u32, base: u32) -> Vec<u32> {
-        let mut ring = vec![0; slots * SPAN_RING_WORDS];
-        ring[slot * SPAN_RING_WORDS..(slot + 1) * SPAN_RING_WORDS].copy_from_slice(&[
-            generation + 1,
-            base,
-            0x00af_7651,
-            0x916c_d43d,
-            0xd848_4f5a,
-            0x1234_5678,
-            0x00f0_67aa,
-            0x0ba9_02b7,
-        ]);
-        ring
-    }
-
-    #[test]
-    fn a_span_ring_slot_reads_as_its_ids_over_its_registered_set() {
-        let slot = span_slot_set(&ring_with(4, 3, 5, 7), 3, 5).unwrap();
-        assert_eq!(slot.base, 7);
-        // Every word as 8 hex digits, leading zeros kept: W3C's 32 and 16 lowercase digits.
-        assert_eq!(slot.trace_id, "00af7651916cd43dd8484f5a12345678");
-        assert_eq!(slot.span_id, "00f067aa0ba902b7");
-        let route = label_set(&["route".into()], &["GET /a".into()]).unwrap();
-        let set = slot.extend(&route);
-        assert_eq!(set.keys().collect::<Vec<_>>(), ["route", "span_id", "trace_id"]);
-        // A full set keeps its own labels rather than lose the request's.
-        let keys: Vec<String> = (0..MAX_LABELS).map(|i| format!("k{i}")).collect();
-        let full = label_set(&keys, &vec![String::new(); MAX_LABELS]).unwrap();
-        assert_eq!(slot.extend(&full), full);
-    }
-
-    #[test]
-    fn a_reused_or_unwritten_span_ring_slot_reads_as_nothing() {
-        assert_eq!(span_slot_set(&ring_with(4, 3, 6, 0), 3, 5), None, "reused");
-        assert_eq!(span_slot_set(&ring_with(4, 2, 5, 0), 3, 5), None, "unwritten");
-        assert_eq!(span_slot_set(&ring_with(3, 2, 5, 0), 3, 5), None, "past the end");
-        assert_eq!(span_slot_set(&[], 0, 5), None, "no ring");
-        assert_eq!(span_slot_set(&[0; 8], 0, u32::MAX), None, "no wrap to 0");
     }
 
     #[test]

@@ -14,8 +14,7 @@ mod weights;
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
 pub use extension::{Clock, Extension, Stall};
 pub use labels::{
-    extend_label_set, label_set, span_slot_set, LabelSet, SpanSlot, MAX_KEY_CHARS, MAX_LABELS,
-    MAX_LABEL_SETS, MAX_VALUE_CHARS, SPAN_RING_WORDS,
+    extend_label_set, label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS,
 };
 pub use weights::Timing;
 pub(crate) use weights::{time_span, Weigher};

@@ -1,0 +1,428 @@
+//! Labels as a recording process keeps them (the binding's `src/labels.rs` holds one
+//! [`LabelRegistry`] per process and one [`LabelTimeline`] per thread, and converts types): the
+//! distinct label sets and their ids, the rings of sets that hold a span context, and each thread's
+//! timeline of label-set changes, joined to a chunk's samples when the sampler harvests.
+//!
+//! Ids: 0 is "no labels", [`DROPPED`] a set past the cap (its samples show none and are counted in
+//! the trace's `jsprof.labelsDropped`), 1..2^31 the registered sets, ids with the top bit set the
+//! rings' (bit 30 set: the span ring's; bits 16-29 the generation, 0-15 the slot).
+//!
+//! Sets that hold a span context (one per request: `trace_id`, `span_id`) are not kept for good, in
+//! one of two rings of 65,536 slots, the oldest overwritten first; an id names its slot and the slot's
+//! generation, so an id whose slot was reused since reads as "no labels" (a request older than 65,536
+//! newer span sets loses its span labels, it never gets another request's):
+//! - the **span ring**, the request integration's: lib/labels.js writes each request's span into a
+//!   `Uint32Array` of its own — the registered set it extends and the ids' 48 hex digits as six
+//!   numbers, [`SPAN_RING_WORDS`] words a slot — with no call into Rust per request, and each harvest
+//!   hands the array over; only the sets some sample lands in are ever built
+//!   ([`LabelTimeline::label`]). Measured: a native call per request building its set cost span ids
+//!   most of their CPU (docs/bench.md#span-ids-built-only-where-a-sample-lands).
+//! - the **transient ring** of the registry, for any other set holding a `span_id` (`withLabels` given
+//!   one, a `setLabels` inside a traced request): [`LabelRegistry::intern_transient`].
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::recording::Chunk;
+use crate::trace::labels::{extend_label_set, LabelSet, MAX_LABEL_SETS};
+
+/// The id of a label set the registry could not keep (past the cap).
+pub const DROPPED: u32 = u32::MAX;
+
+/// Slots of each ring of transient sets.
+pub const SPAN_RING_SLOTS: u32 = 1 << 16;
+/// Words per slot of a span ring: the slot's generation + 1 (0: never written), the registered set
+/// the span extends (0: none), the trace id's 32 hex digits as four 8-digit numbers, the span id's 16
+/// as two.
+pub const SPAN_RING_WORDS: usize = 8;
+/// Generations run below this (14 bits), so no id of either ring is [`DROPPED`].
+pub const SPAN_RING_GENERATIONS: u32 = 0x3fff;
+const TRANSIENT_BIT: u32 = 1 << 31;
+const SPAN_RING_BIT: u32 = 1 << 30;
+/// The span ring's ids are `SPAN_RING_ID_BASE + generation * SPAN_RING_SLOTS + slot`.
+pub const SPAN_RING_ID_BASE: u32 = TRANSIENT_BIT | SPAN_RING_BIT;
+const GENERATION_SHIFT: u32 = 16;
+
+/// How long (µs) a timeline keeps changes before the latest: a harvest takes samples at most about
+/// 10 s old (sampler/schedule.js), so 30 s keeps every change a chunk can need, and bounds memory when
+/// nothing harvests (no profiler running).
+const KEEP_US: f64 = 30_000_000.0;
+/// And at most this many changes (16 MB): a thread switching label sets faster than 35,000 times a
+/// second keeps less than 30 s (the oldest go first; a harvest is due every ~10 s at most).
+const MAX_TIMELINE: usize = 1 << 20;
+
+/// The slot and generation a ring id names.
+fn slot_of(id: u32) -> (usize, u32) {
+    (
+        (id & 0xffff) as usize,
+        (id >> GENERATION_SHIFT) & SPAN_RING_GENERATIONS,
+    )
+}
+
+fn is_span_ring_id(id: u32) -> bool {
+    id != DROPPED && id & SPAN_RING_ID_BASE == SPAN_RING_ID_BASE
+}
+
+/// The distinct label sets of a process: registered ones for good (at most [`MAX_LABEL_SETS`]), and
+/// the transient ring.
+#[derive(Debug, Default)]
+pub struct LabelRegistry {
+    /// Index i holds id i + 1.
+    sets: Vec<Arc<LabelSet>>,
+    ids: HashMap<Arc<LabelSet>, u32>,
+    /// Transient sets: (generation, set) per slot, and the next slot to write.
+    transient: Vec<(u32, Arc<LabelSet>)>,
+    next_slot: usize,
+    generation: u32,
+    /// What a dropped set's samples carry: an empty set, which the trace counts.
+    dropped: Arc<LabelSet>,
+}
+
+impl LabelRegistry {
+    /// The id of `set`, registered on first use: 0 for an empty set, [`DROPPED`] past the cap.
+    pub fn intern(&mut self, set: LabelSet) -> u32 {
+        if set.is_empty() {
+            return 0;
+        }
+        if let Some(&id) = self.ids.get(&set) {
+            return id;
+        }
+        if self.sets.len() >= MAX_LABEL_SETS {
+            return DROPPED;
+        }
+        let set = Arc::new(set);
+        self.sets.push(Arc::clone(&set));
+        let id = self.sets.len() as u32;
+        self.ids.insert(set, id);
+        id
+    }
+
+    /// The id of a set used for a short while, written into the transient ring (0 for an empty set).
+    pub fn intern_transient(&mut self, set: LabelSet) -> u32 {
+        if set.is_empty() {
+            return 0;
+        }
+        let slot = self.next_slot;
+        let entry = (self.generation, Arc::new(set));
+        if slot < self.transient.len() {
+            self.transient[slot] = entry;
+        } else {
+            self.transient.push(entry);
+        }
+        let id = TRANSIENT_BIT | (self.generation << GENERATION_SHIFT) | slot as u32;
+        self.next_slot += 1;
+        if self.next_slot == SPAN_RING_SLOTS as usize {
+            self.next_slot = 0;
+            self.generation = (self.generation + 1) % SPAN_RING_GENERATIONS;
+        }
+        id
+    }
+
+    /// How many sets are registered for good.
+    pub fn len(&self) -> usize {
+        self.sets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
+    /// The set of a registered or transient id (None: no labels, an unknown id, a reused slot, or a
+    /// span-ring id, which only [`LabelTimeline::label`] reads, with its ring).
+    pub fn get(&self, id: u32) -> Option<Arc<LabelSet>> {
+        match id {
+            0 => None,
+            DROPPED => Some(Arc::clone(&self.dropped)),
+            id if is_span_ring_id(id) => None,
+            id if id & TRANSIENT_BIT != 0 => {
+                let (slot, generation) = slot_of(id);
+                self.transient
+                    .get(slot)
+                    .filter(|(g, _)| *g == generation)
+                    .map(|(_, set)| Arc::clone(set))
+            }
+            id => self.sets.get(id as usize - 1).cloned(),
+        }
+    }
+
+    /// The set of span-ring id `id` in `ring`: its registered set with `span_id` and `trace_id`
+    /// (the registered set alone when the two would take it past the cap of labels); None when its
+    /// slot was reused since or never written.
+    fn span_set(&self, ring: &[u32], id: u32) -> Option<LabelSet> {
+        let (slot, generation) = slot_of(id);
+        let span = span_slot(ring, slot, generation)?;
+        let base = match span.base {
+            0 | DROPPED => None,
+            base => self.get(base),
+        };
+        let base = base.as_deref().cloned().unwrap_or_default();
+        Some(
+            extend_label_set(&base, &["span_id", "trace_id"], &[&span.span_id, &span.trace_id])
+                .unwrap_or(base),
+        )
+    }
+}
+
+/// The span in slot `slot` of a span ring when the slot holds `generation` (None: reused since,
+/// never written, or past the ring's end): the registered set it extends, and its ids in lowercase
+/// hex, as W3C trace context writes them.
+fn span_slot(ring: &[u32], slot: usize, generation: u32) -> Option<SpanSlot> {
+    let w = ring.get(slot * SPAN_RING_WORDS..(slot + 1) * SPAN_RING_WORDS)?;
+    if w[0] == 0 || w[0] != generation.wrapping_add(1) {
+        return None;
+    }
+    Some(SpanSlot {
+        base: w[1],
+        trace_id: format!("{:08x}{:08x}{:08x}{:08x}", w[2], w[3], w[4], w[5]),
+        span_id: format!("{:08x}{:08x}", w[6], w[7]),
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SpanSlot {
+    base: u32,
+    trace_id: String,
+    span_id: String,
+}
+
+/// One thread's label-set changes, ascending in time: (µs on V8's clock, id). A deque: the oldest go
+/// at every flush once it holds 30 s, which a Vec would pay by moving all the others (measured: ~1 ms
+/// a flush of a full timeline, docs/bench.md#span-ids-built-only-where-a-sample-lands).
+#[derive(Debug, Default)]
+pub struct LabelTimeline {
+    changes: VecDeque<(f64, u32)>,
+}
+
+impl LabelTimeline {
+    /// Appends changes (`times[i]` µs, `ids[i]`). A change earlier than the last one kept is ignored
+    /// (the timeline stays ascending), and changes older than 30 s before the latest (or past the
+    /// newest 2^20) are let go.
+    pub fn append(&mut self, times: &[f64], ids: &[u32]) {
+        for (&t, &id) in times.iter().zip(ids) {
+            if !t.is_finite() || self.changes.back().is_some_and(|&(last, _)| t < last) {
+                continue;
+            }
+            self.changes.push_back((t, id));
+        }
+        if let Some(&(latest, _)) = self.changes.back() {
+            self.trim(latest - KEEP_US);
+        }
+        if self.changes.len() > MAX_TIMELINE {
+            let excess = self.changes.len() - MAX_TIMELINE;
+            self.changes.drain(..excess);
+        }
+    }
+
+    /// Lets go of the changes before `from_us`, keeping the last of them (the set current at `from_us`).
+    fn trim(&mut self, from_us: f64) {
+        let before = self.changes.partition_point(|&(t, _)| t < from_us);
+        if before > 1 {
+            self.changes.drain(..before - 1);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.changes.clear();
+    }
+
+    /// Gives `chunk`'s samples the sets of this timeline (see [`Chunk::label_samples`]), reading only
+    /// the changes of the chunk's own time span; `span_ring`: the thread's span ring, whose sets are
+    /// built here, each once, only where a sample lands.
+    pub fn label(&self, chunk: &mut Chunk, registry: &LabelRegistry, span_ring: &[u32]) {
+        if self.changes.is_empty() {
+            return;
+        }
+        // From the change current at the chunk's first sample to its last sample's: the timeline
+        // holds 30 s, a chunk is a harvest's.
+        let samples = &chunk.profile.samples;
+        let first = samples.iter().map(|s| s.time).fold(f64::INFINITY, f64::min);
+        let last = samples.iter().map(|s| s.time).fold(f64::NEG_INFINITY, f64::max);
+        let from = self
+            .changes
+            .partition_point(|&(t, _)| t <= first)
+            .saturating_sub(1);
+        let to = self.changes.partition_point(|&(t, _)| t <= last).max(from);
+        let times: Vec<f64> = self.changes.range(from..to).map(|&(t, _)| t).collect();
+        let mut spans: HashMap<u32, Option<Arc<LabelSet>>> = HashMap::new();
+        chunk.label_samples_by(&times, |i| {
+            let id = self.changes[from + i].1;
+            if !is_span_ring_id(id) {
+                return registry.get(id);
+            }
+            spans
+                .entry(id)
+                .or_insert_with(|| registry.span_set(span_ring, id).map(Arc::new))
+                .clone()
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::labels::{label_set, MAX_LABELS};
+
+    fn set(route: &str) -> LabelSet {
+        LabelSet::from([("route".to_owned(), route.to_owned())])
+    }
+
+    fn span_id(generation: u32, slot: u32) -> u32 {
+        SPAN_RING_ID_BASE + generation * SPAN_RING_SLOTS + slot
+    }
+
+    /// A span ring of `slots` slots with one span written into `slot` at `generation`.
+    fn ring_with(slots: usize, slot: usize, generation: u32, base: u32) -> Vec<u32> {
+        let mut ring = vec![0; slots * SPAN_RING_WORDS];
+        ring[slot * SPAN_RING_WORDS..(slot + 1) * SPAN_RING_WORDS].copy_from_slice(&[
+            generation + 1,
+            base,
+            0x00af_7651,
+            0x916c_d43d,
+            0xd848_4f5a,
+            0x1234_5678,
+            0x00f0_67aa,
+            0x0ba9_02b7,
+        ]);
+        ring
+    }
+
+    /// A chunk of samples of one function at `times`.
+    fn chunk(times: &[f64]) -> Chunk {
+        Arc::try_unwrap(crate::recording::tests::chunk(times, 1_000.0)).unwrap()
+    }
+
+    fn routes(c: &Chunk) -> Vec<Option<String>> {
+        (0..c.profile.samples.len())
+            .map(|i| {
+                c.labels_of(i)
+                    .map(|s| s.get("route").cloned().unwrap_or_default())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn registered_sets_are_interned_once_and_capped() {
+        let mut r = LabelRegistry::default();
+        assert_eq!(r.intern(LabelSet::new()), 0);
+        let a = r.intern(set("a"));
+        assert_eq!(r.intern(set("a")), a);
+        assert_ne!(r.intern(set("b")), a);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r.get(a).unwrap()["route"], "a");
+        assert_eq!(r.get(0), None);
+        assert_eq!(
+            r.get(DROPPED).unwrap().len(),
+            0,
+            "an empty set: counted as dropped"
+        );
+        for i in r.len()..MAX_LABEL_SETS {
+            r.intern(set(&i.to_string()));
+        }
+        assert_eq!(r.intern(set("one too many")), DROPPED);
+        assert_eq!(r.intern(set("a")), a, "a known set keeps its id");
+    }
+
+    #[test]
+    fn a_reused_transient_slot_reads_as_no_labels() {
+        let mut r = LabelRegistry::default();
+        let first = r.intern_transient(set("a"));
+        assert_eq!(r.get(first).unwrap()["route"], "a");
+        assert!(!is_span_ring_id(first));
+        for i in 0..SPAN_RING_SLOTS {
+            let id = r.intern_transient(set(&i.to_string()));
+            assert_ne!(id, DROPPED);
+        }
+        assert_eq!(r.get(first), None, "its slot holds a newer set");
+        assert_eq!(r.transient.len(), SPAN_RING_SLOTS as usize);
+        // Generations wrap without ever making DROPPED.
+        r.generation = SPAN_RING_GENERATIONS - 1;
+        r.next_slot = SPAN_RING_SLOTS as usize - 1;
+        let last = r.intern_transient(set("z"));
+        assert_ne!(last, DROPPED);
+        assert_eq!(r.generation, 0);
+        assert_eq!(r.get(last).unwrap()["route"], "z");
+    }
+
+    #[test]
+    fn a_span_ring_slot_reads_as_its_ids_over_its_registered_set() {
+        let mut r = LabelRegistry::default();
+        let base = r.intern(set("GET /a"));
+        let id = span_id(5, 3);
+        assert!(is_span_ring_id(id));
+        let s = r.span_set(&ring_with(4, 3, 5, base), id).unwrap();
+        // Every word as 8 hex digits, leading zeros kept: W3C's 32 and 16 lowercase digits.
+        assert_eq!(s["trace_id"], "00af7651916cd43dd8484f5a12345678");
+        assert_eq!(s["span_id"], "00f067aa0ba902b7");
+        assert_eq!(s["route"], "GET /a");
+        assert_eq!(r.get(id), None, "the registry itself has no span-ring sets");
+        // No registered set: the ids alone.
+        assert_eq!(r.span_set(&ring_with(4, 3, 5, 0), id).unwrap().len(), 2);
+        // A full set keeps its own labels rather than lose the request's.
+        let keys: Vec<String> = (0..MAX_LABELS).map(|i| format!("k{i}")).collect();
+        let full = r.intern(label_set(&keys, &vec![String::new(); MAX_LABELS]).unwrap());
+        let s = r.span_set(&ring_with(4, 3, 5, full), id).unwrap();
+        assert_eq!(s.len(), MAX_LABELS);
+        // The largest id of either ring is not DROPPED.
+        assert_ne!(span_id(SPAN_RING_GENERATIONS - 1, SPAN_RING_SLOTS - 1), DROPPED);
+    }
+
+    #[test]
+    fn a_reused_or_unwritten_span_ring_slot_reads_as_nothing() {
+        let r = LabelRegistry::default();
+        let id = span_id(5, 3);
+        assert_eq!(r.span_set(&ring_with(4, 3, 6, 0), id), None, "reused");
+        assert_eq!(r.span_set(&ring_with(4, 2, 5, 0), id), None, "unwritten");
+        assert_eq!(r.span_set(&ring_with(3, 2, 5, 0), id), None, "past the end");
+        assert_eq!(r.span_set(&[], id), None, "no ring");
+        assert_eq!(span_slot(&[0; 8], 0, u32::MAX), None, "no wrap to 0");
+    }
+
+    #[test]
+    fn trimming_keeps_the_set_current_at_the_cut() {
+        let mut t = LabelTimeline::default();
+        t.append(&[1.0, 2.0, 3.0, 10.0], &[1, 2, 0, 3]);
+        t.trim(5.0);
+        assert_eq!(t.changes, [(3.0, 0), (10.0, 3)]);
+        t.trim(0.0);
+        assert_eq!(t.changes.len(), 2);
+        // Out of order and non-finite changes are ignored; 30 s after the latest, the older go.
+        t.append(&[9.0, f64::NAN, 11.0, 40_000_011.0], &[4, 4, 5, 6]);
+        assert_eq!(t.changes, [(11.0, 5), (40_000_011.0, 6)]);
+    }
+
+    #[test]
+    fn a_chunk_reads_its_own_window_of_a_long_timeline() {
+        let mut r = LabelRegistry::default();
+        let (a, b) = (r.intern(set("a")), r.intern(set("b")));
+        let mut t = LabelTimeline::default();
+        let times: Vec<f64> = (0..200_000).map(|i| 1e6 + i as f64 * 100.0).collect();
+        let mut ids: Vec<u32> = (0..200_000).map(|i| if i % 2 == 0 { a } else { b }).collect();
+        ids[150_000] = span_id(3, 7);
+        ids[150_002] = span_id(3, 8);
+        t.append(&times, &ids);
+        let mut ring = ring_with(16, 7, 3, a);
+        ring[8 * SPAN_RING_WORDS] = 4 + 1; // slot 8 written again since: generation 4
+        let at = |i: usize| 1e6 + i as f64 * 100.0;
+        let mut c = chunk(&[
+            500_000.0,
+            at(100_000),
+            at(100_000) + 99.0,
+            at(100_001),
+            at(150_000) + 1.0,
+            at(150_002),
+            at(200_000) + 5e6,
+        ]);
+        t.label(&mut c, &r, &ring);
+        let got = routes(&c);
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            got,
+            [None, some("a"), some("a"), some("b"), some("a"), None, some("b")]
+        );
+        assert_eq!(c.labels_of(4).unwrap()["span_id"], "00f067aa0ba902b7");
+        // A span set is built once however many samples land in it.
+        let mut c = chunk(&[at(150_000) + 1.0, at(150_000) + 2.0]);
+        t.label(&mut c, &r, &ring);
+        assert!(Arc::ptr_eq(c.labels_of(0).unwrap(), c.labels_of(1).unwrap()));
+    }
+}
