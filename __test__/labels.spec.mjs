@@ -6,6 +6,7 @@ import { Readable, Transform, pipeline } from 'node:stream'
 import { readFile } from 'node:fs'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
 import { Profiler, withLabels, setLabels, getLabels, summarize, toPprof } from 'jsprof-node'
 import { retryCapture, stackNames } from './helpers.mjs'
 import { decodePprof } from './prod-helpers.mjs'
@@ -440,11 +441,34 @@ test("a request's own 'end' listener runs with its labels; node:http's own liste
   // node:http's clearIncoming (its only other listener on 'end') still ran: the parser let go of the request.
 })
 
-test('a chunk takes its labels from its own window of a long timeline, span-ring sets included', async () => {
-  const { createRequire } = await import('node:module')
-  const require = createRequire(import.meta.url)
-  const binding = require('../binding.js')
-  const { packColumns } = require('../lib/sampler/inspector-session.js')
+const internals = createRequire(import.meta.url)
+const binding = internals('../binding.js')
+const { packColumns } = internals('../lib/sampler/inspector-session.js')
+
+/**
+ * The label sets of a chunk (one function sampled at `sampleTimes`, µs) labelled from this thread's
+ * timeline and `spanRing`, through the binding as the sampler makes chunks: one set or null per sample.
+ */
+function chunkLabels(sampleTimes, spanRing) {
+  const frame = (name) => ({ functionName: name, url: 'file:///w.js', lineNumber: 0, columnNumber: 0, scriptId: '1' })
+  const profile = {
+    nodes: [
+      { id: 1, callFrame: frame('(root)'), children: [2] },
+      { id: 2, callFrame: frame('f'), children: [] },
+    ],
+    startTime: 0,
+    endTime: sampleTimes.at(-1),
+    samples: sampleTimes.map(() => 2),
+    timeDeltas: sampleTimes.map((t, i) => t - (i === 0 ? 0 : sampleTimes[i - 1])),
+  }
+  const line = binding.Chunk.fromInspector(packColumns(profile), 1000, [], spanRing).toLine().toString()
+  const tab = line.indexOf('\t')
+  if (tab < 0) return sampleTimes.map(() => null)
+  const { labelSets, sampleLabels } = JSON.parse(line.slice(tab + 1))
+  return sampleLabels.map((i) => (i === null ? null : labelSets[i]))
+}
+
+test('a chunk takes its labels from its own window of a long timeline, span-ring sets included', () => {
   const a = binding.internLabels(['window'], ['a'])
   const b = binding.internLabels(['window'], ['b'])
   // Slot 7 of a span ring holds a span over set a at generation 3; slot 8 was written at generation 4.
@@ -466,25 +490,7 @@ test('a chunk takes its labels from its own window of a long timeline, span-ring
   }
   ids[150_000] = spanId(3, 7)
   ids[150_002] = spanId(3, 8) // its slot holds generation 4 now: reused, no labels
-  const frame = (name) => ({ functionName: name, url: 'file:///w.js', lineNumber: 0, columnNumber: 0, scriptId: '1' })
-  const labelsAt = (sampleTimes) => {
-    const deltas = sampleTimes.map((t, i) => t - (i === 0 ? 0 : sampleTimes[i - 1]))
-    const profile = {
-      nodes: [
-        { id: 1, callFrame: frame('(root)'), children: [2] },
-        { id: 2, callFrame: frame('f'), children: [] },
-      ],
-      startTime: 0,
-      endTime: sampleTimes.at(-1),
-      samples: sampleTimes.map(() => 2),
-      timeDeltas: deltas,
-    }
-    const line = binding.Chunk.fromInspector(packColumns(profile), 1000, [], ring).toLine().toString()
-    const tab = line.indexOf('\t')
-    if (tab < 0) return sampleTimes.map(() => null)
-    const { labelSets, sampleLabels } = JSON.parse(line.slice(tab + 1))
-    return sampleLabels.map((i) => (i === null ? null : labelSets[i]))
-  }
+  const labelsAt = (sampleTimes) => chunkLabels(sampleTimes, ring)
   try {
     binding.clearLabelTransitions()
     binding.labelTransitions(times, ids, n)
@@ -501,6 +507,49 @@ test('a chunk takes its labels from its own window of a long timeline, span-ring
         { window: 'b' }, // long after the last change: still the last set
       ],
     )
+  } finally {
+    binding.clearLabelTransitions()
+  }
+})
+
+test("the span ring: a request's span reads back through a harvest, a slot 65,536 spans later is another's, bad ids are ignored", () => {
+  const { spanLabels, spanRing, requestLabelsId } = internals('../lib/labels.js')
+  const hex = (n, digits) => n.toString(16).padStart(digits, '0')
+  const span = (n) => ({ trace_id: hex(n, 32), span_id: hex(n, 16), span_name: 'GET /ring/:id' })
+  const base = requestLabelsId('GET', '/ring/:id')
+  // Ids that are not 32 and 16 hex digits: the request's registered set, no span.
+  for (const bad of [
+    { trace_id: 'g'.repeat(32), span_id: hex(1, 16) },
+    { trace_id: hex(1, 31), span_id: hex(1, 16) },
+    { trace_id: hex(1, 32), span_id: `${hex(1, 15)}:` },
+    { trace_id: hex(1, 32), span_id: `${hex(1, 15)}\`` },
+    { trace_id: undefined, span_id: hex(1, 16) },
+  ])
+    assert.equal(spanLabels('GET', '/ring/:id', bad), base, JSON.stringify(bad))
+  const first = spanLabels('GET', '/ring/:id', span(0xabc))
+  assert.equal(first.labels().span_id, hex(0xabc, 16))
+  assert.equal(first.labels().span_name, 'GET /ring/:id')
+  // One chunk whose single sample lands in `id`'s set.
+  const labelsOf = (id) => {
+    const t = 5e6
+    binding.clearLabelTransitions()
+    binding.labelTransitions(Float64Array.of(t), Uint32Array.of(id), 1)
+    return chunkLabels([t + 10], spanRing())[0]
+  }
+  try {
+    assert.deepEqual(labelsOf(first.id), {
+      method: 'GET',
+      route: 'GET /ring/:id',
+      span_id: hex(0xabc, 16),
+      span_name: 'GET /ring/:id',
+      trace_id: hex(0xabc, 32),
+    })
+    // 65,536 spans later the first's slot holds the newest: the first reads as no labels, never as it.
+    let last
+    for (let i = 1; i <= binding.SPAN_RING_SLOTS; i++) last = spanLabels('GET', '/ring/:id', span(i))
+    assert.equal(last.id - first.id, binding.SPAN_RING_SLOTS, 'same slot, next generation')
+    assert.equal(labelsOf(first.id), null)
+    assert.equal(labelsOf(last.id).span_id, hex(binding.SPAN_RING_SLOTS, 16))
   } finally {
     binding.clearLabelTransitions()
   }
