@@ -353,10 +353,11 @@ function rootSpanLabels() {
   }
 }
 
-// The span ring (jsprof-core label_recorder.rs): each request's span context as numbers, written here with no call
-// into Rust per request; the sampler hands the array to each harvest, which builds the sets of the
-// slots a sample lands in, and only those. Measured: a native call per request building its set cost
-// span ids most of their CPU (docs/bench.md#span-ids-built-only-where-a-sample-lands).
+// The span ring (jsprof-core label_recorder.rs): each request's span context as numbers, written
+// here with no call into Rust per request; the sampler hands the array to each harvest, which builds
+// the sets of the slots a sample lands in, and only those. Measured: a native call per request
+// building its set cost span ids most of their CPU
+// (docs/bench.md#span-ids-built-only-where-a-sample-lands).
 const SPAN_SLOTS = binding.SPAN_RING_SLOTS
 const SPAN_WORDS = binding.SPAN_RING_WORDS
 let spanRing = null
@@ -366,7 +367,7 @@ let spanGeneration = 0
 /** Writes the `words` 8-digit groups of `hex` at `ring[at…]`; false when it is not that many hex digits. */
 function hexWords(hex, ring, at, words) {
   if (typeof hex !== 'string' || hex.length !== words * 8) return false
-  // By char code (measured: slice + parseInt per group was most of a span's write).
+  // By char code: no substring per group (measured: 640 → 548 ns a span, bench/labels.mjs).
   for (let w = 0, i = 0; w < words; w++) {
     let value = 0
     for (const end = i + 8; i < end; i++) {
