@@ -269,3 +269,21 @@ test('a request with an active span reads its route and span labels; a hostile s
     api.context.disable()
   }
 })
+
+test('past 10,000 distinct routes a new route is labelled by its method, past 10,000 span names a span by its ids', async () => {
+  const { createRequire } = await import('node:module')
+  const require = createRequire(import.meta.url)
+  const { requestLabelsId, spanLabels } = require('../lib/labels.js')
+  const method = requestLabelsId('PATCH', undefined)
+  const routes = new Set()
+  for (let i = 0; i < 10_000; i++) routes.add(requestLabelsId('PATCH', `/cap/${i}`))
+  assert.ok(routes.size > 9_000, 'distinct routes, distinct sets, up to the cap')
+  assert.equal(requestLabelsId('PATCH', '/cap/one-more'), method)
+  assert.equal(requestLabelsId('PATCH', '/cap/7'), [...routes][7], 'a known route keeps its set')
+  const ids = { trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', span_id: '00f067aa0ba902b7' }
+  for (let i = 0; i < 10_000; i++) spanLabels('PATCH', '/cap/0', { ...ids, span_name: `name ${i}` })
+  const past = spanLabels('PATCH', '/cap/0', { ...ids, span_name: 'one more name' })
+  assert.equal(past.labels().span_name, undefined)
+  assert.equal(past.labels().span_id, ids.span_id)
+  assert.equal(past.labels().route, 'PATCH /cap/0')
+})

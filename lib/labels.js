@@ -269,6 +269,8 @@ function requestLabelsId(method, template) {
   let byTemplate = requestIds.get(m)
   let id = byTemplate?.get(template)
   if (id !== undefined) return id
+  // Past the cap a new route is labelled by its method alone: the cache and the registry stay bounded.
+  if (requestSets >= MAX_REQUEST_SETS && template !== undefined) return requestLabelsId(method, undefined)
   const labels = template === undefined ? { method: m } : { method: m, route: `${m} ${template}` }
   try {
     id = idOf('requests', labels, undefined)
@@ -394,6 +396,7 @@ function namedSetId(base, name) {
   let byName = namedIds.get(base)
   let id = byName?.get(name)
   if (id !== undefined) return id
+  if (namedSets >= MAX_REQUEST_SETS) return base
   try {
     id = idOf('requests', { span_name: name }, base)
     if (typeof id !== 'number' || id === DROPPED) id = base
