@@ -15,7 +15,7 @@ export declare class Chunk {
    * A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
    * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
    * dropped (see `Chunk::drop_samples_within`); `spanRing`: the thread's span ring, where the
-   * request integration keeps each request's span (src/labels.rs).
+   * request integration keeps each request's span (jsprof-core label_recorder.rs).
    */
   static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null, spanRing?: Uint32Array | undefined | null): Chunk
   get sampleCount(): number

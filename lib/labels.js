@@ -252,13 +252,34 @@ function getLabels() {
 // ---- For the request integrations (lib/api/requests): every request labelled with its route ----
 
 /**
- * Request label sets by method, then by route template (`undefined`: no route known): a handful of
- * distinct routes, so plain caches, looked up without building the `method route` text per request.
+ * Label set ids by two keys (a plain Map of Maps: looked up without building a text per request), at
+ * most MAX_REQUEST_SETS of them: past that, callers give their bounded answer instead of a new set.
  */
-const requestIds = new Map()
-let requestSets = 0
+class PairCache {
+  #byFirst = new Map()
+  #size = 0
+
+  get(first, second) {
+    return this.#byFirst.get(first)?.get(second)
+  }
+
+  get full() {
+    return this.#size >= MAX_REQUEST_SETS
+  }
+
+  set(first, second, id) {
+    if (this.full) return
+    let bySecond = this.#byFirst.get(first)
+    if (bySecond === undefined) this.#byFirst.set(first, (bySecond = new Map()))
+    bySecond.set(second, id)
+    this.#size++
+  }
+}
+
 /** Past this many distinct (method, route) pairs, new ones are labelled by method only. */
 const MAX_REQUEST_SETS = 10_000
+/** Request label sets by method, then by route template (`undefined`: no route known). */
+const requestIds = new PairCache()
 
 /**
  * The id of `{ method, route: 'GET /users/:id' }` (route omitted when `template` is undefined). Never
@@ -266,22 +287,17 @@ const MAX_REQUEST_SETS = 10_000
  */
 function requestLabelsId(method, template) {
   const m = typeof method === 'string' ? method : ''
-  let byTemplate = requestIds.get(m)
-  let id = byTemplate?.get(template)
+  let id = requestIds.get(m, template)
   if (id !== undefined) return id
   // Past the cap a new route is labelled by its method alone: the cache and the registry stay bounded.
-  if (requestSets >= MAX_REQUEST_SETS && template !== undefined) return requestLabelsId(method, undefined)
+  if (requestIds.full && template !== undefined) return requestLabelsId(method, undefined)
   const labels = template === undefined ? { method: m } : { method: m, route: `${m} ${template}` }
   try {
     id = idOf('requests', labels, undefined)
   } catch {
     id = template === undefined ? 0 : requestLabelsId(method, undefined)
   }
-  if (requestSets < MAX_REQUEST_SETS) {
-    if (byTemplate === undefined) requestIds.set(m, (byTemplate = new Map()))
-    byTemplate.set(template, id)
-    requestSets++
-  }
+  requestIds.set(m, template, id)
   return id
 }
 
@@ -362,6 +378,8 @@ function rootSpanLabels() {
 // (docs/bench.md#span-ids-built-only-where-a-sample-lands).
 const SPAN_SLOTS = binding.SPAN_RING_SLOTS
 const SPAN_WORDS = binding.SPAN_RING_WORDS
+const SPAN_ID_BASE = binding.SPAN_RING_ID_BASE
+const SPAN_GENERATIONS = binding.SPAN_RING_GENERATIONS
 let spanRing = null
 let spanSlot = 0
 let spanGeneration = 0
@@ -384,30 +402,24 @@ function hexWords(hex, ring, at, words) {
 }
 
 /**
- * Request sets with a span name: by registered set, then by name. A tracer names spans after the
- * route ("GET /users/:id"), so a handful; past MAX_REQUEST_SETS, spans are labelled without their name.
+ * Request sets with a span name, by registered set, then by name. A tracer names spans after the
+ * route ("GET /users/:id"), so a handful; past the cap, spans are labelled without their name.
  */
-const namedIds = new Map()
-let namedSets = 0
+const namedIds = new PairCache()
 
 /** The id of the registered set `base` with `span_name: name` (base itself when refused or past the cap). */
 function namedSetId(base, name) {
   if (name === undefined) return base
-  let byName = namedIds.get(base)
-  let id = byName?.get(name)
+  let id = namedIds.get(base, name)
   if (id !== undefined) return id
-  if (namedSets >= MAX_REQUEST_SETS) return base
+  if (namedIds.full) return base
   try {
     id = idOf('requests', { span_name: name }, base)
     if (typeof id !== 'number' || id === DROPPED) id = base
   } catch {
     id = base
   }
-  if (namedSets < MAX_REQUEST_SETS) {
-    if (byName === undefined) namedIds.set(base, (byName = new Map()))
-    byName.set(name, id)
-    namedSets++
-  }
+  namedIds.set(base, name, id)
   return id
 }
 
@@ -424,10 +436,10 @@ function spanLabels(method, template, span) {
   if (!hexWords(span.trace_id, spanRing, at + 2, 4) || !hexWords(span.span_id, spanRing, at + 6, 2)) return base
   spanRing[at + 1] = base
   spanRing[at] = spanGeneration + 1
-  const id = binding.SPAN_RING_ID_BASE + spanGeneration * SPAN_SLOTS + spanSlot
+  const id = SPAN_ID_BASE + spanGeneration * SPAN_SLOTS + spanSlot
   if (++spanSlot === SPAN_SLOTS) {
     spanSlot = 0
-    spanGeneration = (spanGeneration + 1) % binding.SPAN_RING_GENERATIONS
+    spanGeneration = (spanGeneration + 1) % SPAN_GENERATIONS
   }
   return new Transient(id, undefined, base, { trace_id: span.trace_id, span_id: span.span_id })
 }

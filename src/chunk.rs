@@ -42,7 +42,7 @@ impl Chunk {
     /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
     /// `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
     /// dropped (see `Chunk::drop_samples_within`); `spanRing`: the thread's span ring, where the
-    /// request integration keeps each request's span (src/labels.rs).
+    /// request integration keeps each request's span (jsprof-core label_recorder.rs).
     #[napi(factory, catch_unwind)]
     pub fn from_inspector(
         columns: InspectorColumns,
