@@ -10,6 +10,7 @@ import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { arg } from '../args.mjs'
+import { PATHS } from './kinds.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -24,7 +25,7 @@ const autocannon = path.join(root, 'node_modules', 'autocannon', 'autocannon.js'
 async function load(port, seconds) {
   const child = spawn(
     process.execPath,
-    [autocannon, '-c', String(CONNECTIONS), '-d', String(seconds), '-j', `http://127.0.0.1:${port}/`],
+    [autocannon, '-c', String(CONNECTIONS), '-d', String(seconds), '-j', `http://127.0.0.1:${port}${PATHS[KIND]}`],
     { stdio: ['ignore', 'pipe', 'ignore'] },
   )
   let json = ''

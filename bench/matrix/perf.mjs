@@ -26,6 +26,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { arg } from '../args.mjs'
+import { PATHS } from './kinds.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -114,7 +115,7 @@ function load(port, seconds) {
     '-d',
     String(seconds),
     '-j',
-    `http://127.0.0.1:${port}/api/orders/7`,
+    `http://127.0.0.1:${port}${PATHS[KIND]}`,
   ])
   const r = spawnSync(cmd, cmdArgs, { encoding: 'utf8' })
   return JSON.parse(r.stdout).requests.average

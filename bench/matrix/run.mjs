@@ -31,6 +31,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { verdict, verdictText } from './targets.mjs'
+import { PATHS } from './kinds.mjs'
 import { arg, list } from '../args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -44,12 +45,6 @@ const ROUNDS = Number(arg('rounds', 3))
 const DURATION = Number(arg('duration', 5))
 const WARMUP = Number(arg('warmup', 2))
 const JSON_OUT = arg('json', null)
-const PATHS = {
-  'http-sync': '/api/orders/7',
-  'http-async': '/api/orders/7',
-  express: '/api/orders/7',
-  fastify: '/api/orders/7',
-}
 
 if (!MODES.includes('none')) throw new Error('--modes must include none: every ratio is paired with it')
 const canPin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && os.cpus().length >= 2
