@@ -6,6 +6,7 @@
 //       (a mode may carry the engine's stop gap, prof10~250, or a tag: none#2 is a second baseline whose
 //       ratio to none is the noise floor; see server.js)
 //       [--rounds 3] [--duration 5] [--warmup 2] [--json out.json]
+//       [--v8-flags "--no-allocation-site-pretenuring"]   (flags for every server's Node, space-separated)
 //
 // A cell is (Node major, server kind, connections, pinning). In a cell, each round runs every mode back
 // to back in a server process of its own (bench/matrix/server.js; the order rotates per round), and a
@@ -21,6 +22,10 @@
 //   on the Node major of its cell (real binaries from the npm registry: scripts/node-major.sh).
 // - After the table, the same CPU split by thread group (main, V8's profiler thread, others) says where a
 //   mode's extra microseconds go.
+// - Last, V8's collections in each round's server: the mean scavenge pause and the mark-compacts. A server
+//   whose request objects V8 pretenured in its first moments under load runs slower for its whole life,
+//   whatever its mode (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery): those rounds
+//   show scavenges of several times the usual pause.
 // - Targets (targets.mjs; issue 28): prof10 and req10 >= 0.95x CPU, profall >= 0.90x, all ahead of sentry10
 //   in the same cell; (issue 26) heap, V8's sampling heap profiler at 512 KiB for the whole run, >= 0.97x.
 
@@ -45,6 +50,7 @@ const ROUNDS = Number(arg('rounds', 3))
 const DURATION = Number(arg('duration', 5))
 const WARMUP = Number(arg('warmup', 2))
 const JSON_OUT = arg('json', null)
+const V8_FLAGS = arg('v8-flags', '').split(' ').filter(Boolean)
 
 if (!MODES.includes('none')) throw new Error('--modes must include none: every ratio is paired with it')
 const canPin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && os.cpus().length >= 2
@@ -60,7 +66,7 @@ const pinned = (pin, core, cmd, cmdArgs) =>
   pin === 'yes' ? ['taskset', ['-c', String(core), cmd, ...cmdArgs]] : [cmd, cmdArgs]
 
 function startServer(node, kind, mode, pin) {
-  const [cmd, cmdArgs] = pinned(pin, 0, node, [path.join(here, 'server.js'), kind, mode])
+  const [cmd, cmdArgs] = pinned(pin, 0, node, [...V8_FLAGS, path.join(here, 'server.js'), kind, mode])
   const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] })
   let stderr = ''
   child.stderr.on('data', (d) => (stderr += d))
@@ -114,7 +120,7 @@ async function measure(node, kind, mode, connections, pin) {
     const threads =
       report.threadsUs &&
       Object.fromEntries(Object.entries(report.threadsUs).map(([k, us]) => [k, us / report.requests]))
-    return { rps, errors, cpuPerRequest: report.cpuUs / report.requests, threads, version: server.node }
+    return { rps, errors, cpuPerRequest: report.cpuUs / report.requests, threads, gc: report.gc, version: server.node }
   } finally {
     server.child.removeAllListeners('exit')
     server.child.kill()
@@ -169,6 +175,11 @@ for (const major of NODES) {
             rpsRatios,
             cpuRatios,
             errors: runs[mode].reduce((n, r) => n + r.errors, 0),
+            // Each round's server: V8's mean scavenge pause (ms) and its mark-compacts.
+            gc: runs[mode].map((r) => ({
+              meanScavengeMs: r.gc.scavengeMs / (r.gc.scavenges || 1),
+              markCompacts: r.gc.markCompacts,
+            })),
             // Per thread group, µs/request (median over rounds): where a mode's extra CPU goes.
             threads: runs[mode].every((r) => r.threads)
               ? Object.fromEntries(
@@ -212,11 +223,26 @@ if (cells.some((c) => Object.values(c.modes).some((m) => m.threads))) {
     }
   }
 }
+console.log('\nV8 collections per round (mean scavenge ms / mark-compacts), in the order of the rounds\n')
+console.log('| Node | server | conns | pinned | mode | rounds |')
+console.log('| --- | --- | ---: | --- | --- | --- |')
+for (const cell of cells) {
+  for (const [mode, m] of Object.entries(cell.modes)) {
+    const rounds = m.gc.map((g) => `${g.meanScavengeMs.toFixed(1)} / ${g.markCompacts}`).join(', ')
+    console.log(
+      `| ${cell.node} | ${cell.kind} | ${cell.connections} | ${cell.pinned ? 'yes' : 'no'} | ${mode} | ${rounds} |`,
+    )
+  }
+}
 console.log(
   `\nmatrix: ${cells.length} cells in ${((Date.now() - started) / 60000).toFixed(1)} min, load ${os.loadavg()[0].toFixed(2)} at the end`,
 )
 if (JSON_OUT)
   writeFileSync(
     JSON_OUT,
-    JSON.stringify({ when: new Date().toISOString(), rounds: ROUNDS, duration: DURATION, cells }, null, 1),
+    JSON.stringify(
+      { when: new Date().toISOString(), rounds: ROUNDS, duration: DURATION, v8Flags: V8_FLAGS, cells },
+      null,
+      1,
+    ),
   )

@@ -29,7 +29,10 @@
 //
 // It prints {"port":N} when listening; an IPC 'measure' starts counting, 'report' answers with the
 // requests served and the CPU time of the whole process (every thread) since 'measure', and that CPU
-// time split by thread group (main / V8's profiler thread / others).
+// time split by thread group (main / V8's profiler thread / others),
+// and V8's collections since 'measure': scavenges with their mean pause, and mark-compacts. A server whose
+// request objects V8 has pretenured shows long scavenges and many mark-compacts whatever its mode
+// (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery).
 
 const http = require('node:http')
 const path = require('node:path')
@@ -237,11 +240,28 @@ function threadCpuUs() {
 let cpuStart = null
 let threadsStart = null
 let servedStart = 0
+/** V8's collections since 'measure' (a PerformanceObserver: one entry per collection, read off the hot path). */
+let gc = null
+const { PerformanceObserver, constants: perfConstants } = require('node:perf_hooks')
+new PerformanceObserver((list) => {
+  if (gc === null) return
+  for (const entry of list.getEntries()) {
+    const kind = entry.detail ? entry.detail.kind : entry.kind
+    if (kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) {
+      gc.scavenges++
+      gc.scavengeMs += entry.duration
+    } else if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+      gc.markCompacts++
+    }
+  }
+}).observe({ entryTypes: ['gc'] })
+
 process.on('message', (message) => {
   if (message === 'measure') {
     cpuStart = process.cpuUsage()
     threadsStart = threadCpuUs()
     servedStart = served
+    gc = { scavenges: 0, scavengeMs: 0, markCompacts: 0 }
   } else if (message === 'report') {
     const cpu = process.cpuUsage(cpuStart)
     const threadsEnd = threadCpuUs()
@@ -250,7 +270,7 @@ process.on('message', (message) => {
       threadsStart && threadsEnd
         ? Object.fromEntries(Object.keys(threadsEnd).map((k) => [k, threadsEnd[k] - threadsStart[k]]))
         : null
-    process.send({ requests, cpuUs: cpu.user + cpu.system, threadsUs, rssMB: process.memoryUsage().rss / 2 ** 20 })
+    process.send({ requests, cpuUs: cpu.user + cpu.system, threadsUs, rssMB: process.memoryUsage().rss / 2 ** 20, gc })
   }
 })
 
