@@ -29,9 +29,9 @@
 //
 // It prints {"port":N} when listening; an IPC 'measure' starts counting, 'report' answers with the
 // requests served and the CPU time of the whole process (every thread) since 'measure', and that CPU
-// time split by thread group (main / V8's profiler thread / others),
-// and V8's collections since 'measure': scavenges with their mean pause, and mark-compacts. A server whose
-// request objects V8 has pretenured shows long scavenges and many mark-compacts whatever its mode
+// time split by thread group (main / V8's profiler thread / others), and V8's collections since
+// 'measure': scavenges with their mean pause, and mark-compacts. A server whose request objects V8 has
+// pretenured shows long scavenges and many mark-compacts whatever its mode
 // (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery).
 
 const http = require('node:http')
