@@ -130,7 +130,8 @@ async function measure(mode) {
     KIND,
     mode,
   ])
-  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+  // In the temporary directory: Node 24's V8 writes an isolate-*-v8.log into the cwd under --perf-basic-prof.
+  const child = spawn(cmd, cmdArgs, { cwd: dir, stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
   try {
     const { port } = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(d))))
     load(port, WARMUP)

@@ -74,7 +74,9 @@ function load(port, seconds) {
 
 async function measure(mode) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'jsprof-perf-labels-'))
+  // In the temporary directory: Node 24's V8 writes an isolate-*-v8.log into the cwd under --perf-basic-prof.
   const child = spawn(process.execPath, ['--perf-basic-prof', path.join(here, 'server.js'), mode], {
+    cwd: dir,
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   })
   try {
