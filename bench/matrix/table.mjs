@@ -8,7 +8,8 @@
 // targets and that rule: targets.mjs). A mode measured in more than one file: the last file wins (`none
 // µs/req` and sentry10 shown are the cell's last run's), but each mode is judged against the sentry10 of
 // its own file, so a later run with sentry10 leaves the earlier modes' comparison as it was; `≤S 0.958×`
-// names that Sentry ratio when it is not the one shown.
+// names that Sentry ratio when it is not the one shown. A run whose servers had V8 flags of their own
+// (`run.mjs --v8-flags`) is left out, said on stderr.
 // Prints figures; asserts nothing.
 
 import { readFileSync } from 'node:fs'
@@ -24,6 +25,11 @@ const cells = new Map()
 const whens = []
 for (const file of files) {
   const run = JSON.parse(readFileSync(file, 'utf8'))
+  // A run with V8 flags of its own (run.mjs --v8-flags) is an experiment on the servers, not the matrix.
+  if (run.v8Flags && run.v8Flags.length > 0) {
+    console.error(`${file}: its servers ran with ${run.v8Flags.join(' ')}: left out of the table`)
+    continue
+  }
   whens.push(`${run.when.slice(0, 16)}Z ${run.rounds}x${run.duration}s`)
   for (const cell of run.cells) {
     const major = cell.node.replace(/^v/, '').split('.')[0]
