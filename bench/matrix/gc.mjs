@@ -12,10 +12,9 @@ import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { arg } from '../args.mjs'
-import { PATHS } from './kinds.mjs'
+import { loadArgs } from './kinds.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const root = path.join(here, '..', '..')
 const KIND = arg('kind', 'http-async')
 const MODES = arg('modes', 'none,prof10,profall').split(',')
 const CONNECTIONS = Number(arg('connections', 100))
@@ -23,15 +22,12 @@ const WARMUP = Number(arg('warmup', 4))
 const DURATION = Number(arg('duration', 6))
 const ROUNDS = Number(arg('rounds', 1))
 const V8_FLAGS = arg('v8-flags', '').split(' ').filter(Boolean)
-const autocannon = path.join(root, 'node_modules', 'autocannon', 'autocannon.js')
 
 /** Runs autocannon against the server (a child process: this one's event loop keeps reading the server). */
 async function load(port, seconds) {
-  const child = spawn(
-    process.execPath,
-    [autocannon, '-c', String(CONNECTIONS), '-d', String(seconds), '-j', `http://127.0.0.1:${port}${PATHS[KIND]}`],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  )
+  const child = spawn(process.execPath, loadArgs(KIND, port, CONNECTIONS, seconds), {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
   let json = ''
   child.stdout.on('data', (d) => (json += d))
   await new Promise((resolve) => child.once('close', resolve))

@@ -26,7 +26,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { arg } from '../args.mjs'
-import { PATHS } from './kinds.mjs'
+import { loadArgs } from './kinds.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -107,16 +107,7 @@ function classify(text, pid) {
 }
 
 function load(port, seconds) {
-  const bin = path.join(root, 'node_modules', 'autocannon', 'autocannon.js')
-  const [cmd, cmdArgs] = pinned(1, process.execPath, [
-    bin,
-    '-c',
-    String(CONNECTIONS),
-    '-d',
-    String(seconds),
-    '-j',
-    `http://127.0.0.1:${port}${PATHS[KIND]}`,
-  ])
+  const [cmd, cmdArgs] = pinned(1, process.execPath, loadArgs(KIND, port, CONNECTIONS, seconds))
   const r = spawnSync(cmd, cmdArgs, { encoding: 'utf8' })
   return JSON.parse(r.stdout).requests.average
 }

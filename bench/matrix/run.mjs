@@ -36,7 +36,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { verdict, verdictText } from './targets.mjs'
-import { PATHS } from './kinds.mjs'
+import { loadArgs } from './kinds.mjs'
 import { arg, list } from '../args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -79,16 +79,7 @@ function startServer(node, kind, mode, pin) {
 }
 
 function load(port, kind, connections, seconds, pin) {
-  const bin = path.join(root, 'node_modules', 'autocannon', 'autocannon.js')
-  const autocannonArgs = [
-    '-c',
-    String(connections),
-    '-d',
-    String(seconds),
-    '-j',
-    `http://127.0.0.1:${port}${PATHS[kind]}`,
-  ]
-  const [cmd, cmdArgs] = pinned(pin, 1, process.execPath, [bin, ...autocannonArgs])
+  const [cmd, cmdArgs] = pinned(pin, 1, process.execPath, loadArgs(kind, port, connections, seconds))
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'ignore'] })
     let out = ''
