@@ -87,3 +87,18 @@ test("the loader's list of prebuilt platforms is package.json's napi.targets", (
     pkg.napi.targets.map((t) => napiName[t]),
   )
 })
+
+test('loading the package loads no HTTP, HTTPS or TLS module: an app that only profiles pays for none', () => {
+  // The fleet exporters load node:http(s) on their first push; the Express route watch loads node:http
+  // (an app's server has it already). node:https alone costs ~20 ms and ~0.75 MB of heap at require time.
+  for (const load of ["require('.')", "import('./index.mjs')"]) {
+    const source = `const before = new Set(process.moduleLoadList)
+      Promise.resolve(${load}).then(() => {
+        const loaded = process.moduleLoadList.filter((m) => !before.has(m))
+        console.log(JSON.stringify(loaded.filter((m) => /^NativeModule (https?|tls|_tls_\\w+|_http_\\w+|net)$/.test(m))))
+      })`
+    const r = spawnSync(process.execPath, ['-e', source], { cwd: root, encoding: 'utf8', timeout: 20000 })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout.trim()), [], `${load} loaded them`)
+  }
+})

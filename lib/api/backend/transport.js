@@ -13,10 +13,12 @@
 // of hosts, `.domain` suffixes, `host:port`, or `*`) for targets to reach directly. A proxy URL's
 // credentials go as Proxy-Authorization and, like the target's, never into a message.
 
-const http = require('node:http')
-const https = require('node:https')
-const tls = require('node:tls')
 const { received } = require('../../args')
+
+// node:https loads node:tls and the crypto behind it (~20 ms and ~0.75 MB of heap at require time): a
+// module of its own is loaded when a push first needs it, not by every `require('jsprof-node')`.
+/** node:http or node:https for a URL's protocol (`http:` / `https:`), loaded on first use. */
+const clientFor = (protocol) => (protocol === 'https:' ? require('node:https') : require('node:http'))
 
 /** How much of a response body is read (enough for an error message; the rest is discarded). */
 const MAX_RESPONSE_BYTES = 64 * 1024
@@ -135,64 +137,72 @@ function proxyFor(url, from = process.env) {
   return { url: proxy, auth }
 }
 
+let TunnelAgent = null
+/** The TunnelAgent class, defined on first use (it extends node:https's Agent, loaded then). */
+function tunnelAgent() {
+  if (TunnelAgent === null) TunnelAgent = defineTunnelAgent(require('node:https').Agent)
+  return TunnelAgent
+}
+
 /**
  * An https agent whose connections are CONNECT tunnels through `proxy`: TLS runs end to end with the
  * target over the tunnel. Kept alive like a direct agent's; a CONNECT that does not answer within
  * `timeoutMs` fails the push, and close() destroys CONNECTs under way.
  */
-class TunnelAgent extends https.Agent {
-  #proxy
-  #timeoutMs
-  #pending = new Set()
+const defineTunnelAgent = (Agent) =>
+  class TunnelAgent extends Agent {
+    #proxy
+    #timeoutMs
+    #pending = new Set()
 
-  constructor(proxy, timeoutMs) {
-    super({ keepAlive: true, maxSockets: 1 })
-    this.#proxy = proxy
-    this.#timeoutMs = timeoutMs
-  }
-
-  createConnection(options, callback) {
-    const { url, auth } = this.#proxy
-    const lib = url.protocol === 'https:' ? https : http
-    const target = `${options.host}:${options.port}`
-    const req = lib.request({
-      host: url.hostname.replace(/^\[|\]$/g, ''),
-      port: url.port || (url.protocol === 'https:' ? 443 : 80),
-      method: 'CONNECT',
-      path: target,
-      headers: { host: target, ...(auth ? { 'proxy-authorization': auth } : {}) },
-      agent: false,
-    })
-    this.#pending.add(req)
-    let called = false
-    const done = (err, socket) => {
-      this.#pending.delete(req)
-      if (called) return
-      called = true
-      callback(err, socket)
+    constructor(proxy, timeoutMs) {
+      super({ keepAlive: true, maxSockets: 1 })
+      this.#proxy = proxy
+      this.#timeoutMs = timeoutMs
     }
-    req.setTimeout(this.#timeoutMs, () =>
-      req.destroy(new Error(`the proxy ${redact(url.origin)} did not open a tunnel within ${this.#timeoutMs} ms`)),
-    )
-    req.once('connect', (res, socket) => {
-      if (res.statusCode !== 200) {
-        socket.destroy()
-        done(new Error(`the proxy ${redact(url.origin)} answered ${res.statusCode} to CONNECT ${target}`))
-        return
-      }
-      done(null, tls.connect({ ...options, socket, servername: options.servername || options.host }))
-    })
-    req.once('error', (err) => done(new Error(`proxy ${redact(url.origin)}: ${redact(err.message)}`)))
-    req.end()
-    return undefined
-  }
 
-  destroy() {
-    for (const req of this.#pending) req.destroy()
-    this.#pending.clear()
-    super.destroy()
+    createConnection(options, callback) {
+      const { url, auth } = this.#proxy
+      const lib = clientFor(url.protocol)
+      const target = `${options.host}:${options.port}`
+      const req = lib.request({
+        host: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port || (url.protocol === 'https:' ? 443 : 80),
+        method: 'CONNECT',
+        path: target,
+        headers: { host: target, ...(auth ? { 'proxy-authorization': auth } : {}) },
+        agent: false,
+      })
+      this.#pending.add(req)
+      let called = false
+      const done = (err, socket) => {
+        this.#pending.delete(req)
+        if (called) return
+        called = true
+        callback(err, socket)
+      }
+      req.setTimeout(this.#timeoutMs, () =>
+        req.destroy(new Error(`the proxy ${redact(url.origin)} did not open a tunnel within ${this.#timeoutMs} ms`)),
+      )
+      req.once('connect', (res, socket) => {
+        if (res.statusCode !== 200) {
+          socket.destroy()
+          done(new Error(`the proxy ${redact(url.origin)} answered ${res.statusCode} to CONNECT ${target}`))
+          return
+        }
+        done(null, require('node:tls').connect({ ...options, socket, servername: options.servername || options.host }))
+      })
+      req.once('error', (err) => done(new Error(`proxy ${redact(url.origin)}: ${redact(err.message)}`)))
+      req.end()
+      return undefined
+    }
+
+    destroy() {
+      for (const req of this.#pending) req.destroy()
+      this.#pending.clear()
+      super.destroy()
+    }
   }
-}
 
 /** An error of a failed request: `retryable` says whether trying again may help. */
 function failure(message, retryable, extra = {}) {
@@ -219,10 +229,13 @@ class Transport {
     for (const name of ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'no_proxy', 'NO_PROXY']) {
       if (environment[name]) this.#environment[name] = environment[name]
     }
-    this.#agents = {
-      'http:': new http.Agent({ keepAlive: true, maxSockets: 1 }),
-      'https:': new https.Agent({ keepAlive: true, maxSockets: 1 }),
-    }
+    this.#agents = {}
+  }
+
+  /** The kept-alive agent of direct requests to `protocol`'s targets (one per protocol, made on first use). */
+  #directAgent(protocol) {
+    this.#agents[protocol] ??= new (clientFor(protocol).Agent)({ keepAlive: true, maxSockets: 1 })
+    return this.#agents[protocol]
   }
 
   /** How to reach `url`: `{ agent, proxy }` (proxy: an http proxy for an http target, else null). */
@@ -231,11 +244,11 @@ class Transport {
     let route = this.#proxies.get(key)
     if (!route) {
       const proxy = proxyFor(url, this.#environment)
-      if (!proxy) route = { agent: this.#agents[url.protocol], proxy: null }
-      else if (url.protocol === 'https:') route = { agent: new TunnelAgent(proxy, this.#timeoutMs), proxy: null }
+      if (!proxy) route = { agent: this.#directAgent(url.protocol), proxy: null }
+      else if (url.protocol === 'https:') route = { agent: new (tunnelAgent())(proxy, this.#timeoutMs), proxy: null }
       else
         route = {
-          agent: new (proxy.url.protocol === 'https:' ? https : http).Agent({ keepAlive: true, maxSockets: 1 }),
+          agent: new (clientFor(proxy.url.protocol).Agent)({ keepAlive: true, maxSockets: 1 }),
           proxy,
         }
       this.#proxies.set(key, route)
@@ -273,7 +286,7 @@ class Transport {
       const all = { ...headers, ...auth, 'content-length': body.length }
       // Through an http proxy: the request goes to the proxy, in absolute form.
       const req = proxy
-        ? (proxy.url.protocol === 'https:' ? https : http).request({
+        ? clientFor(proxy.url.protocol).request({
             host: proxy.url.hostname.replace(/^\[|\]$/g, ''),
             port: proxy.url.port || (proxy.url.protocol === 'https:' ? 443 : 80),
             method: 'POST',
@@ -281,7 +294,7 @@ class Transport {
             agent,
             headers: { ...all, host: url.host, ...(proxy.auth ? { 'proxy-authorization': proxy.auth } : {}) },
           })
-        : (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', agent, headers: all })
+        : clientFor(url.protocol).request(url, { method: 'POST', agent, headers: all })
       const entry = {
         abort: (why) => {
           req.destroy()

@@ -15,7 +15,6 @@ const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler
 const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
 const { readOptions, argument, mandatory, number, func, boolean } = require('../../args')
 const { RequestLabels } = require('../../labels')
-const { IncomingMessage } = require('node:http')
 
 // Express sets `req.route` when its router matches a route. The request's labels learn the template
 // from a `route` accessor on the requests' prototype (Express's `request` object, see routeHolder),
@@ -45,7 +44,8 @@ const watchedPrototypes = new WeakSet()
  * swaps in mid-request) inherits from — else `req`'s own prototype.
  */
 function routeHolder(req) {
-  const base = IncomingMessage.prototype
+  // node:http is the app's (a server has loaded it): required here, not with the library.
+  const base = require('node:http').IncomingMessage.prototype
   const own = Object.getPrototypeOf(req)
   for (let p = own; p !== null; p = Object.getPrototypeOf(p)) if (Object.getPrototypeOf(p) === base) return p
   return own
