@@ -37,6 +37,7 @@ import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { verdict, verdictText } from './targets.mjs'
 import { loadArgs } from './kinds.mjs'
+import { pretenuredRounds } from './gc-state.mjs'
 import { arg, list } from '../args.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -214,12 +215,18 @@ if (cells.some((c) => Object.values(c.modes).some((m) => m.threads))) {
     }
   }
 }
-console.log('\nV8 collections per round (mean scavenge ms / mark-compacts), in the order of the rounds\n')
+console.log(
+  '\nV8 collections per round (mean scavenge ms / mark-compacts), in the order of the rounds; * a round whose server' +
+    ' V8 had pretenured (gc-state.mjs)\n',
+)
 console.log('| Node | server | conns | pinned | mode | rounds |')
 console.log('| --- | --- | ---: | --- | --- | --- |')
 for (const cell of cells) {
   for (const [mode, m] of Object.entries(cell.modes)) {
-    const rounds = m.gc.map((g) => `${g.meanScavengeMs.toFixed(1)} / ${g.markCompacts}`).join(', ')
+    const state = pretenuredRounds(m.gc, cell.modes.none.gc)
+    const rounds = m.gc
+      .map((g, i) => `${g.meanScavengeMs.toFixed(1)} / ${g.markCompacts}${state[i] ? '*' : ''}`)
+      .join(', ')
     console.log(
       `| ${cell.node} | ${cell.kind} | ${cell.connections} | ${cell.pinned ? 'yes' : 'no'} | ${mode} | ${rounds} |`,
     )

@@ -9,11 +9,14 @@
 // µs/req` and sentry10 shown are the cell's last run's), but each mode is judged against the sentry10 of
 // its own file, so a later run with sentry10 leaves the earlier modes' comparison as it was; `≤S 0.958×`
 // names that Sentry ratio when it is not the one shown. A run whose servers had V8 flags of their own
-// (`run.mjs --v8-flags`) is left out, said on stderr.
+// (`run.mjs --v8-flags`) is left out, said on stderr. `P2`: 2 of the mode's rounds ran in a server V8 had
+// put in its pretenured state (gc-state.mjs), whatever the mode costs; runs recorded before run.mjs kept
+// V8's collections have no such marks.
 // Prints figures; asserts nothing.
 
 import { readFileSync } from 'node:fs'
 import { targetOf, verdict } from './targets.mjs'
+import { pretenuredRounds } from './gc-state.mjs'
 
 const files = process.argv.slice(2)
 if (files.length === 0) {
@@ -36,7 +39,13 @@ for (const file of files) {
     // A mode's ratios are paired within its own run, so a later run may add or replace single modes.
     const key = `${major}|${cell.kind}|${cell.connections}|${cell.pinned}`
     const earlier = cells.get(key)
-    const modes = Object.fromEntries(Object.entries(cell.modes).map(([m, figures]) => [m, { ...figures, file }]))
+    // Each mode's pretenured rounds, against the `none` of its own run.
+    const modes = Object.fromEntries(
+      Object.entries(cell.modes).map(([m, figures]) => [
+        m,
+        { ...figures, file, pretenured: pretenuredRounds(figures.gc, cell.modes.none?.gc).filter(Boolean).length },
+      ]),
+    )
     const sentryByFile = { ...(earlier && earlier.sentryByFile) }
     if (cell.modes.sentry10) sentryByFile[file] = cell.modes.sentry10.cpuRatio
     cells.set(key, { major, ...cell, modes: { ...(earlier && earlier.modes), ...modes }, sentryByFile })
@@ -53,7 +62,7 @@ const sorted = [...cells.values()].sort(
 )
 const modes = [...new Set(sorted.flatMap((c) => Object.keys(c.modes)))].filter((m) => m !== 'none')
 const range = (xs) => `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`
-const tally = Object.fromEntries(modes.map((m) => [m, { cells: 0, met: 0, ahead: 0, vsSentry: 0 }]))
+const tally = Object.fromEntries(modes.map((m) => [m, { cells: 0, met: 0, ahead: 0, vsSentry: 0, missedInState: 0 }]))
 
 console.log(`measured: ${whens.join('; ')}\n`)
 console.log(`| Node | server | conns | pinned | none µs/req | ${modes.join(' | ')} |`)
@@ -68,7 +77,10 @@ for (const c of sorted) {
     const v = verdict(mode, m.cpuRatio, c.sentryByFile[m.file])
     if (v) {
       if (v.met) t.met++
-      else marks += ' ✘'
+      else {
+        marks += ' ✘'
+        if (m.pretenured > 0) t.missedInState++
+      }
       if (v.ahead !== null) {
         t.vsSentry++
         if (v.ahead) t.ahead++
@@ -76,6 +88,7 @@ for (const c of sorted) {
         else marks += c.modes.sentry10.file === m.file ? ' ≤S' : ` ≤S ${c.sentryByFile[m.file].toFixed(3)}×`
       }
     }
+    if (m.pretenured > 0) marks += ` P${m.pretenured}`
     return `${m.cpuRatio.toFixed(3)}× (${range(m.cpuRatios)})${marks}`
   })
   console.log(
@@ -88,6 +101,7 @@ for (const [mode, t] of Object.entries(tally)) {
   if (target === undefined || t.cells === 0) continue
   console.log(
     `${mode}: >= ${target}x in ${t.met} of ${t.cells} cells` +
-      (t.vsSentry ? `; ahead of Sentry in ${t.ahead} of ${t.vsSentry}` : ''),
+      (t.vsSentry ? `; ahead of Sentry in ${t.ahead} of ${t.vsSentry}` : '') +
+      (t.missedInState ? `; of its misses, ${t.missedInState} with a pretenured round (P)` : ''),
   )
 }
