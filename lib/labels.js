@@ -28,12 +28,11 @@
 // sets: past it a set's samples carry no labels and the trace counts them in `jsprof.labelsDropped`).
 
 const { AsyncLocalStorage, createHook } = require('node:async_hooks')
-const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
 const { binding, callNative } = require('./native')
 const { timeOriginUs } = require('./clock')
 const { describe } = require('./args')
-const { promiseHooksInstead } = require('./promise-hooks')
+const { promiseHooksInstead, createPromiseHook } = require('./promise-hooks')
 
 /** The native registry's id of a set it could not keep (past its cap). */
 const DROPPED = 0xffffffff
@@ -148,7 +147,7 @@ function enableTracking() {
   }
   if (promiseHooksInstead()) {
     hook = createHook({ ...callbacks, trackPromises: false })
-    promiseHooks.createHook({ before: () => enter(currentId()), after: leave })
+    createPromiseHook({ before: () => enter(currentId()), after: leave })
   } else {
     hook = createHook(callbacks)
   }
@@ -253,18 +252,23 @@ function getLabels() {
 
 /**
  * Label set ids by two keys (a plain Map of Maps: looked up without building a text per request), at
- * most MAX_REQUEST_SETS of them: past that, callers give their bounded answer instead of a new set.
+ * most `cap` of them: past that, callers give their bounded answer instead of a new set.
  */
 class PairCache {
   #byFirst = new Map()
   #size = 0
+  #cap
+
+  constructor(cap) {
+    this.#cap = cap
+  }
 
   get(first, second) {
     return this.#byFirst.get(first)?.get(second)
   }
 
   get full() {
-    return this.#size >= MAX_REQUEST_SETS
+    return this.#size >= this.#cap
   }
 
   set(first, second, id) {
@@ -279,7 +283,7 @@ class PairCache {
 /** Past this many distinct (method, route) pairs, new ones are labelled by method only. */
 const MAX_REQUEST_SETS = 10_000
 /** Request label sets by method, then by route template (`undefined`: no route known). */
-const requestIds = new PairCache()
+const requestIds = new PairCache(MAX_REQUEST_SETS)
 
 /**
  * The id of `{ method, route: 'GET /users/:id' }` (route omitted when `template` is undefined). Never
@@ -401,11 +405,13 @@ function hexWords(hex, ring, at, words) {
   return true
 }
 
+/** Past this many distinct (request set, span name) pairs, new ones are labelled without the name. */
+const MAX_NAMED_SETS = 10_000
 /**
  * Request sets with a span name, by registered set, then by name. A tracer names spans after the
  * route ("GET /users/:id"), so a handful; past the cap, spans are labelled without their name.
  */
-const namedIds = new PairCache()
+const namedIds = new PairCache(MAX_NAMED_SETS)
 
 /** The id of the registered set `base` with `span_name: name` (base itself when refused or past the cap). */
 function namedSetId(base, name) {

@@ -1,6 +1,8 @@
 'use strict'
 // Whether an async hook can leave promises out, so that promise reactions are followed with V8's
-// promise hooks instead: the request tracker (api/requests/context.js) and labels (labels.js) both ask.
+// promise hooks instead: the request tracker (api/requests/context.js) and labels (labels.js) both ask,
+// and make those hooks here. node:v8 (which loads Node's streams) is required when first asked, not
+// with the package (bench/require.mjs).
 //
 // Promises are most of the async callbacks of an async handler (every `await`), and Node's async hooks
 // track them through wrappers that allocate async ids and push Node's own context stack for each. Where
@@ -9,7 +11,9 @@
 // hook sees promises as resources.
 
 const { createHook } = require('node:async_hooks')
-const { promiseHooks } = require('node:v8')
+
+/** node:v8's promiseHooks (undefined where Node has none). */
+const v8PromiseHooks = () => require('node:v8').promiseHooks
 
 let answer = null
 
@@ -17,7 +21,7 @@ let answer = null
 function promiseHooksInstead() {
   if (answer !== null) return answer
   answer = false
-  if (typeof promiseHooks?.createHook !== 'function') return answer
+  if (typeof v8PromiseHooks()?.createHook !== 'function') return answer
   let sawPromise = false
   const probe = createHook({
     init(asyncId, type) {
@@ -32,4 +36,7 @@ function promiseHooksInstead() {
   return answer
 }
 
-module.exports = { promiseHooksInstead }
+/** V8's promise hooks with `callbacks` ({ init, before, after, settled }); returns their stop function. */
+const createPromiseHook = (callbacks) => v8PromiseHooks().createHook(callbacks)
+
+module.exports = { promiseHooksInstead, createPromiseHook }

@@ -5,7 +5,6 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
-const { threadId } = require('node:worker_threads')
 
 /** The file a stall's trace is written to (its ongoing snapshot first, then the whole stall over it). */
 function stallFile(dir, name, seq) {
@@ -17,7 +16,7 @@ function stallFile(dir, name, seq) {
  * this thread's own (the two writers run in one process and may write one stall's file at once).
  */
 function writeAtomic(file, text) {
-  const tmp = `${file}.${process.pid}-${threadId}.tmp`
+  const tmp = `${file}.${process.pid}-${require('node:worker_threads').threadId}.tmp`
   try {
     fs.writeFileSync(tmp, text)
     fs.renameSync(tmp, file)

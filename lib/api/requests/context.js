@@ -24,10 +24,9 @@
 // callback from it.
 
 const { AsyncLocalStorage, createHook, executionAsyncResource } = require('node:async_hooks')
-const { promiseHooks } = require('node:v8')
 const { performance } = require('node:perf_hooks')
 const { timeOriginUs } = require('../../clock')
-const { promiseHooksInstead } = require('../../promise-hooks')
+const { promiseHooksInstead, createPromiseHook } = require('../../promise-hooks')
 
 /** The slot on async resources (and promises) holding the context of the request that created them. */
 const kContext = Symbol('jsprof-node request context')
@@ -171,7 +170,7 @@ function enableHooks() {
   }
   hook.enable()
   // With frames, a promise reaction runs in the frame its promise captured, V8's hooks included.
-  if (usesPromiseHooks) stopPromiseHooks = promiseHooks.createHook(frames !== null ? frameCallbacks : promiseCallbacks)
+  if (usesPromiseHooks) stopPromiseHooks = createPromiseHook(frames !== null ? frameCallbacks : promiseCallbacks)
 }
 
 function disableHooks() {
