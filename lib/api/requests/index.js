@@ -38,31 +38,48 @@ const routeAccessor = {
 }
 const watchedPrototypes = new WeakSet()
 
+/** node:http's IncomingMessage.prototype, looked up at the first Express request (its server has loaded node:http). */
+let incomingPrototype = null
+
 /**
  * Where the accessor goes: the prototype of `req` just above node:http's IncomingMessage.prototype —
  * Express's `request` object, which every app's `app.request` (a mounted sub-app's too, which Express
- * swaps in mid-request) inherits from — else `req`'s own prototype.
+ * swaps in mid-request) inherits from — else `req`'s own prototype (`own`).
  */
-function routeHolder(req) {
-  // node:http is the app's (a server has loaded it): required here, not with the library.
-  const base = require('node:http').IncomingMessage.prototype
-  const own = Object.getPrototypeOf(req)
-  for (let p = own; p !== null; p = Object.getPrototypeOf(p)) if (Object.getPrototypeOf(p) === base) return p
+function routeHolder(own) {
+  incomingPrototype ??= require('node:http').IncomingMessage.prototype
+  for (let p = own; p !== null; p = Object.getPrototypeOf(p)) {
+    if (Object.getPrototypeOf(p) === incomingPrototype) return p
+  }
   return own
 }
 
+/**
+ * The prototype of the last request watched, and its holder when the accessor is on it (else null).
+ * An app's requests share their prototype: the walk, the accessor's install and the WeakSet lookups
+ * run once per app, not per request (measured: per request they were most of the route watch's ~4.5
+ * µs on Node 24, docs/bench.md#the-per-request-matrix).
+ */
+let lastOwn = null
+let lastHolder = null
+
 /** Lets `labels` learn `req`'s route template when Express's router sets `req.route`. */
 function watchExpressRoute(req, labels) {
-  const proto = routeHolder(req)
-  if (proto !== null && !watchedPrototypes.has(proto)) {
-    const own = Object.getOwnPropertyDescriptor(proto, 'route')
-    // Someone else's `route` on the prototype: left alone, and this request watched on its own.
-    if (own === undefined || own.get === routeAccessor.get) {
-      Object.defineProperty(proto, 'route', routeAccessor)
-      watchedPrototypes.add(proto)
+  const own = Object.getPrototypeOf(req)
+  if (own !== lastOwn) {
+    const proto = own === null ? null : routeHolder(own)
+    if (proto !== null && !watchedPrototypes.has(proto)) {
+      const descriptor = Object.getOwnPropertyDescriptor(proto, 'route')
+      // Someone else's `route` on the prototype: left alone, and the requests watched one by one.
+      if (descriptor === undefined || descriptor.get === routeAccessor.get) {
+        Object.defineProperty(proto, 'route', routeAccessor)
+        watchedPrototypes.add(proto)
+      }
     }
+    lastOwn = own
+    lastHolder = proto !== null && watchedPrototypes.has(proto) ? proto : null
   }
-  if (proto !== null && watchedPrototypes.has(proto) && !Object.hasOwn(req, 'route')) {
+  if (lastHolder !== null && !Object.hasOwn(req, 'route')) {
     req[ROUTE_LABELS] = labels
     return
   }
