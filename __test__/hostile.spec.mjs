@@ -343,3 +343,32 @@ test('deep stacks: a 20,000-deep chain is summarized and drawn; formats that rep
   const r = run(['convert', file, '--to', 'gecko', '-o', path.join(tmp, 'deep-out.gecko.json')])
   assert.equal(r.code, 0, r.stderr)
 })
+
+test('deep stacks: a 100,000-deep V8 profile converts, and is summarized, exported and drawn', () => {
+  // A chain of nested calls as V8 writes it (a flat node list, each node its only child's parent): no
+  // step may recurse per frame (a Rust stack overflow aborts the process, no catch_unwind stops it).
+  const depth = 100_000
+  const nodes = []
+  for (let i = 0; i < depth; i++) {
+    nodes.push({
+      id: i + 1,
+      callFrame: { functionName: `f${i}`, scriptId: '1', url: 'file:///app/deep.js', lineNumber: i, columnNumber: 0 },
+      hitCount: 0,
+      children: i + 1 < depth ? [i + 2] : [],
+    })
+  }
+  const profile = { nodes, startTime: 0, endTime: 3000, samples: [depth, 1, depth], timeDeltas: [0, 1000, 1000] }
+  const trace = jsprof.fromCpuProfile(JSON.stringify(profile))
+  assert.deepEqual(jsprof.fromCpuProfile(profile), trace, 'the same trace from the object as from its text')
+  assert.equal(trace.stacks.length, depth)
+  assert.equal(trace.samples.length, 3)
+  const leaf = trace.samples[0].stackId
+  assert.equal(trace.frames[trace.stacks[leaf].frameId].name, `f${depth - 1}`)
+  const rows = jsprof.summarize(trace, { by: 'function' })
+  assert.equal(rows.length, depth)
+  assert.equal(rows.find((r) => r.name.startsWith('f0 ')).totalSamples, 3)
+  const back = jsprof.toCpuProfile(trace)
+  assert.equal(back.nodes.length, depth + 1, 'the chain under a (root) node')
+  assert.equal(jsprof.toGeckoProfile(trace).threads[0].samples.length, 3)
+  assert.match(jsprof.toFlameGraph(trace), /<\/svg>\s*$/)
+})
