@@ -5,6 +5,7 @@
 
 const fs = require('node:fs')
 const path = require('node:path')
+const { traceClock } = require('../clock')
 
 /** The file a stall's trace is written to (its ongoing snapshot first, then the whole stall over it). */
 function stallFile(dir, name, seq) {
@@ -16,7 +17,8 @@ function stallFile(dir, name, seq) {
  * this thread's own (the two writers run in one process and may write one stall's file at once).
  */
 function writeAtomic(file, text) {
-  const tmp = `${file}.${process.pid}-${require('node:worker_threads').threadId}.tmp`
+  const { pid, threadId } = traceClock()
+  const tmp = `${file}.${pid}-${threadId}.tmp`
   try {
     fs.writeFileSync(tmp, text)
     fs.renameSync(tmp, file)
