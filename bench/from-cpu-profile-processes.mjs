@@ -16,7 +16,7 @@ import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { makeProfileText } from './from-cpu-profile.mjs'
-import { median } from './stats.mjs'
+import { median, spread } from './stats.mjs'
 
 const require = createRequire(import.meta.url)
 const [mode, ...args] = process.argv.slice(2)
@@ -83,7 +83,7 @@ if (mode === '--child') {
           runs[candidate].push(Number(r.stdout.trim()))
         }
       }
-      const shown = (xs) => `${median(xs).toFixed(1)} ms (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`
+      const shown = (xs) => `${median(xs).toFixed(1)} ms (${spread(xs, 1)})`
       const ratio = median(runs.fromCpuProfile) / median(runs['JSON.parse'])
       console.log(
         `${path.basename(file)}: fromCpuProfile ${shown(runs.fromCpuProfile)}, JSON.parse ${shown(runs['JSON.parse'])}: ${ratio.toFixed(2)}× ` +

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { arg, num } from './args.mjs'
-import { median } from './stats.mjs'
+import { medianSpread } from './stats.mjs'
 
 const root = path.resolve(arg('root', path.join(path.dirname(fileURLToPath(import.meta.url)), '..')))
 const RUNS = num('runs', 15)
@@ -30,8 +30,17 @@ for (let i = 0; i < RUNS; i++) {
   if (r.status !== 0) throw new Error(r.stderr)
   runs.push(JSON.parse(r.stdout))
 }
-const range = (xs) => `${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`
 console.log(`# require('jsprof-node') from ${root}, Node ${process.version}, ${RUNS} fresh processes`)
-console.log(`wall ms, median (range): ${range(runs.map((r) => r.ms))}`)
-console.log(`heap kB left, median (range): ${range(runs.map((r) => r.heapKB))}`)
+console.log(
+  `wall ms, median (range): ${medianSpread(
+    runs.map((r) => r.ms),
+    1,
+  )}`,
+)
+console.log(
+  `heap kB left, median (range): ${medianSpread(
+    runs.map((r) => r.heapKB),
+    1,
+  )}`,
+)
 console.log(`Node modules it loads (${runs[0].builtins.length}): ${runs[0].builtins.join(' ')}`)

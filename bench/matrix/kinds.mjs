@@ -4,7 +4,7 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-export const PATHS = {
+const PATHS = {
   'http-sync': '/api/orders/7',
   'http-async': '/api/orders/7',
   express: '/api/orders/7',

@@ -34,7 +34,7 @@ import { writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { median } from '../stats.mjs'
+import { median, spread } from '../stats.mjs'
 import { verdict, verdictText } from './targets.mjs'
 import { loadArgs } from './kinds.mjs'
 import { pretenuredRounds } from './gc-state.mjs'
@@ -127,7 +127,6 @@ async function available(node, mode) {
   return r.status === 0 ? null : (r.stderr.split('\n').find((l) => /Error/.test(l)) || 'does not load').slice(0, 120)
 }
 
-const spread = (xs) => `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`
 const started = Date.now()
 const cells = []
 console.log(
@@ -186,8 +185,8 @@ for (const major of NODES) {
           const ratio = (x) => (mode === 'none' ? '' : `${x.toFixed(3)}x`)
           console.log(
             `| ${cell.node} | ${kind} | ${connections} | ${pin} | ${mode} | ${m.rps.toFixed(0)}${m.errors ? ` (${m.errors} errors)` : ''} | ` +
-              `${ratio(m.rpsRatio)}${mode === 'none' ? '' : ` (${spread(m.rpsRatios)})`} | ${m.cpuPerRequest.toFixed(0)} | ` +
-              `${ratio(m.cpuRatio)}${mode === 'none' ? '' : ` (${spread(m.cpuRatios)})`} | ${judged} |`,
+              `${ratio(m.rpsRatio)}${mode === 'none' ? '' : ` (${spread(m.rpsRatios, 3)})`} | ${m.cpuPerRequest.toFixed(0)} | ` +
+              `${ratio(m.cpuRatio)}${mode === 'none' ? '' : ` (${spread(m.cpuRatios, 3)})`} | ${judged} |`,
           )
         }
         cells.push(cell)

@@ -17,6 +17,7 @@
 import { readFileSync } from 'node:fs'
 import { targetOf, verdict } from './targets.mjs'
 import { pretenuredRounds } from './gc-state.mjs'
+import { spread } from '../stats.mjs'
 
 const files = process.argv.slice(2)
 if (files.length === 0) {
@@ -61,7 +62,6 @@ const sorted = [...cells.values()].sort(
     Number(a.pinned) - Number(b.pinned),
 )
 const modes = [...new Set(sorted.flatMap((c) => Object.keys(c.modes)))].filter((m) => m !== 'none')
-const range = (xs) => `${Math.min(...xs).toFixed(3)}–${Math.max(...xs).toFixed(3)}`
 const tally = Object.fromEntries(modes.map((m) => [m, { cells: 0, met: 0, ahead: 0, vsSentry: 0, missedInState: 0 }]))
 
 console.log(`measured: ${whens.join('; ')}\n`)
@@ -89,7 +89,7 @@ for (const c of sorted) {
       }
     }
     if (m.pretenured > 0) marks += ` P${m.pretenured}`
-    return `${m.cpuRatio.toFixed(3)}× (${range(m.cpuRatios)})${marks}`
+    return `${m.cpuRatio.toFixed(3)}× (${spread(m.cpuRatios, 3)})${marks}`
   })
   console.log(
     `| ${c.major} | ${c.kind} | ${c.connections} | ${c.pinned ? 'yes' : 'no'} | ${c.modes.none.cpuPerRequest.toFixed(0)} | ${cols.join(' | ')} |`,
