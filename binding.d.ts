@@ -34,6 +34,15 @@ export declare class Chunk {
    * request that has no sample in a chunk, without a native object per request.
    */
   countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
+  /**
+   * The trace of one subscription's window of this chunk, for a subscription whose whole window
+   * lies in it (its samples from `startUs`, after it when `startExclusive`, to `stopUs`, at
+   * `intervalUs`, at most `maxSamples`), written as `Recording.buildColumns` writes a trace, with
+   * `ints[7]` 1 when the window held more than `maxSamples` (its buffer filled): what a Recording
+   * would give, without one (a Profiler around a request: measured, the native object, its calls
+   * and its finalizer were a share of every such Profiler's cost, docs/bench.md#the-plain-profiler-around-requests).
+   */
+  buildWindowColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, startUs: number, stopUs: number, intervalUs: number, maxSamples: number, startExclusive: boolean, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string | null
   /** The chunk as a side-file line, newline included. */
   toLine(): Buffer
   /**
@@ -69,10 +78,16 @@ export declare class Recording {
   /** A sample exactly at the start time belongs to the recording this one takes over from. */
   setStartExclusive(exclusive: boolean): void
   /**
-   * The trace as JSON text, built on the calling thread: for the few samples of one request or a
-   * short Profiler this is cheaper than a thread-pool hop (`build`) and than typed-array columns
-   * (one string, one `JSON.parse`; the members are already in WebIDL's order). The recording is
-   * empty afterwards. `clock` as for `build`.
+   * The trace built on the calling thread, written as numbers into `ints` and `floats` over the
+   * thread's string table `strings` (`TraceStrings::write`; layout: `jsprof_core::write_columns`):
+   * for the few samples of one request or a short Profiler this is cheaper than a thread-pool hop
+   * (`build`) and than JSON text, whose `JSON.parse` cost ~10x building the same objects. The
+   * recording is empty afterwards. `clock` as for `build`.
+   */
+  buildColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string | null
+  /**
+   * The trace as JSON text, built on the calling thread (a stall's trace, written to a file by the
+   * watcher thread). The recording is empty afterwards. `clock` as for `build`.
    */
   buildJson(timeOriginUs: number, clock?: TraceSidecar | undefined | null): string
   /**
@@ -126,6 +141,13 @@ export declare class TraceHandle {
    * up to 512 MiB and has no further use for them.
    */
   static releaseInput(bytes: ArrayBuffer): void
+}
+
+/** The ids of the frame names and URLs this thread's facade already holds as JS strings. */
+export declare class TraceStrings {
+  constructor()
+  /** Writes the trace kept by the last call whose buffers were too small (see [`TraceStrings::write`]). */
+  writePending(ints: Int32Array, floats: Float64Array): string | null
 }
 
 export interface Added {

@@ -839,6 +839,7 @@ module.exports.Chunk = nativeBinding.Chunk
 module.exports.Recording = nativeBinding.Recording
 module.exports.StallWatcher = nativeBinding.StallWatcher
 module.exports.TraceHandle = nativeBinding.TraceHandle
+module.exports.TraceStrings = nativeBinding.TraceStrings
 module.exports.attributeResource = nativeBinding.attributeResource
 module.exports.attributionReads = nativeBinding.attributionReads
 module.exports.checkHeapProfile = nativeBinding.checkHeapProfile

@@ -1,14 +1,20 @@
 'use strict'
-// Turns the binding's TraceParts (frames and resources as JSON text, stacks and samples as columns)
-// into the spec's plain ProfilerTrace object. JSON.parse is V8's fastest object factory for the frames
-// (strings); the stacks and samples, which are many and small, are zipped here so each one gets only
-// the members it has (absent, never null): a literal per shape costs far less than JSON.parse of them
-// (docs/bench.md#the-goal-and-why-sample-heavy-profiles-miss-it).
+// Turns what the binding gives into the spec's plain ProfilerTrace object, two ways:
+// - a small trace (a Profiler's, a request's: built on the main thread) as numbers over this thread's
+//   string table (`Recording.buildColumns`, jsprof-core trace/columns.rs): each frame name and URL
+//   crosses into JS once and is kept here by id, and every object is a literal built from numbers
+//   (measured: JSON.parse of such a trace cost ~10x, docs/bench.md#building-a-small-trace);
+// - a large one, built off the main thread, as TraceParts (frames and resources as JSON text, stacks
+//   and samples as columns): JSON.parse is V8's fastest object factory for many strings; the stacks
+//   and samples, many and small, are zipped here (docs/bench.md#the-goal-and-why-sample-heavy-profiles-miss-it).
+// Each object gets only the members it has (absent, never null).
 // Every dictionary has its members in lexicographic order, as WebIDL builds them (and so as
 // JSON.stringify of Chrome's trace reads): trace {frames, resources, samples, stacks}, frame {column,
 // line, name, resourceId}, stack {frameId, parentId}, sample {marker, stackId, timestamp}. A trace of
 // ours that is not a Profiler's (a request profile, a continuous chunk) has the extension member
 // `jsprof` where that order puts it, after `frames` (crates/jsprof-core/src/trace/extension.rs).
+
+const { binding } = require('./native')
 
 const MARKERS = [undefined, 'script', 'gc', 'other', 'style', 'layout', 'paint']
 
@@ -48,6 +54,100 @@ function assembleTrace(parts) {
   return makeTrace(tables.frames, tables.resources, samples, stacks, tables.jsprof)
 }
 
+/** A ProfilerFrame with only the members it has, in WebIDL's order {column, line, name, resourceId}. */
+function makeFrame(name, resourceId, line, column) {
+  // Lines and columns are V8's int32 positions + 1 (up to 2^31): read as unsigned.
+  if (line !== -1 && column !== -1 && resourceId !== -1)
+    return { column: column >>> 0, line: line >>> 0, name, resourceId }
+  if (resourceId === -1 && line === -1 && column === -1) return { name }
+  const frame = {}
+  if (column !== -1) frame.column = column >>> 0
+  if (line !== -1) frame.line = line >>> 0
+  frame.name = name
+  if (resourceId !== -1) frame.resourceId = resourceId
+  return frame
+}
+
+// This thread's side of the string table (each worker loads its own copy of this module): the JS
+// strings by id, the native table that hands out the ids, and the buffers the columns are written
+// into (grown when a trace needs more).
+const strings = []
+let nativeStrings = null
+let ints = new Int32Array(4096)
+let floats = new Float64Array(SYNC_BUILD_MAX_SAMPLES)
+const HEADER = 8
+const MAX_KEPT_INTS = 1 << 20
+
+/**
+ * A trace written as columns by `write(nativeStrings, ints, floats)` (a binding call:
+ * Recording.buildColumns, Chunk.buildWindowColumns; jsprof-core trace/columns.rs), made into the spec's
+ * objects; `onFilled()` is called when the binding says the trace's buffer filled.
+ */
+function readColumns(write, onFilled) {
+  nativeStrings ??= new binding.TraceStrings()
+  // How many strings this side holds: the table starts again if that is not its count.
+  ints[0] = strings.length
+  let text = write(nativeStrings, ints, floats)
+  if (ints[0] === -1) {
+    // Too small: grown to what the trace needs; the table kept the trace for this second call.
+    const needInts = ints[1]
+    const needFloats = ints[2]
+    if (needInts > ints.length) ints = new Int32Array(Math.max(needInts, 2 * ints.length))
+    if (needFloats > floats.length) floats = new Float64Array(Math.max(needFloats, 2 * floats.length))
+    ints[0] = strings.length
+    text = nativeStrings.writePending(ints, floats)
+  }
+  const c = ints
+  const nFrames = c[0]
+  const nResources = c[1]
+  const nStacks = c[2]
+  const nSamples = c[3]
+  const fresh = c[4]
+  if (c[5] === 1) strings.length = 0
+  if (c[7] === 1 && onFilled !== undefined) onFilled()
+  let at = HEADER
+  let pos = 0
+  for (const end = HEADER + fresh; at < end; at++) {
+    const len = c[at]
+    strings.push(text.slice(pos, pos + len))
+    pos += len
+  }
+  const jsprof = c[6] > 0 ? JSON.parse(text.slice(pos, pos + c[6])) : undefined
+  const frames = new Array(nFrames)
+  for (let i = 0; i < nFrames; i++, at += 4) frames[i] = makeFrame(strings[c[at]], c[at + 1], c[at + 2], c[at + 3])
+  const resources = new Array(nResources)
+  for (let i = 0; i < nResources; i++, at++) resources[i] = strings[c[at]]
+  const stacks = new Array(nStacks)
+  for (let i = 0; i < nStacks; i++, at += 2) {
+    const parentId = c[at + 1]
+    stacks[i] = parentId >= 0 ? { frameId: c[at], parentId } : { frameId: c[at] }
+  }
+  const samples = new Array(nSamples)
+  for (let i = 0; i < nSamples; i++, at += 2) {
+    const stackId = c[at]
+    samples[i] = makeSample(MARKERS[c[at + 1]], stackId >= 0 ? stackId : undefined, floats[i])
+  }
+  // A buffer grown for a huge trace (deep stacks) is not kept.
+  if (ints.length > MAX_KEPT_INTS) ints = new Int32Array(4096)
+  return makeTrace(frames, resources, samples, stacks, jsprof)
+}
+
+/**
+ * The trace of the samples of one window of a harvested chunk (`window`: a Subscription's startUs,
+ * stopUs, intervalUs, maxSamples; `exclusiveStart` as its option), built on the calling thread with no
+ * Recording, for a subscription whose whole window lies in that chunk; `onFilled()` when the window
+ * held more than its buffer. Timestamps and `clock` as for buildTrace.
+ */
+function windowTrace(chunk, window, exclusiveStart, originUs, clock, onFilled) {
+  const { startUs, stopUs, intervalUs, maxSamples } = window
+  const max = Math.min(maxSamples, 2 ** 32 - 1)
+  return readColumns(
+    (table, i, f) =>
+      chunk.buildWindowColumns(table, i, f, startUs, stopUs, intervalUs, max, exclusiveStart, originUs, clock),
+    onFilled,
+  )
+}
+
 /**
  * The trace of a Rust Recording, timestamps relative to `originUs`: built at once when it is small,
  * else off the main thread (a promise). The recording is empty afterwards. With `clock` (`{ pid,
@@ -56,7 +156,8 @@ function assembleTrace(parts) {
  * trace (a Profiler's).
  */
 function buildTrace(recording, originUs, clock) {
-  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES) return JSON.parse(recording.buildJson(originUs, clock))
+  if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES)
+    return readColumns((table, i, f) => recording.buildColumns(table, i, f, originUs, clock))
   return recording.build(originUs, clock).then(assembleTrace)
 }
 
@@ -74,4 +175,12 @@ function emptyTrace(clock, intervalUs, cut = false) {
   return makeTrace([], [], [], [], jsprof)
 }
 
-module.exports = { assembleTrace, buildTrace, emptyTrace, makeSample, makeTrace }
+module.exports = {
+  assembleTrace,
+  buildTrace,
+  windowTrace,
+  emptyTrace,
+  makeSample,
+  makeTrace,
+  SYNC_BUILD_MAX_SAMPLES,
+}

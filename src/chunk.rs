@@ -8,6 +8,9 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::core_error;
+use crate::own_code::own_code;
+use crate::trace_columns::TraceStrings;
+use crate::trace_file::TraceSidecar;
 
 /// The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
 /// object (Node parsed it; going back to JSON text would cost the main thread as much again).
@@ -104,6 +107,41 @@ impl Chunk {
     pub fn count_in_many(&self, flat: Float64Array, ends: Uint32Array) -> Result<Uint32Array> {
         let counts = self.inner.count_in_many(&flat, &ends).map_err(core_error)?;
         Ok(Uint32Array::new(counts))
+    }
+
+    /// The trace of one subscription's window of this chunk, for a subscription whose whole window
+    /// lies in it (its samples from `startUs`, after it when `startExclusive`, to `stopUs`, at
+    /// `intervalUs`, at most `maxSamples`), written as `Recording.buildColumns` writes a trace, with
+    /// `ints[7]` 1 when the window held more than `maxSamples` (its buffer filled): what a Recording
+    /// would give, without one (a Profiler around a request: its native object, calls and finalizer
+    /// are saved, docs/bench.md#building-a-small-trace).
+    #[napi(catch_unwind)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn build_window_columns(
+        &self,
+        strings: &mut TraceStrings,
+        ints: Int32Array,
+        floats: Float64Array,
+        start_us: f64,
+        stop_us: f64,
+        interval_us: f64,
+        max_samples: u32,
+        start_exclusive: bool,
+        time_origin_us: f64,
+        clock: Option<TraceSidecar>,
+    ) -> Result<Option<String>> {
+        let mut recording = core::Recording::new(start_us, interval_us, max_samples);
+        if let Some(own) = own_code() {
+            recording.hide_own_code(own);
+        }
+        recording.set_start_exclusive(start_exclusive);
+        recording.stop_at(stop_us);
+        let full = recording.add_chunk(&self.inner).became_full;
+        let trace = match clock {
+            Some(clock) => recording.into_trace_with(time_origin_us, clock.clock()),
+            None => recording.into_trace(time_origin_us),
+        };
+        strings.write(trace, full, ints, floats)
     }
 
     /// The chunk as a side-file line, newline included.

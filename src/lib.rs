@@ -41,6 +41,7 @@ mod signals;
 mod sourcemap;
 mod stall_watcher;
 mod text;
+mod trace_columns;
 mod trace_file;
 mod trace_handle;
 mod trace_parts;

@@ -6,11 +6,13 @@
 //! its extension member `jsprof` ([`extension`]) and the weight of a sample ([`weights`]); every layer
 //! above reads traces through them. It depends on nothing but the error type and the interner.
 
+mod columns;
 mod extension;
 pub(crate) mod labels;
 mod validate;
 mod weights;
 
+pub use columns::{columns_needed, write_columns, TraceStrings, HEADER as COLUMNS_HEADER};
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
 pub use extension::{Clock, Extension, Stall};
 pub use labels::{
