@@ -241,6 +241,57 @@ test('a subscription whose window holds no sample costs no Recording', async () 
   assert.deepEqual(quiet.trace(0), { frames: [], resources: [], samples: [], stacks: [] })
 })
 
+test('a stopping subscription whose window lies in its last chunk has its trace from it, with no Recording: the same trace', async () => {
+  const { clock, session, engine, sub } = setup()
+  const traceClock = { pid: 7, threadId: 0, timeOrigin: 1_700_000_000_000 }
+  // Pairs over the same windows, one through a Recording, one built at the harvest (`early`): a plain
+  // window, a buffer that fills, a start that excludes a sample at its very time, a trace with the
+  // jsprof member.
+  const kinds = [{}, { maxSamples: 2 }, { exclusiveStart: true }, { clock: traceClock }]
+  const start = clock.us
+  const pairs = kinds.map(({ clock: c, ...more }) =>
+    [undefined, { originUs: 0, clock: c }].map((early) => {
+      const s = sub(start, { ...more, early, onFull: () => (s.fulls = (s.fulls ?? 0) + 1) })
+      engine.add(s)
+      return { s, c }
+    }),
+  )
+  session.tick(start, start + 1000, start + 2000, start + 3000)
+  clock.us += 5000
+  for (const pair of pairs) for (const { s } of pair) s.stopAt(clock.us)
+  await Promise.all(pairs.flat().map(({ s }) => engine.finish(s)))
+  for (const [kind, [viaRecording, built]] of pairs.entries()) {
+    assert.notEqual(viaRecording.s.recording, null)
+    assert.equal(built.s.recording, null, `kind ${kind}: no Recording`)
+    assert.equal(built.s.fulls, viaRecording.s.fulls, `kind ${kind}: onFull alike`)
+    assert.deepEqual(built.s.trace(0, built.c), viaRecording.s.trace(0, viaRecording.c), `kind ${kind}`)
+  }
+  assert.equal(pairs[1][1].s.fulls, 1)
+  assert.equal(pairs[0][1].s.sampleCount, 0, 'its trace was handed out: nothing kept')
+
+  // A window over two harvests: a Recording from the first, the same trace as one without `early`.
+  // (The test's clock moves past the real time the harvests above took.)
+  clock.us += 10_000_000
+  const a = sub(clock.us)
+  const b = sub(clock.us, { early: { originUs: 0, clock: undefined } })
+  engine.add(a)
+  engine.add(b)
+  session.tick(clock.us + 1000)
+  clock.us += 2000
+  engine.harvestWithin(0)
+  await turn()
+  await turn()
+  session.tick(clock.us + 1000)
+  clock.us += 2000
+  a.stopAt(clock.us)
+  b.stopAt(clock.us)
+  await Promise.all([engine.finish(a), engine.finish(b)])
+  assert.notEqual(b.recording, null, 'a Recording since the first harvest')
+  const [ta, tb] = [a.trace(0), b.trace(0)]
+  assert.equal(ta.samples.length, 2)
+  assert.deepEqual(tb, ta)
+})
+
 test('a full buffer calls onFull once, and the subscription takes nothing more', async () => {
   const { clock, session, engine } = setup()
   let fulls = 0

@@ -480,12 +480,15 @@ class SamplerEngine {
         failure = err
       }
     }
-    for (const h of harvested) {
+    for (let k = 0; k < harvested.length; k++) {
+      const h = harvested[k]
+      // The stopping subscriptions get no chunk after this harvest's last one.
+      const lastChunk = k === harvested.length - 1
       const full = []
       for (const sub of entry.receivers) {
         // Full since this harvest, or its owner was garbage-collected: it takes nothing more.
         if (sub.state === 'ended') continue
-        if (sub.take(h)) full.push(sub)
+        if (sub.take(h, lastChunk && entry.stopping.has(sub))) full.push(sub)
       }
       // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
       for (const sub of full) {

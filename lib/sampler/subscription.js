@@ -5,23 +5,36 @@
 // crates/jsprof-core/src/recording.rs), or only listens to every chunk (`onChunk`), or both.
 //
 // The Recording is made when a harvested chunk first can hold one of its samples: at 10 ms, most
-// Profilers around a request see no sample at all, and then cost no native object.
+// Profilers around a request see no sample at all, and then cost no native object. A subscription that
+// says up front how its trace is wanted (`early`) and whose whole window lies in the last chunk it gets
+// (a Profiler around a request: its window is shorter than the time between harvests) never has one:
+// its trace is built from that chunk at the harvest (measured: the Recording's native object, calls and
+// finalizer were a share of such a Profiler's cost, docs/bench.md#building-a-small-trace).
 
 const { binding } = require('../native')
-const { buildTrace, emptyTrace } = require('../trace')
+const { buildTrace, windowTrace, emptyTrace, SYNC_BUILD_MAX_SAMPLES } = require('../trace')
 const { MAX_V8_INTERVAL_US } = require('./schedule')
 
-/** Whether ascending `times` hold a value in [from, to] (binary search). */
-function anyWithin(times, from, to) {
+/** The index of the first of ascending `times` not below `from` (`after`: above it) (binary search). */
+function firstFrom(times, from, after = false) {
   let lo = 0
   let hi = times.length
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
-    if (times[mid] < from) lo = mid + 1
+    if (times[mid] < from || (after && times[mid] === from)) lo = mid + 1
     else hi = mid
   }
-  return lo < times.length && times[lo] <= to
+  return lo
 }
+
+/** Whether ascending `times` hold a value in [from, to]. */
+function anyWithin(times, from, to) {
+  const i = firstFrom(times, from)
+  return i < times.length && times[i] <= to
+}
+
+/** How many of ascending `times` lie in [from, to]. */
+const countWithin = (times, from, to) => firstFrom(times, to, true) - firstFrom(times, from)
 
 class Subscription {
   /** µs on V8's clock (process.hrtime). */
@@ -51,6 +64,10 @@ class Subscription {
    */
   owner = null
   watched = false
+  /** Its trace, built at the harvest that completed it (see `early`); null otherwise. */
+  #built = null
+  /** `{ originUs, clock }`: what trace() will be called with, known up front (see the header). */
+  #early
   #record
   #exclusiveStart
   #onFull
@@ -66,7 +83,9 @@ class Subscription {
    * with every harvested chunk ({ chunk, times: its sorted sample times, earliestUs, latestUs, harvestUs })
    * while subscribed. `streamOriginUs`: the Recording converts each chunk as it comes, timestamps
    * counting from there, and lets the chunk go (`jsprof record`, hours long: see
-   * Recording.streamIntoTrace); its trace is then the Recording's buildFile().
+   * Recording.streamIntoTrace); its trace is then the Recording's buildFile(). `early`: `{ originUs,
+   * clock }`, what trace() will be called with: its trace may then be built at the harvest that
+   * completes it (see the header).
    */
   constructor({
     startUs,
@@ -78,6 +97,7 @@ class Subscription {
     onFull,
     onChunk,
     streamOriginUs,
+    early,
   }) {
     this.startUs = startUs
     if (owner !== undefined) this.owner = owner
@@ -89,10 +109,12 @@ class Subscription {
     this.#onFull = onFull
     this.#onChunk = onChunk
     this.#streamOriginUs = streamOriginUs
+    if (streamOriginUs === undefined) this.#early = early
   }
 
   /** Samples kept so far. */
   get sampleCount() {
+    if (this.#built !== null) return this.#built.samples.length
     return this.recording === null ? 0 : this.recording.sampleCount
   }
 
@@ -103,12 +125,34 @@ class Subscription {
     if (this.recording !== null) this.recording.stopAt(us)
   }
 
-  /** Offers a harvested chunk; true when this made the buffer full. */
-  take(harvested) {
+  /**
+   * Offers a harvested chunk; true when this made the buffer full. `last`: the subscription is stopping
+   * and gets no chunk after this one.
+   */
+  take(harvested, last = false) {
     let becameFull = false
     if (this.#record && anyWithin(harvested.times, this.startUs, this.stopUs)) {
-      if (this.recording === null) this.#makeRecording()
-      becameFull = this.recording.addChunk(harvested.chunk).becameFull
+      if (
+        last &&
+        this.recording === null &&
+        this.#early !== undefined &&
+        countWithin(harvested.times, this.startUs, this.stopUs) <= SYNC_BUILD_MAX_SAMPLES
+      ) {
+        const { originUs, clock } = this.#early
+        try {
+          this.#built = windowTrace(harvested.chunk, this, this.#exclusiveStart, originUs, clock, () => {
+            becameFull = true
+          })
+        } catch {
+          // Not in the harvest: through a Recording, whose trace() says what went wrong to its caller.
+          this.#built = null
+          becameFull = false
+        }
+      }
+      if (this.#built === null) {
+        if (this.recording === null) this.#makeRecording()
+        becameFull = this.recording.addChunk(harvested.chunk).becameFull
+      }
     }
     if (this.#onChunk) this.#onChunk(harvested)
     return becameFull
@@ -155,6 +199,11 @@ class Subscription {
    * With `clock`, the trace has the `jsprof` member (see lib/trace.js buildTrace).
    */
   trace(originUs, clock) {
+    const built = this.#built
+    if (built !== null) {
+      this.#built = null
+      return built
+    }
     const recording = this.recording
     this.recording = null
     return recording === null ? emptyTrace(clock, this.intervalUs) : buildTrace(recording, originUs, clock)

@@ -18,9 +18,13 @@ function ownerBufferFull(profiler) {
   if (profiler !== undefined) dispatchBufferFull(profiler)
 }
 
+/** A Profiler's trace: timestamps from this thread's time origin, no `jsprof` member (made once). */
+let early = null
+const traceArgs = () => (early ??= { originUs: timeOriginUs(), clock: undefined })
+
 /** A stopped subscription's trace (a promise when large), with the binding's errors typed. */
 function traceOf(sub) {
-  const trace = callNative(() => sub.trace(timeOriginUs()))
+  const trace = callNative(() => sub.trace(traceArgs().originUs))
   return trace instanceof Promise ? trace.catch(rethrowTyped) : trace
 }
 
@@ -51,6 +55,9 @@ class Profiler extends EventTarget {
       maxSamples: maxBufferSize,
       owner: this,
       onFull: ownerBufferFull,
+      // traceOf's arguments: the trace of a Profiler that lives between two harvests is built at the
+      // second, with no Recording.
+      early: traceArgs(),
     })
     sampler.add(sub)
     this.#sub = sub
