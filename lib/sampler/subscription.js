@@ -8,8 +8,8 @@
 // Profilers around a request see no sample at all, and then cost no native object. A subscription that
 // says up front how its trace is wanted (`early`) and whose whole window lies in the last chunk it gets
 // (a Profiler around a request: its window is shorter than the time between harvests) never has one:
-// its trace is built from that chunk at the harvest (measured: the Recording's native object, calls and
-// finalizer were a share of such a Profiler's cost, docs/bench.md#building-a-small-trace).
+// its trace is built from that chunk at the harvest: no native object, calls or finalizer for it
+// (measured with the columns a small trace crosses as, docs/bench.md#building-a-small-trace).
 
 const { binding } = require('../native')
 const { buildTrace, windowTrace, emptyTrace, SYNC_BUILD_MAX_SAMPLES } = require('../trace')
