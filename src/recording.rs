@@ -31,11 +31,9 @@ impl Recording {
     /// `startUs` on V8's clock (µs); `maxSamples` is the spec's `maxBufferSize`.
     #[napi(constructor)]
     pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
-        let mut inner = core::Recording::new(start_us, interval_us, max_samples);
-        if let Some(own) = own_code() {
-            inner.hide_own_code(own);
+        Recording {
+            inner: core_recording(start_us, interval_us, max_samples),
         }
-        Recording { inner }
     }
 
     #[napi(catch_unwind)]
@@ -103,11 +101,7 @@ impl Recording {
         time_origin_us: f64,
         clock: Option<TraceSidecar>,
     ) -> Result<Option<String>> {
-        let recording = self.inner.take();
-        let trace = match clock {
-            Some(clock) => recording.into_trace_with(time_origin_us, clock.clock()),
-            None => recording.into_trace(time_origin_us),
-        };
+        let trace = trace_of(self.inner.take(), time_origin_us, clock.map(|c| c.clock()));
         strings.write(trace, false, ints, floats)
     }
 
@@ -115,11 +109,7 @@ impl Recording {
     /// watcher thread). The recording is empty afterwards. `clock` as for `build`.
     #[napi(catch_unwind)]
     pub fn build_json(&mut self, time_origin_us: f64, clock: Option<TraceSidecar>) -> Result<String> {
-        let recording = self.inner.take();
-        let trace = match clock {
-            Some(clock) => recording.into_trace_with(time_origin_us, clock.clock()),
-            None => recording.into_trace(time_origin_us),
-        };
+        let trace = trace_of(self.inner.take(), time_origin_us, clock.map(|c| c.clock()));
         serde_json::to_string(&trace).map_err(|e| Error::from_reason(e.to_string()))
     }
 
@@ -145,6 +135,28 @@ impl Recording {
     }
 }
 
+/// A core recording as every Recording of the binding makes it: jsprof-node's own code left out of its
+/// stacks (a Recording object's, and a chunk window's without one: `Chunk.buildWindowColumns`).
+pub(crate) fn core_recording(start_us: f64, interval_us: f64, max_samples: u32) -> core::Recording {
+    let mut recording = core::Recording::new(start_us, interval_us, max_samples);
+    if let Some(own) = own_code() {
+        recording.hide_own_code(own);
+    }
+    recording
+}
+
+/// Its trace, with the `jsprof` member when there is a `clock` (see `Recording.build`).
+pub(crate) fn trace_of(
+    recording: core::Recording,
+    time_origin_us: f64,
+    clock: Option<core::Extension>,
+) -> core::ProfilerTrace {
+    match clock {
+        Some(clock) => recording.into_trace_with(time_origin_us, clock),
+        None => recording.into_trace(time_origin_us),
+    }
+}
+
 pub struct BuildTrace {
     recording: core::Recording,
     time_origin_us: f64,
@@ -157,11 +169,11 @@ impl Task for BuildTrace {
 
     fn compute(&mut self) -> Result<PlainParts> {
         guarded("building a trace", || {
-            let recording = self.recording.take();
-            PlainParts::from_trace(match self.clock.take() {
-                Some(clock) => recording.into_trace_with(self.time_origin_us, clock),
-                None => recording.into_trace(self.time_origin_us),
-            })
+            PlainParts::from_trace(trace_of(
+                self.recording.take(),
+                self.time_origin_us,
+                self.clock.take(),
+            ))
         })
     }
 

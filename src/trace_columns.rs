@@ -65,12 +65,11 @@ impl TraceStrings {
         }
         let held = usize::try_from(ints[0]).unwrap_or(usize::MAX);
         match core::write_columns(&trace, &mut self.inner, held, ints, floats) {
-            Some(text) => {
+            Ok(text) => {
                 ints[7] = i32::from(full);
                 Ok((!text.is_empty()).then_some(text))
             }
-            None => {
-                let (need_ints, need_floats) = core::columns_needed(&trace);
+            Err((need_ints, need_floats)) => {
                 let too_large = |_| Error::from_reason("trace columns: the trace is too large");
                 ints[1] = i32::try_from(need_ints).map_err(too_large)?;
                 ints[2] = i32::try_from(need_floats).map_err(too_large)?;

@@ -49,7 +49,7 @@ pub use text::{markup as markup_text, visible as visible_text};
 // its timing and the weight of its samples.
 pub use trace::{Clock, Extension, Frame, Marker, ProfilerTrace, Stack, Stall, Timing, TraceSample};
 // A small trace as numbers over a string table kept between traces (the facade's main-thread build).
-pub use trace::{columns_needed, write_columns, TraceStrings, COLUMNS_HEADER};
+pub use trace::{write_columns, TraceStrings, COLUMNS_HEADER};
 // Labels on samples: the one rule of a label, and its bounds.
 pub use trace::{
     extend_label_set, label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS,

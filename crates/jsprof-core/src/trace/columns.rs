@@ -72,7 +72,7 @@ fn utf16_len(s: &str) -> u32 {
 }
 
 /// What writing a trace needs: `ints` and `floats` words at most.
-pub fn columns_needed(trace: &ProfilerTrace) -> (usize, usize) {
+fn columns_needed(trace: &ProfilerTrace) -> (usize, usize) {
     let (f, r, s, n) = (
         trace.frames.len(),
         trace.resources.len(),
@@ -84,19 +84,19 @@ pub fn columns_needed(trace: &ProfilerTrace) -> (usize, usize) {
 }
 
 /// Writes `trace` into `ints` and `floats` (see the module's layout) and returns the new strings
-/// followed by the `jsprof` member's JSON; `None` when the buffers are smaller than
-/// [`columns_needed`] (nothing is written then). `held`: how many of the table's strings the caller
-/// holds.
+/// followed by the `jsprof` member's JSON; when the buffers are too small, nothing is written and the
+/// error is the `ints` and `floats` words needed ([`columns_needed`]). `held`: how many of the
+/// table's strings the caller holds.
 pub fn write_columns(
     trace: &ProfilerTrace,
     strings: &mut TraceStrings,
     held: usize,
     ints: &mut [i32],
     floats: &mut [f64],
-) -> Option<String> {
+) -> Result<String, (usize, usize)> {
     let (need_ints, need_floats) = columns_needed(trace);
     if ints.len() < need_ints || floats.len() < need_floats {
-        return None;
+        return Err((need_ints, need_floats));
     }
     let reset = held != strings.len()
         || strings.len() + trace.frames.len() + trace.resources.len() > MAX_STRINGS
@@ -150,7 +150,7 @@ pub fn write_columns(
         *slot = len as i32;
     }
     ints[at..at + cols.len()].copy_from_slice(&cols);
-    Some(text)
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -255,7 +255,10 @@ mod tests {
         let trace = sample_trace();
         let (ni, nf) = columns_needed(&trace);
         let (mut ints, mut floats) = (vec![7; ni - 1], vec![0.0; nf]);
-        assert!(write_columns(&trace, &mut strings, 0, &mut ints, &mut floats).is_none());
+        assert_eq!(
+            write_columns(&trace, &mut strings, 0, &mut ints, &mut floats),
+            Err((ni, nf))
+        );
         assert!(ints.iter().all(|&v| v == 7) && strings.is_empty());
     }
 

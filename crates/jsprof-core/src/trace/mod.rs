@@ -12,7 +12,7 @@ pub(crate) mod labels;
 mod validate;
 mod weights;
 
-pub use columns::{columns_needed, write_columns, TraceStrings, HEADER as COLUMNS_HEADER};
+pub use columns::{write_columns, TraceStrings, HEADER as COLUMNS_HEADER};
 pub(crate) use extension::MAX_SAMPLE_INTERVAL_MS;
 pub use extension::{Clock, Extension, Stall};
 pub use labels::{
