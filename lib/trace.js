@@ -30,6 +30,13 @@ function makeSample(marker, stackId, timestamp) {
   return marker === undefined ? { stackId, timestamp } : { marker, stackId, timestamp }
 }
 
+/** A sample from the binding's columns: a marker code (MARKERS), a stack id (-1: none), a timestamp. */
+const columnSample = (markerCode, stackId, timestamp) =>
+  makeSample(MARKERS[markerCode], stackId >= 0 ? stackId : undefined, timestamp)
+
+/** A ProfilerStack from the binding's columns ({frameId, parentId}; a parent id of -1: none). */
+const columnStack = (frameId, parentId) => (parentId >= 0 ? { frameId, parentId } : { frameId })
+
 /** A ProfilerTrace with its members in WebIDL's order; `jsprof` only when given (not undefined). */
 function makeTrace(frames, resources, samples, stacks, jsprof) {
   if (jsprof === undefined) return { frames, resources, samples, stacks }
@@ -40,29 +47,21 @@ function assembleTrace(parts) {
   const tables = JSON.parse(parts.tables)
   const { stackFrames, stackParents } = parts
   const stacks = new Array(stackFrames.length)
-  for (let i = 0; i < stacks.length; i++) {
-    const parentId = stackParents[i]
-    stacks[i] = parentId >= 0 ? { frameId: stackFrames[i], parentId } : { frameId: stackFrames[i] }
-  }
+  for (let i = 0; i < stacks.length; i++) stacks[i] = columnStack(stackFrames[i], stackParents[i])
   const { timestamps, stackIds, markers } = parts
   const n = timestamps.length
   const samples = new Array(n)
-  for (let i = 0; i < n; i++) {
-    const stackId = stackIds[i]
-    samples[i] = makeSample(MARKERS[markers[i]], stackId >= 0 ? stackId : undefined, timestamps[i])
-  }
+  for (let i = 0; i < n; i++) samples[i] = columnSample(markers[i], stackIds[i], timestamps[i])
   return makeTrace(tables.frames, tables.resources, samples, stacks, tables.jsprof)
 }
 
 /** A ProfilerFrame with only the members it has, in WebIDL's order {column, line, name, resourceId}. */
 function makeFrame(name, resourceId, line, column) {
-  // Lines and columns are V8's int32 positions + 1 (up to 2^31): read as unsigned.
-  if (line !== -1 && column !== -1 && resourceId !== -1)
-    return { column: column >>> 0, line: line >>> 0, name, resourceId }
+  if (line !== -1 && column !== -1 && resourceId !== -1) return { column, line, name, resourceId }
   if (resourceId === -1 && line === -1 && column === -1) return { name }
   const frame = {}
-  if (column !== -1) frame.column = column >>> 0
-  if (line !== -1) frame.line = line >>> 0
+  if (column !== -1) frame.column = column
+  if (line !== -1) frame.line = line
   frame.name = name
   if (resourceId !== -1) frame.resourceId = resourceId
   return frame
@@ -118,15 +117,9 @@ function readColumns(write, onFilled) {
   const resources = new Array(nResources)
   for (let i = 0; i < nResources; i++, at++) resources[i] = strings[c[at]]
   const stacks = new Array(nStacks)
-  for (let i = 0; i < nStacks; i++, at += 2) {
-    const parentId = c[at + 1]
-    stacks[i] = parentId >= 0 ? { frameId: c[at], parentId } : { frameId: c[at] }
-  }
+  for (let i = 0; i < nStacks; i++, at += 2) stacks[i] = columnStack(c[at], c[at + 1])
   const samples = new Array(nSamples)
-  for (let i = 0; i < nSamples; i++, at += 2) {
-    const stackId = c[at]
-    samples[i] = makeSample(MARKERS[c[at + 1]], stackId >= 0 ? stackId : undefined, floats[i])
-  }
+  for (let i = 0; i < nSamples; i++, at += 2) samples[i] = columnSample(c[at + 1], c[at], floats[i])
   // A buffer grown for a huge trace (deep stacks) is not kept.
   if (ints.length > MAX_KEPT_INTS) ints = new Int32Array(4096)
   return makeTrace(frames, resources, samples, stacks, jsprof)
@@ -134,13 +127,12 @@ function readColumns(write, onFilled) {
 
 /**
  * The trace of the samples of one window of a harvested chunk (`window`: a Subscription's startUs,
- * stopUs, intervalUs, maxSamples; `exclusiveStart` as its option), built on the calling thread with no
- * Recording, for a subscription whose whole window lies in that chunk; `onFilled()` when the window
+ * stopUs, intervalUs, bufferLimit; `exclusiveStart` as its option), built on the calling thread with
+ * no Recording, for a subscription whose whole window lies in that chunk; `onFilled()` when the window
  * held more than its buffer. Timestamps and `clock` as for buildTrace.
  */
 function windowTrace(chunk, window, exclusiveStart, originUs, clock, onFilled) {
-  const { startUs, stopUs, intervalUs, maxSamples } = window
-  const max = Math.min(maxSamples, 2 ** 32 - 1)
+  const { startUs, stopUs, intervalUs, bufferLimit: max } = window
   return readColumns(
     (table, i, f) =>
       chunk.buildWindowColumns(table, i, f, startUs, stopUs, intervalUs, max, exclusiveStart, originUs, clock),

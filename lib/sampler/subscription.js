@@ -27,15 +27,6 @@ function firstFrom(times, from, after = false) {
   return lo
 }
 
-/** Whether ascending `times` hold a value in [from, to]. */
-function anyWithin(times, from, to) {
-  const i = firstFrom(times, from)
-  return i < times.length && times[i] <= to
-}
-
-/** How many of ascending `times` lie in [from, to]. */
-const countWithin = (times, from, to) => firstFrom(times, to, true) - firstFrom(times, from)
-
 class Subscription {
   /** µs on V8's clock (process.hrtime). */
   startUs
@@ -131,12 +122,15 @@ class Subscription {
    */
   take(harvested, last = false) {
     let becameFull = false
-    if (this.#record && anyWithin(harvested.times, this.startUs, this.stopUs)) {
+    const { times } = harvested
+    // The chunk's first sample in the window, if any.
+    const first = this.#record ? firstFrom(times, this.startUs) : times.length
+    if (first < times.length && times[first] <= this.stopUs) {
       if (
         last &&
         this.recording === null &&
         this.#early !== undefined &&
-        countWithin(harvested.times, this.startUs, this.stopUs) <= SYNC_BUILD_MAX_SAMPLES
+        firstFrom(times, this.stopUs, true) - first <= SYNC_BUILD_MAX_SAMPLES
       ) {
         const { originUs, clock } = this.#early
         try {
@@ -158,9 +152,13 @@ class Subscription {
     return becameFull
   }
 
+  /** The buffer limit as the binding takes it: no limit (`jsprof record`) is as many as it counts. */
+  get bufferLimit() {
+    return Math.min(this.maxSamples, 2 ** 32 - 1)
+  }
+
   #makeRecording() {
-    // No buffer limit (`jsprof record`): as many as a Recording counts.
-    const recording = new binding.Recording(this.startUs, this.intervalUs, Math.min(this.maxSamples, 2 ** 32 - 1))
+    const recording = new binding.Recording(this.startUs, this.intervalUs, this.bufferLimit)
     if (this.#exclusiveStart) recording.setStartExclusive(true)
     if (this.#streamOriginUs !== undefined) recording.streamIntoTrace(this.#streamOriginUs)
     if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)

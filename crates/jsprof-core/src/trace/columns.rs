@@ -111,7 +111,7 @@ pub fn write_columns(
     let mut cols = Vec::with_capacity(need_ints - HEADER);
     for f in &trace.frames {
         let name = strings.id(&f.name, &mut fresh, &mut text);
-        // Lines and columns are V8's int32 positions + 1: at most 2^31, read back with `>>> 0`.
+        // Positions fit: V8's reader clamps them below i32::MAX before the +1 (`ProfileBuilder::add_node`).
         cols.extend_from_slice(&[name as i32, opt(f.resource_id), opt(f.line), opt(f.column)]);
     }
     for url in &trace.resources {
