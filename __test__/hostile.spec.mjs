@@ -9,6 +9,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
+import { assertWellFormed } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -371,4 +372,59 @@ test('deep stacks: a 100,000-deep V8 profile converts, and is summarized, export
   assert.equal(back.nodes.length, depth + 1, 'the chain under a (root) node')
   assert.equal(jsprof.toGeckoProfile(trace).threads[0].samples.length, 3)
   assert.match(jsprof.toFlameGraph(trace), /<\/svg>\s*$/)
+})
+
+test('deep stacks: a 100,000-deep chunk with hostile names, built at the harvest and through a Recording, is the JSON road trace', () => {
+  // Past the columns' buffers (they grow, the trace waits in the thread's string table) and past the
+  // table's cap (65,536 strings: it starts again): every small-trace road gives what the JSON text did.
+  const { binding } = require(path.join(root, 'lib', 'native.js'))
+  const { Subscription, packColumns } = require(path.join(root, 'lib', 'sampler', 'index.js'))
+  const depth = 100_000
+  const hostile = ['\u0000nul \u001b[31mred\u001b[0m', 'lone \ud800 surrogate', '😀 wide', 'x'.repeat(5000), '']
+  const nodes = [
+    { id: 1, callFrame: { functionName: '(root)', url: '', lineNumber: -1, columnNumber: -1 }, children: [2] },
+  ]
+  for (let i = 0; i < depth; i++) {
+    const name = i % 1000 < hostile.length ? `${hostile[i % 1000]}${i}` : `f${i}`
+    const url = i % 7 === 0 ? `file:///app/\u0007bell ${i % 50}.js` : 'file:///app/deep.js'
+    nodes.push({
+      id: i + 2,
+      callFrame: { functionName: name, url, lineNumber: i, columnNumber: 2 ** 31 - 1 },
+      children: i + 1 < depth ? [i + 3] : [],
+    })
+  }
+  const times = [1000, 2000, 3000]
+  const profile = {
+    nodes,
+    startTime: 0,
+    endTime: 4000,
+    samples: [depth + 1, 500, depth + 1],
+    timeDeltas: [1000, 1000, 1000],
+  }
+  const chunk = binding.Chunk.fromInspector(packColumns(profile), 1000, [])
+  const harvested = { chunk, times: Float64Array.from(chunk.sortedSampleTimes()) }
+  assert.deepEqual([...harvested.times], times)
+  const window = (early) => {
+    const sub = new Subscription({ startUs: 0, intervalUs: 1000, maxSamples: 1000, early })
+    sub.stopAt(4000)
+    sub.take(harvested, true)
+    return sub
+  }
+  const viaJson = window(undefined)
+  const reference = JSON.parse(viaJson.recording.buildJson(0))
+  const viaRecording = window(undefined)
+  const built = window({ originUs: 0, clock: undefined })
+  assert.equal(built.recording, null, 'built at the harvest, no Recording')
+  const fromRecording = viaRecording.trace(0)
+  assert.deepEqual(fromRecording, reference)
+  assert.deepEqual(built.trace(0), reference)
+  assertWellFormed(reference)
+  assert.equal(reference.stacks.length, depth)
+  assert.equal(reference.samples.length, 3)
+  const names = new Set(reference.frames.map((f) => f.name))
+  assert.ok(names.has(`${hostile[0]}0`) && names.has(`${hostile[3]}3`), 'control characters and long names kept')
+  assert.ok(
+    reference.frames.every((f) => f.column === 2 ** 31 - 1),
+    'the largest column V8 gives, as the reader clamps it, whole',
+  )
 })

@@ -75,7 +75,8 @@ let nativeStrings = null
 let ints = new Int32Array(4096)
 let floats = new Float64Array(SYNC_BUILD_MAX_SAMPLES)
 const HEADER = 8
-const MAX_KEPT_INTS = 1 << 20
+/** A buffer grown past this (a trace of deep stacks) is dropped after use: 256 KB kept at most. */
+const MAX_KEPT_INTS = 1 << 16
 
 /**
  * A trace written as columns by `write(nativeStrings, ints, floats)` (a binding call:
