@@ -42,7 +42,7 @@ export declare class Chunk {
    * would give, without one (a Profiler around a request: its native object, calls and finalizer
    * are saved, docs/bench.md#building-a-small-trace).
    */
-  buildWindowColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, startUs: number, stopUs: number, intervalUs: number, maxSamples: number, startExclusive: boolean, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string | null
+  buildWindowColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, startUs: number, stopUs: number, intervalUs: number, maxSamples: number, startExclusive: boolean, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string
   /** The chunk as a side-file line, newline included. */
   toLine(): Buffer
   /**
@@ -84,7 +84,7 @@ export declare class Recording {
    * (`build`) and than JSON text (~7 against ~18 µs a 24-stack trace,
    * docs/bench.md#building-a-small-trace). The recording is empty afterwards. `clock` as for `build`.
    */
-  buildColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string | null
+  buildColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string
   /**
    * The trace as JSON text, built on the calling thread (a stall's trace, written to a file by the
    * watcher thread). The recording is empty afterwards. `clock` as for `build`.
@@ -147,7 +147,7 @@ export declare class TraceHandle {
 export declare class TraceStrings {
   constructor()
   /** Writes the trace kept by the last call whose buffers were too small (see [`TraceStrings::write`]). */
-  writePending(ints: Int32Array, floats: Float64Array): string | null
+  writePending(ints: Int32Array, floats: Float64Array): string
 }
 
 export interface Added {

@@ -428,3 +428,47 @@ test('deep stacks: a 100,000-deep chunk with hostile names, built at the harvest
     'the largest column V8 gives, as the reader clamps it, whole',
   )
 })
+
+test("a small trace whose only new string is an empty name (an anonymous function's) is built, on every road", () => {
+  // Each thread's string table sends only strings JS lacks; when the only new one is '' the text that
+  // carries them is empty. It crossed as null, and building the trace threw: a Profiler's stop()
+  // rejected with a TypeError (seen as a crashed server in the per-request matrix). A process of its
+  // own per road: the table must not know '' yet.
+  const script = (early) => `
+    const path = require('node:path')
+    const { binding } = require(path.join(${JSON.stringify(root)}, 'lib', 'native.js'))
+    const { Subscription, packColumns } = require(path.join(${JSON.stringify(root)}, 'lib', 'sampler', 'index.js'))
+    const frame = (id, functionName, url, children) =>
+      ({ id, callFrame: { functionName, url, lineNumber: id, columnNumber: 1 }, children })
+    const traceOf = (nodes) => {
+      const profile = { nodes, startTime: 0, endTime: 4000, samples: [2, 3, 2], timeDeltas: [1000, 1000, 1000] }
+      const chunk = binding.Chunk.fromInspector(packColumns(profile), 1000, [])
+      const harvested = { chunk, times: Float64Array.from(chunk.sortedSampleTimes()) }
+      const sub = new Subscription({ startUs: 0, intervalUs: 1000, maxSamples: 1000, early: ${early} })
+      sub.stopAt(4000)
+      sub.take(harvested, true)
+      return { builtAtHarvest: sub.recording === null, trace: sub.trace(0) }
+    }
+    const root = frame(1, '(root)', '', [2])
+    // First a trace of named frames only: its names and URL cross. Then one that adds a frame named ''
+    // in the same script: the only new string.
+    const first = traceOf([root, frame(2, 'main', 'file:///app/a.js', [3]), frame(3, 'work', 'file:///app/a.js', [])])
+    const second = traceOf([root, frame(2, 'main', 'file:///app/a.js', [3]), frame(3, '', 'file:///app/a.js', [])])
+    process.stdout.write(JSON.stringify({ first, second }))
+  `
+  for (const early of ['undefined', '{ originUs: 0, clock: undefined }']) {
+    const r = spawnSync(process.execPath, ['-e', script(early)], { encoding: 'utf8', timeout: 30_000 })
+    assert.equal(r.status, 0, r.stderr)
+    const { first, second } = JSON.parse(r.stdout)
+    assert.equal(second.builtAtHarvest, early !== 'undefined', `early: ${early}`)
+    const names = (trace) => trace.frames.map((f) => f.name)
+    assert.deepEqual(names(first.trace), ['main', 'work'])
+    assert.deepEqual(names(second.trace), ['main', ''])
+    assert.deepEqual(second.trace.resources, ['file:///app/a.js'])
+    assert.deepEqual(
+      second.trace.samples.map((s) => second.trace.frames[second.trace.stacks[s.stackId].frameId].name),
+      ['main', '', 'main'],
+    )
+    assertWellFormed(second.trace)
+  }
+})

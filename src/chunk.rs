@@ -129,7 +129,7 @@ impl Chunk {
         start_exclusive: bool,
         time_origin_us: f64,
         clock: Option<TraceSidecar>,
-    ) -> Result<Option<String>> {
+    ) -> Result<String> {
         let mut recording = core_recording(start_us, interval_us, max_samples);
         recording.set_start_exclusive(start_exclusive);
         recording.stop_at(stop_us);

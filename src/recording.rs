@@ -100,7 +100,7 @@ impl Recording {
         floats: Float64Array,
         time_origin_us: f64,
         clock: Option<TraceSidecar>,
-    ) -> Result<Option<String>> {
+    ) -> Result<String> {
         let trace = trace_of(self.inner.take(), time_origin_us, clock.map(|c| c.clock()));
         strings.write(trace, false, ints, floats)
     }

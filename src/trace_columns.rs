@@ -34,7 +34,7 @@ impl TraceStrings {
 
     /// Writes the trace kept by the last call whose buffers were too small (see [`TraceStrings::write`]).
     #[napi(catch_unwind)]
-    pub fn write_pending(&mut self, ints: Int32Array, floats: Float64Array) -> Result<Option<String>> {
+    pub fn write_pending(&mut self, ints: Int32Array, floats: Float64Array) -> Result<String> {
         match self.pending.take() {
             Some((trace, full)) => self.write(trace, full, ints, floats),
             None => Err(Error::from_reason("writePending: no trace is pending")),
@@ -45,16 +45,17 @@ impl TraceStrings {
 impl TraceStrings {
     /// Writes `trace` into the caller's `ints` and `floats` (`ints[0]` says on entry how many strings
     /// the caller holds; `ints[7]` is set to 1 when `full`: the trace's buffer filled) and returns the
-    /// new strings (and the `jsprof` member's JSON) as one text, undefined when there are none. When
-    /// the buffers are too small, writes `-1` and the sizes needed into `ints[0..3]` and keeps the trace
-    /// for `writePending`.
+    /// new strings (and the `jsprof` member's JSON) as one text: always a string, empty when they are
+    /// (no new string, or only empty ones: a frame named `""` is a string like any other). When the
+    /// buffers are too small, writes `-1` and the sizes needed into `ints[0..3]`, returns an empty
+    /// text and keeps the trace for `writePending`.
     pub(crate) fn write(
         &mut self,
         trace: core::ProfilerTrace,
         full: bool,
         mut ints: Int32Array,
         mut floats: Float64Array,
-    ) -> Result<Option<String>> {
+    ) -> Result<String> {
         // SAFETY: the typed arrays are the caller's, on this (the JS) thread, for this call only; no
         // JS runs while they are written.
         let (ints, floats) = unsafe { (ints.as_mut(), floats.as_mut()) };
@@ -67,7 +68,7 @@ impl TraceStrings {
         match core::write_columns(&trace, &mut self.inner, held, ints, floats) {
             Ok(text) => {
                 ints[7] = i32::from(full);
-                Ok((!text.is_empty()).then_some(text))
+                Ok(text)
             }
             Err((need_ints, need_floats)) => {
                 let too_large = |_| Error::from_reason("trace columns: the trace is too large");
@@ -75,7 +76,7 @@ impl TraceStrings {
                 ints[2] = i32::try_from(need_floats).map_err(too_large)?;
                 ints[0] = -1;
                 self.pending = Some((trace, full));
-                Ok(None)
+                Ok(String::new())
             }
         }
     }

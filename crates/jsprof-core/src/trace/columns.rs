@@ -250,6 +250,25 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_name_as_the_only_new_string_crosses_as_an_empty_text() {
+        // A frame named "" (an anonymous function) is a string like any other: counted as new, of
+        // length 0, in a text that is then empty (the binding hands it over as such, never as "none").
+        let mut strings = TraceStrings::new();
+        let mut table = Vec::new();
+        let anonymous = sample_trace();
+        let unnamed = anonymous.frames.iter().position(|f| f.name.is_empty()).unwrap();
+        // First the same trace with that frame named: every other string crosses.
+        let mut named = anonymous.clone();
+        named.frames[unnamed].name = "named".to_owned();
+        round_trip(&named, &mut strings, &mut table);
+        let (ni, nf) = columns_needed(&anonymous);
+        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
+        let text = write_columns(&anonymous, &mut strings, table.len(), &mut ints, &mut floats).unwrap();
+        assert_eq!((ints[4], ints[HEADER], text.as_str()), (1, 0, ""));
+        assert_eq!(read(&ints, &floats, &text, &mut table), anonymous);
+    }
+
+    #[test]
     fn small_buffers_write_nothing() {
         let mut strings = TraceStrings::new();
         let trace = sample_trace();
