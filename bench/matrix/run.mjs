@@ -76,6 +76,11 @@ function startServer(node, kind, mode, pin) {
       reject(new Error(`server ${kind}/${mode} exited (${code}): ${stderr.trim().split('\n').at(-1)}`)),
     )
     child.stdout.once('data', (data) => resolve({ child, ...JSON.parse(data) }))
+    // A server that dies mid-measure would only show as a closed IPC channel here: say why it died.
+    child.on('exit', (code, signal) => {
+      if (signal !== 'SIGTERM')
+        console.error(`server ${kind}/${mode} died (${code ?? signal}): ${stderr.trim().slice(-2000)}`)
+    })
   })
 }
 
