@@ -1,13 +1,14 @@
 // Soak: does profiling for a long time, or very often, leak? Run with --expose-gc:
 //
-//   npm run soak                                      # all three phases (~8 min on an idle machine)
+//   npm run soak                                      # all three phases (~45 min: see cycles)
 //   SOAK_CYCLES=2000 SOAK_CONCURRENT=500 SOAK_CONTINUOUS_S=60 npm run soak   # shorter
 //   npm run soak -- cycles concurrent continuous
 //   SOAK_ROUNDS=30 npm run soak -- repeat
 //
 // Phases (each measured after its own warm-up, with GC forced before every measurement):
 //   cycles      10,000 create/stop cycles (sampleInterval 1 ms), awaited one by one (with no other
-//               Profiler live, a start can be a full V8 profiler start: docs/bench.md#cold-and-warm-starts)
+//               Profiler live, a start can be a full V8 profiler start: docs/bench.md#cold-and-warm-starts);
+//               each stop waits for the engine's 250 ms stop gap, so ~42 min (SOAK_CYCLES=200: 50 s)
 //   concurrent  1,000 Profilers live at once, all stopped in one tick; then 10 rounds of 100
 //   repeat      (on request) the 1,000-concurrent round 8 times, RSS after each round
 //   continuous  "an hour" of 1 ms profiling compressed: back-to-back Profilers of ~5 s each for
