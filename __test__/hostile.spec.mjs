@@ -449,11 +449,11 @@ test("a small trace whose only new string is an empty name (an anonymous functio
       sub.take(harvested, true)
       return { builtAtHarvest: sub.recording === null, trace: sub.trace(0) }
     }
-    const root = frame(1, '(root)', '', [2])
+    const top = frame(1, '(root)', '', [2])
     // First a trace of named frames only: its names and URL cross. Then one that adds a frame named ''
     // in the same script: the only new string.
-    const first = traceOf([root, frame(2, 'main', 'file:///app/a.js', [3]), frame(3, 'work', 'file:///app/a.js', [])])
-    const second = traceOf([root, frame(2, 'main', 'file:///app/a.js', [3]), frame(3, '', 'file:///app/a.js', [])])
+    const first = traceOf([top, frame(2, 'main', 'file:///app/a.js', [3]), frame(3, 'work', 'file:///app/a.js', [])])
+    const second = traceOf([top, frame(2, 'main', 'file:///app/a.js', [3]), frame(3, '', 'file:///app/a.js', [])])
     process.stdout.write(JSON.stringify({ first, second }))
   `
   for (const early of ['undefined', '{ originUs: 0, clock: undefined }']) {

@@ -45,8 +45,8 @@ impl TraceStrings {
 impl TraceStrings {
     /// Writes `trace` into the caller's `ints` and `floats` (`ints[0]` says on entry how many strings
     /// the caller holds; `ints[7]` is set to 1 when `full`: the trace's buffer filled) and returns the
-    /// new strings (and the `jsprof` member's JSON) as one text: always a string, empty when they are
-    /// (no new string, or only empty ones: a frame named `""` is a string like any other). When the
+    /// new strings (and the `jsprof` member's JSON) as one text: always a string, empty when there is
+    /// no new string or only empty ones (a frame named `""` is a string like any other). When the
     /// buffers are too small, writes `-1` and the sizes needed into `ints[0..3]`, returns an empty
     /// text and keeps the trace for `writePending`.
     pub(crate) fn write(
