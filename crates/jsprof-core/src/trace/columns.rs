@@ -217,14 +217,20 @@ mod tests {
         }
     }
 
+    /// `trace` written into buffers of the size it needs, for a caller holding `held` strings.
+    fn write(trace: &ProfilerTrace, strings: &mut TraceStrings, held: usize) -> (Vec<i32>, Vec<f64>, String) {
+        let (ni, nf) = columns_needed(trace);
+        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
+        let text = write_columns(trace, strings, held, &mut ints, &mut floats).unwrap();
+        (ints, floats, text)
+    }
+
     fn round_trip(
         trace: &ProfilerTrace,
         strings: &mut TraceStrings,
         table: &mut Vec<String>,
     ) -> ProfilerTrace {
-        let (ni, nf) = columns_needed(trace);
-        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
-        let text = write_columns(trace, strings, table.len(), &mut ints, &mut floats).unwrap();
+        let (ints, floats, text) = write(trace, strings, table.len());
         read(&ints, &floats, &text, table)
     }
 
@@ -237,9 +243,7 @@ mod tests {
         let held = table.len();
         assert!(held > 0);
         // The same trace again: no new strings, the same result.
-        let (ni, nf) = columns_needed(&trace);
-        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
-        let text = write_columns(&trace, &mut strings, table.len(), &mut ints, &mut floats).unwrap();
+        let (ints, floats, text) = write(&trace, &mut strings, table.len());
         assert_eq!((ints[4], text.as_str()), (0, ""));
         assert_eq!(read(&ints, &floats, &text, &mut table), trace);
         assert_eq!(table.len(), held);
@@ -261,9 +265,7 @@ mod tests {
         let mut named = anonymous.clone();
         named.frames[unnamed].name = "named".to_owned();
         round_trip(&named, &mut strings, &mut table);
-        let (ni, nf) = columns_needed(&anonymous);
-        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
-        let text = write_columns(&anonymous, &mut strings, table.len(), &mut ints, &mut floats).unwrap();
+        let (ints, floats, text) = write(&anonymous, &mut strings, table.len());
         assert_eq!((ints[4], ints[HEADER], text.as_str()), (1, 0, ""));
         assert_eq!(read(&ints, &floats, &text, &mut table), anonymous);
     }
@@ -289,9 +291,7 @@ mod tests {
         }
         let mut table = vec!["stale".to_owned(); MAX_STRINGS];
         let trace = sample_trace();
-        let (ni, nf) = columns_needed(&trace);
-        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
-        let text = write_columns(&trace, &mut strings, table.len(), &mut ints, &mut floats).unwrap();
+        let (ints, floats, text) = write(&trace, &mut strings, table.len());
         assert_eq!(ints[5], 1);
         assert_eq!(read(&ints, &floats, &text, &mut table), trace);
         assert_eq!(strings.len(), table.len());
@@ -305,9 +305,7 @@ mod tests {
         round_trip(&trace, &mut strings, &mut table);
         // The strings of that call never reached the caller (it failed after the table grew).
         table.clear();
-        let (ni, nf) = columns_needed(&trace);
-        let (mut ints, mut floats) = (vec![0; ni], vec![0.0; nf]);
-        let text = write_columns(&trace, &mut strings, table.len(), &mut ints, &mut floats).unwrap();
+        let (ints, floats, text) = write(&trace, &mut strings, table.len());
         assert_eq!(ints[5], 1);
         assert_eq!(read(&ints, &floats, &text, &mut table), trace);
     }
