@@ -15,6 +15,9 @@ const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(root, 'bin', 'jsprof.js')
 const jsprof = require(root)
+// The small-trace roads driven directly: a stopping subscription offered its last chunk.
+const WINDOW_FIXTURE = path.join(root, '__test__', 'fixtures', 'window.cjs')
+const { harvestOf, stoppedWindow } = require(WINDOW_FIXTURE)
 
 let tmp
 before(() => {
@@ -377,8 +380,6 @@ test('deep stacks: a 100,000-deep V8 profile converts, and is summarized, export
 test('deep stacks: a 100,000-deep chunk with hostile names, built at the harvest and through a Recording, is the JSON road trace', () => {
   // Past the columns' buffers (they grow, the trace waits in the thread's string table) and past the
   // table's cap (65,536 strings: it starts again): every small-trace road gives what the JSON text did.
-  const { binding } = require(path.join(root, 'lib', 'native.js'))
-  const { Subscription, packColumns } = require(path.join(root, 'lib', 'sampler', 'index.js'))
   const depth = 100_000
   const hostile = ['\u0000nul \u001b[31mred\u001b[0m', 'lone \ud800 surrogate', '😀 wide', 'x'.repeat(5000), '']
   const nodes = [
@@ -401,15 +402,9 @@ test('deep stacks: a 100,000-deep chunk with hostile names, built at the harvest
     samples: [depth + 1, 500, depth + 1],
     timeDeltas: [1000, 1000, 1000],
   }
-  const chunk = binding.Chunk.fromInspector(packColumns(profile), 1000, [])
-  const harvested = { chunk, times: Float64Array.from(chunk.sortedSampleTimes()) }
+  const harvested = harvestOf(profile)
   assert.deepEqual([...harvested.times], times)
-  const window = (early) => {
-    const sub = new Subscription({ startUs: 0, intervalUs: 1000, maxSamples: 1000, early })
-    sub.stopAt(4000)
-    sub.take(harvested, true)
-    return sub
-  }
+  const window = (early) => stoppedWindow(harvested, early)
   const viaJson = window(undefined)
   const reference = JSON.parse(viaJson.recording.buildJson(0))
   const viaRecording = window(undefined)
@@ -435,18 +430,12 @@ test("a small trace whose only new string is an empty name (an anonymous functio
   // rejected with a TypeError (seen as a crashed server in the per-request matrix). A process of its
   // own per road: the table must not know '' yet.
   const script = (early) => `
-    const path = require('node:path')
-    const { binding } = require(path.join(${JSON.stringify(root)}, 'lib', 'native.js'))
-    const { Subscription, packColumns } = require(path.join(${JSON.stringify(root)}, 'lib', 'sampler', 'index.js'))
+    const { harvestOf, stoppedWindow } = require(${JSON.stringify(WINDOW_FIXTURE)})
     const frame = (id, functionName, url, children) =>
       ({ id, callFrame: { functionName, url, lineNumber: id, columnNumber: 1 }, children })
     const traceOf = (nodes) => {
       const profile = { nodes, startTime: 0, endTime: 4000, samples: [2, 3, 2], timeDeltas: [1000, 1000, 1000] }
-      const chunk = binding.Chunk.fromInspector(packColumns(profile), 1000, [])
-      const harvested = { chunk, times: Float64Array.from(chunk.sortedSampleTimes()) }
-      const sub = new Subscription({ startUs: 0, intervalUs: 1000, maxSamples: 1000, early: ${early} })
-      sub.stopAt(4000)
-      sub.take(harvested, true)
+      const sub = stoppedWindow(harvestOf(profile), ${early})
       return { builtAtHarvest: sub.recording === null, trace: sub.trace(0) }
     }
     const top = frame(1, '(root)', '', [2])
