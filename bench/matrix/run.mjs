@@ -72,14 +72,18 @@ function startServer(node, kind, mode, pin) {
   let stderr = ''
   child.stderr.on('data', (d) => (stderr += d))
   return new Promise((resolve, reject) => {
-    child.once('exit', (code) =>
-      reject(new Error(`server ${kind}/${mode} exited (${code}): ${stderr.trim().split('\n').at(-1)}`)),
-    )
-    child.stdout.once('data', (data) => resolve({ child, ...JSON.parse(data) }))
-    // A server that dies mid-measure would only show as a closed IPC channel here: say why it died.
-    child.on('exit', (code, signal) => {
-      if (signal !== 'SIGTERM')
-        console.error(`server ${kind}/${mode} died (${code ?? signal}): ${stderr.trim().slice(-2000)}`)
+    let listening = false
+    child.stdout.once('data', (data) => {
+      listening = true
+      resolve({ child, ...JSON.parse(data) })
+    })
+    // measure() drops this listener before it kills the server: any exit seen here is a death. Before
+    // the server listens it fails the start; after, the measure would only see a closed IPC channel,
+    // so it says why the server died.
+    child.once('exit', (code, signal) => {
+      const why = `server ${kind}/${mode} exited (${code ?? signal})`
+      if (!listening) reject(new Error(`${why}: ${stderr.trim().split('\n').at(-1)}`))
+      else console.error(`${why} mid-measure: ${stderr.trim().slice(-2000)}`)
     })
   })
 }
