@@ -11,6 +11,8 @@ import { Profiler, withLabels, setLabels, getLabels, summarize, toPprof } from '
 import { retryCapture, stackNames } from './helpers.mjs'
 import { decodePprof } from './prod-helpers.mjs'
 
+const internals = createRequire(import.meta.url)
+
 // Sampling-dependent assertions read what the trace says (which label each sample of a known function
 // carries), never timings; a capture whose function got no sample on a loaded machine is retaken.
 
@@ -121,6 +123,30 @@ test('labels follow every kind of async hand-off', async () => {
     const counts = labelsOf(trace, [...names, 'outside'], 'handoff')
     for (const name of names) assertLabelled(counts, name, name)
     assertLabelled(counts, 'outside', '(none)')
+  })
+})
+
+function whileOff() {
+  return spin(15)
+}
+
+test('labels switched off (the in-process bench) and on again: none while off, every hand-off after', async () => {
+  const { disableTracking } = internals('../lib/labels.js')
+  const names = Object.keys(HANDOFFS)
+  await retryCapture(5, async () => {
+    const trace = await capture(async () => {
+      // A timer set with labels that fires once they are off carries none.
+      const fired = new Promise((resolve) =>
+        withLabels({ handoff: 'set while on' }, () => setTimeout(() => resolve(whileOff()), 5)),
+      )
+      disableTracking()
+      await fired
+      // The next labelled code turns them on again.
+      for (const [name, run] of Object.entries(HANDOFFS)) await withLabels({ handoff: name }, run)
+    })
+    const counts = labelsOf(trace, [...names, 'whileOff'], 'handoff')
+    assertLabelled(counts, 'whileOff', '(none)')
+    for (const name of names) assertLabelled(counts, name, name)
   })
 })
 
@@ -441,7 +467,6 @@ test("a request's own 'end' listener runs with its labels; node:http's own liste
   // node:http's clearIncoming (its only other listener on 'end') still ran: the parser let go of the request.
 })
 
-const internals = createRequire(import.meta.url)
 const binding = internals('../binding.js')
 const { packColumns } = internals('../lib/sampler/inspector-session.js')
 

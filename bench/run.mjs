@@ -5,9 +5,11 @@
 //  2. fromCpuProfile(jsonText) on multi-MB profiles (sample-heavy, node-heavy, BENCH_PROFILE=files) vs
 //     JSON.parse(jsonText) alone and vs a straightforward JS conversion.
 //  3. resolveSourceMaps: 10,000 frames across 200 files, cold and cached (bench/sourcemaps.mjs).
+//  Then, each in processes of its own: deep stacks, large input, the per-request loop, the server
+//  modes (bench/server/run.mjs and in-process.mjs), and labels' and span ids' cost per request.
 //
 // Environment knobs: BENCH_PROFILE (.cpuprofile files for part 2), BENCH_SECONDS (per profiled run, default 6), BENCH_ROUNDS (default 3),
-// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server,
+// BENCH_REPS (fromCpuProfile repetitions, default 15), BENCH_ONLY=stall|convert|sourcemaps|deep|large|loop|server|labels,
 // BENCH_SERVER_ROUNDS (default 5).
 
 import { readFileSync } from 'node:fs'
@@ -210,7 +212,13 @@ if (!ONLY || ONLY === 'server') {
     '--duration',
     '6',
   ])
-  // The same plain-Profiler modes in one server process, switched per round (no process-to-process variance).
-  await child('./server/in-process.mjs', ['--rounds', '6', '--duration', '3'])
+  // The same plain-Profiler modes in one server process, switched per slice (no process-to-process variance).
+  await child('./server/in-process.mjs', ['--set', 'plain', '--rounds', '10', '--slice', '2'])
+}
+// Labels on every request, and span ids, each against the same mode without (issue 25's bounds), in
+// one server process switched per slice.
+if (!ONLY || ONLY === 'labels') {
+  await child('./server/in-process.mjs', ['--set', 'labels', '--rounds', '40'])
+  await child('./server/in-process.mjs', ['--set', 'spans', '--rounds', '40'])
 }
 console.log(`\ntotal bench time: ${((performance.now() - t0) / 1000).toFixed(0)} s`)

@@ -137,6 +137,9 @@ function leave() {
 }
 
 let hook = null
+/** Stops V8's promise hook (where promises are followed by it: promiseHooksInstead). */
+let stopPromiseHook = null
+let monitoring = false
 function enableTracking() {
   if (hook !== null) return
   const callbacks = {
@@ -147,17 +150,37 @@ function enableTracking() {
   }
   if (promiseHooksInstead()) {
     hook = createHook({ ...callbacks, trackPromises: false })
-    createPromiseHook({ before: () => enter(currentId()), after: leave })
+    stopPromiseHook = createPromiseHook({ before: () => enter(currentId()), after: leave })
   } else {
     hook = createHook(callbacks)
   }
   hook.enable()
+  if (monitoring) return
+  monitoring = true
   // An uncaught exception skips the `after` of every callback it unwinds (Node clears its async
   // stack): back to the event loop, no labels.
   process.on('uncaughtExceptionMonitor', () => {
     depth = 0
     record(0)
   })
+}
+
+/**
+ * Stops following labels until the next withLabels/setLabels/labelled request turns it on again: the
+ * hooks off, the storage disabled (on Node 20/22 its own `init` hook goes with it), the timeline back
+ * to no labels. For measuring labels on and off in turns in one process, on the same JIT state
+ * (bench/server/in-process.mjs --set labels); call it where no labelled code is running. (The hooks
+ * alone, without labelled code: enableTracking.)
+ */
+function disableTracking() {
+  if (hook === null) return
+  hook.disable()
+  hook = null
+  if (stopPromiseHook !== null) stopPromiseHook()
+  stopPromiseHook = null
+  storage.disable()
+  depth = 0
+  record(0)
 }
 
 /**
@@ -543,4 +566,6 @@ module.exports = {
   requestLabelsId,
   rootSpanLabels,
   spanLabels,
+  enableTracking,
+  disableTracking,
 }

@@ -1,68 +1,129 @@
-// The plain Profiler per request, measured in ONE server process whose mode changes between rounds
-// (server.js 'switch'): no profiler, V8 sampling alone at 10 ms (one long Profiler), a Profiler
-// around every 10th request, around every request. Every mode then runs on the same JIT state and
-// heap, so the paired ratios show what the profiler adds, without the process-to-process variance
-// that run.mjs's one-process-per-mode rounds carry (a few % on this VM). "No profiler" rounds wait
-// past the sampler's 2 s warm grace first, so V8 is really stopped in them.
+// Modes measured in ONE server process whose mode changes between rounds, so that every mode runs on
+// the same JIT state and heap and the paired ratios show what a mode adds, without the
+// process-to-process variance that run.mjs's one-process-per-mode rounds carry (a few % on this VM,
+// more than some bounds). Sets (--set):
+//   plain  (server.js 'switch'): no profiler, V8 sampling alone at 10 ms (one long Profiler), a
+//          Profiler around every 10th request, around every request. "No profiler" rounds wait past
+//          the sampler's 2 s warm grace first, so V8 is really stopped in them.
+//   labels (server.js 'labelswitch'): continuous 10 ms with profileRequests on every request, its
+//          labels off (hooks and storage switched off too, as in a process that never labelled) and on:
+//          run.mjs's contnolabels / contlabels pair (issue 25's bound); and (a diagnostic) the
+//          labels' hooks alone, to split their cost between the hooks and each request's own part.
+//   spans  (server.js 'otelswitch'): the OpenTelemetry SDK tracing every request, labels without and
+//          with span ids: run.mjs's otelnospans / otelspans pair.
+// The first mode of a set is its baseline. The load runs all along; the modes take turns in short
+// slices (rounds alternate their order), each paired with its round's baseline slice, so the slow
+// swings of a shared machine's speed hit both sides of a pair alike.
 //
-//   node bench/server/in-process.mjs [--rounds 6] [--duration 3] [--connections 10]
+//   node bench/server/in-process.mjs [--set plain|labels|spans] [--rounds 20] [--slice 1] [--settle 0.25]
+//     [--warmup 3] [--connections 10]
 
 import { fork } from 'node:child_process'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { median } from '../stats.mjs'
-import { num } from '../args.mjs'
+import { median, spread } from '../stats.mjs'
+import { arg, num } from '../args.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
 const here = path.dirname(fileURLToPath(import.meta.url))
-const ROUNDS = num('rounds', 6)
-const DURATION = num('duration', 3)
+const ROUNDS = num('rounds', 20)
+/** Seconds each slice is measured, after SETTLE seconds in its mode. */
+const SLICE = num('slice', 1)
+const SETTLE = num('settle', 0.25)
+const WARMUP = num('warmup', 3)
 const CONNECTIONS = num('connections', 10)
-const MODES = ['none', 'sampler10', 'prof10', 'profall']
-const LABELS = {
-  none: 'no profiler',
-  sampler10: 'V8 sampling alone at 10 ms (one long Profiler)',
-  prof10: 'plain `new Profiler` around every 10th request',
-  profall: 'plain `new Profiler` around every request',
+const SETS = {
+  plain: {
+    server: 'switch',
+    modes: {
+      none: 'no profiler',
+      sampler10: 'V8 sampling alone at 10 ms (one long Profiler)',
+      prof10: 'plain `new Profiler` around every 10th request',
+      profall: 'plain `new Profiler` around every request',
+    },
+  },
+  labels: {
+    server: 'labelswitch',
+    modes: {
+      nolabels: 'continuous 10 ms, `profileRequests({ labels: false })` on every request',
+      labels: 'the same, every request labelled with its method and route',
+      hook: '(diagnostic) labels off, their async hooks on: every callback dispatched, none labelled',
+    },
+  },
+  spans: {
+    server: 'otelswitch',
+    modes: {
+      nospans: 'OpenTelemetry SDK, labelled requests run outside their span (no span ids)',
+      spans: 'the same with span ids (`span_id`, `trace_id`, `span_name`)',
+    },
+  },
 }
+const SET = arg('set', 'plain')
+if (!SETS[SET]) throw new Error(`--set: one of ${Object.keys(SETS).join(', ')}, got ${SET}`)
+const { server, modes: LABELS } = SETS[SET]
+const MODES = Object.keys(LABELS)
+const BASE = MODES[0]
 
-const child = fork(path.join(here, 'server.js'), ['switch'], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+const child = fork(path.join(here, 'server.js'), [server], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
 const port = await new Promise((resolve) => child.stdout.once('data', (data) => resolve(JSON.parse(data).port)))
 const ask = (message) =>
   new Promise((resolve) => {
     child.once('message', resolve)
     child.send(message)
   })
-const load = (seconds) =>
-  autocannon({ url: `http://127.0.0.1:${port}/api?q=7`, connections: CONNECTIONS, duration: seconds })
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 console.log(
-  `# one server process, modes switched per round: ${ROUNDS} rounds x ${MODES.length} modes, ${DURATION} s each`,
+  `# node ${process.version}, set ${SET}: one server process under one steady load (${CONNECTIONS} connections), ` +
+    `its mode switched every slice: ${ROUNDS} rounds x ${MODES.length} modes, ${SLICE} s measured each`,
 )
-await ask({ switchTo: 'profall' })
-await load(2) // warm-up: JIT, the first V8 start
+// One load for the whole run: the load generator's own start-up stays out of the slices, and slices
+// next to each other in time see the same neighbours on this shared machine.
+const loader = autocannon(
+  { url: `http://127.0.0.1:${port}/api?q=7`, connections: CONNECTIONS, duration: 1e6 },
+  () => {},
+)
+await ask({ switchTo: MODES[MODES.length - 1] })
+await sleep(WARMUP * 1000) // JIT, the first V8 start
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
 for (let round = 0; round < ROUNDS; round++) {
   for (const mode of round % 2 ? [...MODES].reverse() : MODES) {
     await ask({ switchTo: mode })
-    await load(mode === 'none' ? 2.5 : 0.5) // settle; for none, past the warm grace
+    await sleep(mode === 'none' ? 2500 : SETTLE * 1000) // settle; for none, past the warm grace
     child.send('measure')
-    const r = await load(DURATION)
+    await sleep(SLICE * 1000)
     const report = await ask('report')
-    results[mode].push({ rps: r.requests.average, cpu: report.cpuUsPerRequest })
+    results[mode].push({ rps: report.requestsPerSecond, cpu: report.cpuUsPerRequest, report })
   }
 }
+loader.stop()
 child.kill()
 
-const paired = (mode, f) => median(results[mode].map((r, i) => f(r, results.none[i])))
-console.log('\n| mode | CPU µs/request | paired req/s ratio | paired CPU ratio (none/mode) |')
+const pairs = (mode, f) => results[mode].map((r, i) => f(r, results[BASE][i]))
+const withSpread = (xs) => `${median(xs).toFixed(3)}x (${spread(xs, 3)})`
+console.log(`\n| mode | CPU µs/request | paired req/s ratio | paired CPU ratio (${BASE}/mode) |`)
 console.log('| --- | ---: | ---: | ---: |')
 for (const mode of MODES) {
-  const rps = paired(mode, (r, n) => r.rps / n.rps)
-  const cpu = paired(mode, (r, n) => n.cpu / r.cpu)
   console.log(
-    `| ${LABELS[mode]} | ${median(results[mode].map((r) => r.cpu)).toFixed(1)} | ${rps.toFixed(3)}x | ${cpu.toFixed(3)}x |`,
+    `| ${LABELS[mode]} | ${median(results[mode].map((r) => r.cpu)).toFixed(1)} ` +
+      `(${spread(
+        results[mode].map((r) => r.cpu),
+        1,
+      )}) | ${withSpread(pairs(mode, (r, n) => r.rps / n.rps))} | ${withSpread(pairs(mode, (r, n) => n.cpu / r.cpu))} |`,
+  )
+}
+for (const mode of MODES) {
+  const last = results[mode].at(-1).report
+  if (last.spanChecked !== undefined) {
+    console.log(`${mode}: requests whose code saw span labels: ${last.spanLabelled} of ${last.spanChecked} checked`)
+  }
+}
+// The cost as the bounds read it: CPU per request over the baseline's, the median of the rounds' pairs.
+for (const mode of MODES.slice(1)) {
+  const over = pairs(mode, (r, n) => (r.cpu / n.cpu - 1) * 100)
+  console.log(
+    `${mode} over ${BASE}: CPU per request ${median(over) >= 0 ? '+' : ''}${median(over).toFixed(1)}% (rounds ${spread(over, 1)})`,
   )
 }

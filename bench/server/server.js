@@ -1,11 +1,12 @@
 'use strict'
 // The benchmark's server: a small JSON API with CPU work in its handler, run in its own process
 // (see run.mjs) with one profiling mode:
-//   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry | switch (in-process.mjs)
+//   none | continuous | req10 | reqall | prof10 | profall | datadog | sentry
 //   | contlabels | contnolabels (labels on every request, and its pair without)
 //   | pyrolabels | pyronolabels (Pyroscope's Node SDK with wrapWithLabels on every request, and without)
 //   | ddlabels | ddnolabels (dd-trace with profiling, code hotspots and endpoint profiling on, and off)
 //   | otelspans | otelnospans (the OpenTelemetry SDK tracing every request, labels with span ids, and without)
+//   | switch | labelswitch | otelswitch (in-process.mjs: prof*, contlabels and otelspans modes in turns)
 //   (and the diagnostics sampler1 | sampler10 | track | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
@@ -35,7 +36,7 @@ if (mode === 'ddlabels' || mode === 'ddnolabels') {
     logLevel: 'error',
     logger: { debug() {}, info() {}, warn() {}, error() {} },
   })
-} else if (mode === 'otelspans' || mode === 'otelnospans') {
+} else if (mode === 'otelspans' || mode === 'otelnospans' || mode === 'otelswitch') {
   // The OpenTelemetry SDK as an app that already traces has it: a NodeTracerProvider (its
   // AsyncLocalStorage context manager), the http instrumentation making a server span per request,
   // spans batched to an exporter that drops them.
@@ -122,7 +123,24 @@ if (mode === 'continuous') {
   continuousAt10ms()
   const rp = profileRequests({ sampleRate: 0, labels: mode === 'contlabels', onProfile() {} })
   listener = rp.wrap(handler)
-} else if (mode === 'otelspans' || mode === 'otelnospans') {
+} else if (mode === 'labelswitch') {
+  // contlabels and contnolabels in turns in one process (in-process.mjs --set labels): 'nolabels' also
+  // switches the labels' hooks and storage off, as in a process that never labelled; 'hook' (a
+  // diagnostic) is nolabels with the labels' hooks on (every callback dispatched, no request labelled).
+  const { profileRequests } = require(root)
+  const { enableTracking, disableTracking } = require(`${root}/lib/labels.js`)
+  continuousAt10ms()
+  const labelled = profileRequests({ sampleRate: 0, labels: true, onProfile() {} }).wrap(handler)
+  const plain = profileRequests({ sampleRate: 0, labels: false, onProfile() {} }).wrap(handler)
+  listener = labelled
+  figures.switchTo = (to) => {
+    if (to !== 'labels' && to !== 'nolabels' && to !== 'hook') throw new Error(`cannot switch to ${to}`)
+    listener = to === 'labels' ? labelled : plain
+    if (to === 'nolabels') disableTracking()
+    if (to === 'hook') enableTracking()
+    server.removeAllListeners('request').on('request', listener)
+  }
+} else if (mode === 'otelspans' || mode === 'otelnospans' || mode === 'otelswitch') {
   // contlabels under the OpenTelemetry SDK: every request labelled with its route, and with its server
   // span's ids (otelspans), or run outside the span's context so that the integration finds no span
   // (otelnospans, its pair: the same context switch and span lookup, no span labels).
@@ -143,9 +161,14 @@ if (mode === 'continuous') {
     return handler(req, res)
   }
   const wrapped = profileRequests({ sampleRate: 0, onProfile() {} }).wrap(counted)
-  const spans = mode === 'otelspans'
+  let spans = mode !== 'otelnospans'
   listener = function (req, res) {
     return api.context.with(spans ? api.context.active() : api.ROOT_CONTEXT, wrapped, this, req, res)
+  }
+  // otelswitch (in-process.mjs --set spans): the two in turns in one process.
+  figures.switchTo = (to) => {
+    if (to !== 'spans' && to !== 'nospans') throw new Error(`cannot switch to ${to}`)
+    spans = to === 'spans'
   }
 } else if (mode === 'req10' || mode === 'reqall') {
   const { profileRequests } = require(root)
@@ -285,10 +308,12 @@ process.on('message', (message) => {
     figures.switchTo(message.switchTo)
     process.send({ switched: message.switchTo })
   } else if (message === 'measure') {
+    if (figures.spanChecked !== undefined) figures.spanChecked = figures.spanLabelled = 0
     delay.reset()
     delay.enable()
     figures.cpuStart = process.cpuUsage()
     figures.servedStart = served
+    figures.measureStart = performance.now()
   } else if (message === 'report') {
     delay.disable()
     const cpu = process.cpuUsage(figures.cpuStart)
@@ -299,6 +324,7 @@ process.on('message', (message) => {
       ...figures,
       // All threads of the process (V8's sampler, the thread pool) per request served.
       cpuUsPerRequest: (cpu.user + cpu.system) / requests,
+      requestsPerSecond: requests / ((performance.now() - figures.measureStart) / 1000),
       maxEventLoopDelayMs: delay.max / 1e6,
       p99EventLoopDelayMs: delay.percentile(99) / 1e6,
       rssMB: process.memoryUsage().rss / 2 ** 20,
