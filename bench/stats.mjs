@@ -12,3 +12,23 @@ export const spread = (xs, digits) => `${Math.min(...xs).toFixed(digits)}–${Ma
 
 /** `median (min–max)` of `xs`, each with `digits` decimals. */
 export const medianSpread = (xs, digits) => `${median(xs).toFixed(digits)} (${spread(xs, digits)})`
+
+/**
+ * A distribution-free ~95% interval of the median of `xs`: the order statistics s[i] and s[n-1-i] of
+ * the sorted values, with i the largest index at which P(Binomial(n, 1/2) <= i) <= 2.5% (the chance
+ * that more than n-1-i values fall on one side of the true median). null below 6 values.
+ */
+export function medianInterval(xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  const n = s.length
+  let p = 2 ** -n // P(B = 0)
+  let cdf = 0
+  let i = -1
+  for (let k = 0; k < n; k++) {
+    cdf += p
+    if (cdf > 0.025) break
+    i = k
+    p = (p * (n - k)) / (k + 1)
+  }
+  return i < 0 ? null : [s[i], s[n - 1 - i]]
+}
