@@ -15,8 +15,9 @@ export const medianSpread = (xs, digits) => `${median(xs).toFixed(digits)} (${sp
 
 /**
  * A distribution-free ~95% interval of the median of `xs`: the order statistics s[i] and s[n-1-i] of
- * the sorted values, with i the largest index at which P(Binomial(n, 1/2) <= i) <= 2.5% (the chance
- * that more than n-1-i values fall on one side of the true median). null below 6 values.
+ * the sorted values, with i the largest index at which P(Binomial(n, 1/2) <= i) <= 2.5% — the chance
+ * that s[i] lies above the true median (at most i values below it), and by symmetry that s[n-1-i]
+ * lies below it. null below 6 values.
  */
 export function medianInterval(xs) {
   const s = [...xs].sort((a, b) => a - b)

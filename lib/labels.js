@@ -139,7 +139,8 @@ function leave() {
 let hook = null
 /** Stops V8's promise hook (where promises are followed by it: promiseHooksInstead). */
 let stopPromiseHook = null
-let monitoring = false
+/** Whether the uncaught-exception reset below is installed (once, whatever enables and disables). */
+let exceptionsWatched = false
 function enableTracking() {
   if (hook !== null) return
   const callbacks = {
@@ -155,8 +156,8 @@ function enableTracking() {
     hook = createHook(callbacks)
   }
   hook.enable()
-  if (monitoring) return
-  monitoring = true
+  if (exceptionsWatched) return
+  exceptionsWatched = true
   // An uncaught exception skips the `after` of every callback it unwinds (Node clears its async
   // stack): back to the event loop, no labels.
   process.on('uncaughtExceptionMonitor', () => {

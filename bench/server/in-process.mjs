@@ -111,13 +111,10 @@ const withSpread = (xs) => `${median(xs).toFixed(3)}x (${spread(xs, 3)})`
 console.log(`\n| mode | CPU µs/request | paired req/s ratio | paired CPU ratio (${BASE}/mode) |`)
 console.log('| --- | ---: | ---: | ---: |')
 for (const mode of MODES) {
-  console.log(
-    `| ${LABELS[mode]} | ${median(results[mode].map((r) => r.cpu)).toFixed(1)} ` +
-      `(${spread(
-        results[mode].map((r) => r.cpu),
-        1,
-      )}) | ${withSpread(pairs(mode, (r, n) => r.rps / n.rps))} | ${withSpread(pairs(mode, (r, n) => n.cpu / r.cpu))} |`,
-  )
+  const cpus = results[mode].map((r) => r.cpu)
+  const rps = withSpread(pairs(mode, (r, n) => r.rps / n.rps))
+  const cpu = withSpread(pairs(mode, (r, n) => n.cpu / r.cpu))
+  console.log(`| ${LABELS[mode]} | ${median(cpus).toFixed(1)} (${spread(cpus, 1)}) | ${rps} | ${cpu} |`)
 }
 for (const mode of MODES) {
   const last = results[mode].at(-1).report
