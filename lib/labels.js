@@ -136,6 +136,12 @@ function leave() {
   record(depth < STACK ? stack[depth] : 0)
 }
 
+/** No callback running any more: the thread is back at the event loop, with no labels. */
+function backToLoop() {
+  depth = 0
+  record(0)
+}
+
 let hook = null
 /** Stops V8's promise hook (where promises are followed by it: promiseHooksInstead). */
 let stopPromiseHook = null
@@ -160,10 +166,7 @@ function enableTracking() {
   exceptionsWatched = true
   // An uncaught exception skips the `after` of every callback it unwinds (Node clears its async
   // stack): back to the event loop, no labels.
-  process.on('uncaughtExceptionMonitor', () => {
-    depth = 0
-    record(0)
-  })
+  process.on('uncaughtExceptionMonitor', backToLoop)
 }
 
 /**
@@ -180,8 +183,7 @@ function disableTracking() {
   if (stopPromiseHook !== null) stopPromiseHook()
   stopPromiseHook = null
   storage.disable()
-  depth = 0
-  record(0)
+  backToLoop()
 }
 
 /**
