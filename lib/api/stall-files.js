@@ -3,9 +3,8 @@
 // of a stall still running, lib/api/stalls-worker.js) and the watched thread (the whole stall once its
 // turn ended, over the snapshot; lib/api/stalls.js).
 
-const fs = require('node:fs')
 const path = require('node:path')
-const { traceClock } = require('../clock')
+const { writeOutputFile } = require('../output')
 
 /** The file a stall's trace is written to (its ongoing snapshot first, then the whole stall over it). */
 function stallFile(dir, name, seq) {
@@ -13,19 +12,12 @@ function stallFile(dir, name, seq) {
 }
 
 /**
- * Writes `text` to `file` through a temporary name, so a reader never sees half a trace. The name is
- * this thread's own (the two writers run in one process and may write one stall's file at once).
+ * Writes `text` to `file` by lib/output.js's rules: an exclusive temporary file of its own (the two
+ * writers run in one process and may write one stall's file at once) renamed over it, so a reader
+ * never sees half a trace; a FIFO, device or another user's link at the name is refused.
  */
 function writeAtomic(file, text) {
-  const { pid, threadId } = traceClock()
-  const tmp = `${file}.${pid}-${threadId}.tmp`
-  try {
-    fs.writeFileSync(tmp, text)
-    fs.renameSync(tmp, file)
-  } catch (err) {
-    fs.rmSync(tmp, { force: true })
-    throw err
-  }
+  writeOutputFile(file, text, { streams: false })
 }
 
 module.exports = { stallFile, writeAtomic }

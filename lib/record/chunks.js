@@ -7,7 +7,7 @@
 // middle of a write is skipped.
 
 const fs = require('node:fs')
-const { writeOutputFile } = require('../output')
+const { writeOutputFile, createExclusive } = require('../output')
 
 const MAGIC = 'jsprof-record-chunks'
 const VERSION = 2
@@ -18,7 +18,7 @@ const VERSION = 2
  * clock, and as a Unix epoch in ms), and whose trace it is.
  */
 function createChunks(file, { pid, threadId = 0, output, intervalUs, timeOriginUs, timeOriginEpochMs }) {
-  const fd = fs.openSync(file, 'w', 0o600)
+  const fd = createExclusive(file) // never through a planted link: see lib/output.js
   fs.writeSync(
     fd,
     `${JSON.stringify({ format: MAGIC, version: VERSION, pid, threadId, output, intervalUs, timeOriginUs, timeOriginEpochMs })}\n`,
@@ -79,15 +79,16 @@ function sidecarOf(header) {
  *   - `skipEmpty`: a trace without samples is not written (`path: null`): a worker thread with nothing
  *     leaves no file;
  *   - `mode`: a new file's permissions (the user's umask, not the app's: see writeOutputFile);
+ *   - `streams`: `output` may be a pipe or device (false for a name jsprof picked: see writeOutputFile);
  *   - when `output` cannot be written (a read-only or removed directory, a full disk), the recording is
  *     not lost: it is written to the temporary directory instead, and the result says so
  *     (`notWritten: { path, error }`). Throws only when that fails too.
  */
-function writeRecorded(output, recorded, { skipEmpty = false, mode } = {}) {
+function writeRecorded(output, recorded, { skipEmpty = false, mode, streams = true } = {}) {
   const result = { path: output, samples: recorded.samples, durationMs: recorded.durationMs }
   if (skipEmpty && recorded.samples === 0) return { ...result, path: null }
   try {
-    writeOutputFile(output, recorded.json, { mode })
+    writeOutputFile(output, recorded.json, { mode, streams })
     return result
   } catch (err) {
     const { describeIoError } = require('../cli/common')
@@ -103,7 +104,7 @@ function writeRecorded(output, recorded, { skipEmpty = false, mode } = {}) {
         .slice(-100)}`,
     )
     try {
-      writeOutputFile(kept, recorded.json, { replace: false, mode })
+      writeOutputFile(kept, recorded.json, { replace: false, mode, streams: false })
     } catch (again) {
       throw new Error(`${error}; and could not keep it in ${kept} either: ${describeIoError(again)}`, {
         cause: again,
@@ -130,19 +131,15 @@ function assemble(file, output) {
 
 /**
  * Tells the `jsprof` CLI how the recording ended (it prints the line); a gone CLI is no error. The
- * file is the CLI's to read whatever the app's umask (fchmod is not subject to it).
+ * file is the CLI's to read whatever the app's umask (its mode is set on the open file, which the
+ * umask does not touch), and is replaced whole: the CLI never reads half of it.
  */
 function writeStatus(file, status) {
   if (typeof file !== 'string') return
-  let fd = null
   try {
-    fd = fs.openSync(file, 'w', 0o600)
-    fs.fchmodSync(fd, 0o600)
-    fs.writeSync(fd, JSON.stringify(status))
+    writeOutputFile(file, JSON.stringify(status), { mode: 0o600, streams: false })
   } catch {
     // The CLI or its temporary directory is gone: nobody to tell.
-  } finally {
-    if (fd !== null) fs.closeSync(fd)
   }
 }
 

@@ -31,7 +31,7 @@ function startHeapRecording(settings) {
       try {
         const { json } = sampler.take(consumer, infoOf(settings, startTime))
         const path = heapOutput(traceOutput)
-        writeOutputFile(path, json)
+        writeOutputFile(path, json, { streams: false }) // a name jsprof picked: never a pipe's
         const profile = JSON.parse(json.toString('utf8'))
         return {
           path,

@@ -173,7 +173,8 @@ function start(config) {
       output,
       flushEveryMs,
       periodic: !watched,
-      write: { mode: config.mode },
+      // A pipe or device only where the user named it (-o), never at a name jsprof picked.
+      write: { mode: config.mode, streams: output === named },
     })
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
@@ -376,7 +377,7 @@ function startWorkerThread(config) {
       // Flushed by its own timer below, spaced by their cost (lib/record/spacing.js).
       periodic: false,
       // A worker that sampled nothing leaves no file (the CLI says so).
-      write: { mode: config.mode, skipEmpty: true },
+      write: { mode: config.mode, skipEmpty: true, streams: false },
     })
   } catch (err) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)

@@ -206,10 +206,15 @@ function currentUmask() {
 function checkWritable(shown, file) {
   const dir = path.dirname(file)
   if (dir.includes('{pid}')) return
+  const { resolveLinks, probeWritable } = require('../../output')
   let stat = null
   try {
-    stat = fs.statSync(file.split('{pid}').join('0'))
-  } catch {}
+    // Another user's link on the way is refused now, not after the app ran.
+    stat = fs.statSync(resolveLinks(file.split('{pid}').join('0')))
+  } catch (err) {
+    if (err.code === 'EUNSAFELINK' || err.code === 'ELOOP')
+      throw new CliError(`cannot write ${shown}: ${describeIoError(err)}`, 1)
+  }
   if (stat && (stat.isFIFO() || stat.isCharacterDevice())) {
     try {
       fs.accessSync(file, fs.constants.W_OK)
@@ -221,10 +226,8 @@ function checkWritable(shown, file) {
   if (stat && stat.isDirectory()) throw new CliError(`cannot write ${shown}: it is a directory`, 1)
   if (!fs.existsSync(dir)) throw new CliError(`cannot write ${shown}: no such directory ${dir}`, 1)
   // A file made and removed at once: what the trace's write (a temporary file renamed) will need.
-  const probe = path.join(dir, `.jsprof-probe-${process.pid}-${Date.now().toString(36)}.tmp`)
   try {
-    fs.closeSync(fs.openSync(probe, 'wx', 0o600))
-    fs.unlinkSync(probe)
+    probeWritable(dir)
   } catch (err) {
     throw new CliError(`cannot write ${shown}: ${describeIoError(err)} (in ${dir})`, 1)
   }
