@@ -661,14 +661,15 @@ export type Labels = Record<string, string>
 
 /**
  * Runs `fn(...args)` with `labels` added to the current ones: every sample taken while it, or anything
- * it starts (promises, await, timers, emitters, streams), runs carries them. Returns what fn returns.
+ * it starts on this thread (promises, await, timers, emitters, streams; a Worker starts with none), runs
+ * carries them. Returns what fn returns.
  */
 export declare function withLabels<A extends unknown[], R>(labels: Labels, fn: (...args: A) => R, ...args: A): R
 
 /** Adds `labels` to the labels of the code running now and of what it starts from here on. */
 export declare function setLabels(labels: Labels): void
 
-/** The labels current now (frozen; empty when none). */
+/** The labels current now (frozen, keys in sorted order; empty when none). */
 export declare function getLabels(): Readonly<Labels>
 
 // ---- Heap profiles: new HeapProfiler(options), fromHeapProfile, toHeapProfile ----
