@@ -431,9 +431,22 @@ test("ground truth: a request's profile weighs the CPU its code burned, not its 
       'timeOrigin',
       'windows',
     ])
-    // Every request is labelled with its method (node:http knows no route): each of its samples.
+    // Every request is labelled with its method (node:http knows no route): each of its samples with
+    // code running (docs/labels.md). A native sample with no JS stack ('other': V8 in Node's C++, e.g.
+    // between the request's callback returning and its `after` hook) carries none, in a request's
+    // window as anywhere.
     assert.deepEqual(trace.jsprof.labelSets, [{ method: 'GET' }])
-    assert.ok(trace.jsprof.sampleLabels.every((i) => i === 0))
+    const labelled = trace.samples.filter((s, i) =>
+      s.marker === 'script' || s.marker === 'gc'
+        ? trace.jsprof.sampleLabels[i] === 0
+        : trace.jsprof.sampleLabels[i] === null,
+    )
+    assert.equal(
+      labelled.length,
+      trace.samples.length,
+      JSON.stringify({ samples: trace.samples, labels: trace.jsprof.sampleLabels }),
+    )
+    assert.ok(trace.samples.some((s) => s.marker === 'script'))
     assert.deepEqual(summarize(JSON.parse(JSON.stringify(trace))), summarize(trace))
     assert.equal(trace.jsprof.sampleInterval, 1)
     assert.ok(Array.isArray(trace.jsprof.windows) && trace.jsprof.windows.length >= 1)
