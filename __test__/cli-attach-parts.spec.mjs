@@ -132,7 +132,11 @@ describe('cdp.js: the protocol client and its bounds', () => {
       if (m.method === 'A.garbage') return ws.send('{not json')
     })
     const cdp = await connect(fake.url, { maxPayload: 1 << 20 })
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length
+    const before = timers()
     await assert.rejects(cdp.send('A.garbage'), (e) => e instanceof BadReply && /not JSON/.test(e.message))
+    // No reply timer is left behind to hold jsprof's exit for its 15 s.
+    assert.equal(timers(), before)
     await assert.rejects(cdp.send('A.huge'), /the connection ended: it sent a message larger than 1 MiB/)
     assert.match(await cdp.closed, /larger than 1 MiB/)
     fake.close()

@@ -75,8 +75,12 @@ function connect(url, { maxPayload, onEvent = () => {} }) {
     let endReason = null
     let endClosed
     const closed = new Promise((r) => (endClosed = r))
+    // Every pending command fails at once, its timer with it (a timer left would hold jsprof's exit).
     const fail = (err) => {
-      for (const p of pending.values()) p.reject(err)
+      for (const p of pending.values()) {
+        clearTimeout(p.timer)
+        p.reject(err)
+      }
       pending.clear()
     }
     ws.on('message', (data) => {
@@ -109,7 +113,6 @@ function connect(url, { maxPayload, onEvent = () => {} }) {
     })
     ws.on('close', (code, reason) => {
       clearTimeout(handshake)
-      for (const p of pending.values()) clearTimeout(p.timer)
       const why =
         code === 1009
           ? `it sent a message larger than ${Math.round(maxPayload / 1024 / 1024)} MiB`
