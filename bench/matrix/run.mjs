@@ -39,6 +39,7 @@ import { verdict, verdictText } from './targets.mjs'
 import { loadArgs } from './kinds.mjs'
 import { pretenuredRounds } from './gc-state.mjs'
 import { arg, list } from '../args.mjs'
+import { ask } from '../ipc.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -104,12 +105,6 @@ function load(port, kind, connections, seconds, pin) {
     })
   })
 }
-
-const ask = (child, message) =>
-  new Promise((resolve) => {
-    child.once('message', resolve)
-    child.send(message)
-  })
 
 async function measure(node, kind, mode, connections, pin) {
   const server = await startServer(node, kind, mode, pin)
