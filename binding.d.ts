@@ -81,8 +81,8 @@ export declare class Recording {
    * The trace built on the calling thread, written as numbers into `ints` and `floats` over the
    * thread's string table `strings` (`TraceStrings::write`; layout: `jsprof_core::write_columns`):
    * for the few samples of one request or a short Profiler this is cheaper than a thread-pool hop
-   * (`build`) and than JSON text (~7 against ~18 µs a 24-stack trace,
-   * docs/bench.md#building-a-small-trace). The recording is empty afterwards. `clock` as for `build`.
+   * (`build`) and than JSON text (docs/bench.md#building-a-small-trace). The recording is empty
+   * afterwards. `clock` as for `build`.
    */
   buildColumns(strings: TraceStrings, ints: Int32Array, floats: Float64Array, timeOriginUs: number, clock?: TraceSidecar | undefined | null): string
   /**

@@ -328,7 +328,7 @@ export declare function toFlameGraph(trace: ProfilerTrace | HeapProfile, options
 export interface RequestProfilerOptions {
   /** Fraction of requests profiled, in [0, 1]; deterministic: floor(n × rate) of the first n. Default 0.1. */
   sampleRate?: number
-  /** ms between samples (default 10; 1 gives short requests richer traces at a measured ~10% CPU). */
+  /** ms between samples (default 10; 1 gives short requests richer traces, at a cost in CPU: docs/bench.md#throughput). */
   sampleInterval?: number
   /** Most samples one request's trace holds (default 10000). */
   maxBufferSize?: number

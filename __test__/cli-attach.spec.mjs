@@ -18,7 +18,7 @@ const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(root, 'bin', 'jsprof.js')
 const { traceProblem } = require(path.join(root, 'lib', 'cli', 'input.js'))
-const { listening } = require(path.join(root, 'lib', 'cli', 'commands', 'attach.js'))
+const { listening } = require(path.join(root, 'lib', 'cli', 'attach', 'target.js'))
 const linux = process.platform === 'linux'
 
 // A server; mode 'spin' first spins in spinStep (too big to inline: its own code, on top of the

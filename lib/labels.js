@@ -417,7 +417,8 @@ let spanGeneration = 0
 /** Writes the `words` 8-digit groups of `hex` at `ring[at…]`; false when it is not that many hex digits. */
 function hexWords(hex, ring, at, words) {
   if (typeof hex !== 'string' || hex.length !== words * 8) return false
-  // By char code: no substring per group (measured: 640 → 548 ns a span, bench/labels.mjs).
+  // By char code: no substring per group (cheaper: bench/labels.mjs prints what writing a span costs,
+  // docs/bench.md#span-ids-built-only-where-a-sample-lands).
   for (let w = 0, i = 0; w < words; w++) {
     let value = 0
     for (const end = i + 8; i < end; i++) {

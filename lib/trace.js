@@ -3,7 +3,7 @@
 // - a small trace (a Profiler's, a request's: built on the main thread) as numbers over this thread's
 //   string table (`Recording.buildColumns`, jsprof-core trace/columns.rs): each frame name and URL
 //   crosses into JS once and is kept here by id, and every object is a literal built from numbers
-//   (measured: ~18 µs a 24-stack trace as JSON text, ~7 this way, docs/bench.md#building-a-small-trace);
+//   (cheaper than JSON text: docs/bench.md#building-a-small-trace);
 // - a large one, built off the main thread, as TraceParts (frames and resources as JSON text, stacks
 //   and samples as columns): JSON.parse is V8's fastest object factory for many strings; the stacks
 //   and samples, many and small, are zipped here (docs/bench.md#the-goal-and-why-sample-heavy-profiles-miss-it).

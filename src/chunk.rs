@@ -8,7 +8,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::core_error;
-use crate::recording::{core_recording, trace_of};
+use crate::own_code::new_recording;
 use crate::trace_columns::TraceStrings;
 use crate::trace_file::TraceSidecar;
 
@@ -130,11 +130,11 @@ impl Chunk {
         time_origin_us: f64,
         clock: Option<TraceSidecar>,
     ) -> Result<String> {
-        let mut recording = core_recording(start_us, interval_us, max_samples);
+        let mut recording = new_recording(start_us, interval_us, max_samples);
         recording.set_start_exclusive(start_exclusive);
         recording.stop_at(stop_us);
         let full = recording.add_chunk(&self.inner).became_full;
-        let trace = trace_of(recording, time_origin_us, clock.map(|c| c.clock()));
+        let trace = recording.into_trace_clocked(time_origin_us, clock.map(|c| c.clock()));
         strings.write(trace, full, ints, floats)
     }
 

@@ -10,7 +10,8 @@
 //! - `trace_handle.rs`: `TraceHandle` (a trace that stays in Rust) and `readProfileFile`.
 //! - `trace_parts.rs`: `TraceParts`, the shape a trace crosses in when JS needs its objects.
 //! - `cpu_profile.rs`: `convertCpuProfile`, `convertCpuProfileText` (`fromCpuProfile`).
-//! - `own_code.rs`: `setOwnCode` (jsprof-node's own frames, left out of what it records).
+//! - `own_code.rs`: `setOwnCode` (jsprof-node's own frames, left out of what it records), and the
+//!   core recording every `Recording` and chunk window starts from, those frames hidden.
 //! - `trace_file.rs`: `traceFromChunkLines`, `traceFileFromCpuProfile` (`jsprof record`'s trace files).
 //! - `heap.rs`: heap profiles (V8's converted and written back, summaries, exporters, the CLI's reader).
 //! - `export.rs`: the exporters; `analysis.rs`: `attributeResource`, `summarizeTrace`;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use jsprof_core::OwnCode;
+use jsprof_core::{OwnCode, Recording};
 use napi_derive::napi;
 
 /// jsprof-node's own code (URL and path prefixes of its files), set once by the facade at load.
@@ -20,4 +20,14 @@ pub fn set_own_code(prefixes: Vec<String>) {
 /// The own code set by [`set_own_code`], if any.
 pub(crate) fn own_code() -> Option<Arc<OwnCode>> {
     OWN_CODE.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// A core recording as every recording of the binding makes it (a `Recording` object's, and a chunk
+/// window's without one: `Chunk.buildWindowColumns`): jsprof-node's own code left out of its stacks.
+pub(crate) fn new_recording(start_us: f64, interval_us: f64, max_samples: u32) -> Recording {
+    let mut recording = Recording::new(start_us, interval_us, max_samples);
+    if let Some(own) = own_code() {
+        recording.hide_own_code(own);
+    }
+    recording
 }

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::chunk::Chunk;
-use crate::own_code::own_code;
+use crate::own_code::new_recording;
 use crate::trace_columns::TraceStrings;
 use crate::trace_file::{recorded, RecordedTrace, TraceSidecar};
 use crate::trace_parts::{PlainParts, TraceParts};
@@ -32,7 +32,7 @@ impl Recording {
     #[napi(constructor)]
     pub fn new(start_us: f64, interval_us: f64, max_samples: u32) -> Self {
         Recording {
-            inner: core_recording(start_us, interval_us, max_samples),
+            inner: new_recording(start_us, interval_us, max_samples),
         }
     }
 
@@ -90,8 +90,8 @@ impl Recording {
     /// The trace built on the calling thread, written as numbers into `ints` and `floats` over the
     /// thread's string table `strings` (`TraceStrings::write`; layout: `jsprof_core::write_columns`):
     /// for the few samples of one request or a short Profiler this is cheaper than a thread-pool hop
-    /// (`build`) and than JSON text (~7 against ~18 µs a 24-stack trace,
-    /// docs/bench.md#building-a-small-trace). The recording is empty afterwards. `clock` as for `build`.
+    /// (`build`) and than JSON text (docs/bench.md#building-a-small-trace). The recording is empty
+    /// afterwards. `clock` as for `build`.
     #[napi(catch_unwind)]
     pub fn build_columns(
         &mut self,
@@ -101,7 +101,10 @@ impl Recording {
         time_origin_us: f64,
         clock: Option<TraceSidecar>,
     ) -> Result<String> {
-        let trace = trace_of(self.inner.take(), time_origin_us, clock.map(|c| c.clock()));
+        let trace = self
+            .inner
+            .take()
+            .into_trace_clocked(time_origin_us, clock.map(|c| c.clock()));
         strings.write(trace, false, ints, floats)
     }
 
@@ -109,7 +112,10 @@ impl Recording {
     /// watcher thread). The recording is empty afterwards. `clock` as for `build`.
     #[napi(catch_unwind)]
     pub fn build_json(&mut self, time_origin_us: f64, clock: Option<TraceSidecar>) -> Result<String> {
-        let trace = trace_of(self.inner.take(), time_origin_us, clock.map(|c| c.clock()));
+        let trace = self
+            .inner
+            .take()
+            .into_trace_clocked(time_origin_us, clock.map(|c| c.clock()));
         serde_json::to_string(&trace).map_err(|e| Error::from_reason(e.to_string()))
     }
 
@@ -135,28 +141,6 @@ impl Recording {
     }
 }
 
-/// A core recording as every Recording of the binding makes it: jsprof-node's own code left out of its
-/// stacks (a Recording object's, and a chunk window's without one: `Chunk.buildWindowColumns`).
-pub(crate) fn core_recording(start_us: f64, interval_us: f64, max_samples: u32) -> core::Recording {
-    let mut recording = core::Recording::new(start_us, interval_us, max_samples);
-    if let Some(own) = own_code() {
-        recording.hide_own_code(own);
-    }
-    recording
-}
-
-/// Its trace, with the `jsprof` member when there is a `clock` (see `Recording.build`).
-pub(crate) fn trace_of(
-    recording: core::Recording,
-    time_origin_us: f64,
-    clock: Option<core::Extension>,
-) -> core::ProfilerTrace {
-    match clock {
-        Some(clock) => recording.into_trace_with(time_origin_us, clock),
-        None => recording.into_trace(time_origin_us),
-    }
-}
-
 pub struct BuildTrace {
     recording: core::Recording,
     time_origin_us: f64,
@@ -169,11 +153,11 @@ impl Task for BuildTrace {
 
     fn compute(&mut self) -> Result<PlainParts> {
         guarded("building a trace", || {
-            PlainParts::from_trace(trace_of(
-                self.recording.take(),
-                self.time_origin_us,
-                self.clock.take(),
-            ))
+            PlainParts::from_trace(
+                self.recording
+                    .take()
+                    .into_trace_clocked(self.time_origin_us, self.clock.take()),
+            )
         })
     }
 

@@ -1,5 +1,5 @@
 // Which rounds of a mode ran in a server whose young objects V8 had pretenured
-// (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery): the one rule for run.mjs's
+// (bench/results/matrix-pretenuring.md): the one rule for run.mjs's
 // collections table and table.mjs's marks.
 //
 // A server in that state keeps it for its life: its scavenges take several times as long (what they

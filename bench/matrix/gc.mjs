@@ -1,4 +1,4 @@
-// V8's garbage collections in a matrix server under load (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery):
+// V8's garbage collections in a matrix server under load (bench/results/matrix-pretenuring.md):
 // each mode's server (bench/matrix/server.js) runs with --trace-gc under autocannon, a warm-up, then a
 // counted stretch: how many scavenges and mark-compacts, and the mean scavenge pause (its time grows
 // with what survives it). Prints figures; asserts nothing.

@@ -26,6 +26,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { arg } from '../args.mjs'
+import { ask } from '../ipc.mjs'
 import { loadArgs } from './kinds.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -126,7 +127,6 @@ async function measure(mode) {
   try {
     const { port } = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(d))))
     load(port, WARMUP)
-    const ask = (m) => new Promise((resolve) => (child.once('message', resolve), child.send(m)))
     child.send('measure')
     const data = path.join(dir, 'perf.data')
     const perf = spawn('perf', ['record', '-F', '499', '-g', '-p', String(child.pid), '-o', data], {
@@ -136,7 +136,7 @@ async function measure(mode) {
     perf.stderr.on('data', (d) => (perfErr += d))
     await new Promise((r) => setTimeout(r, 200))
     const rps = load(port, DURATION)
-    const report = await ask('report')
+    const report = await ask(child, 'report')
     const perfExited = perf.exitCode !== null || perf.signalCode !== null
     if (!perfExited) {
       perf.kill('SIGINT')

@@ -24,8 +24,8 @@
 //   mode's extra microseconds go.
 // - Last, V8's collections in each round's server: the mean scavenge pause and the mark-compacts. A server
 //   whose request objects V8 pretenured in its first moments under load runs slower for its whole life,
-//   whatever its mode (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery): those rounds
-//   show scavenges of several times the usual pause.
+//   whatever its mode (bench/results/matrix-pretenuring.md): those rounds show scavenges of several times
+//   the usual pause.
 // - Targets (targets.mjs; issue 28): prof10 and req10 >= 0.95x CPU, profall >= 0.90x, all ahead of sentry10
 //   in the same cell; (issue 26) heap, V8's sampling heap profiler at 512 KiB for the whole run, >= 0.97x.
 
@@ -39,6 +39,7 @@ import { verdict, verdictText } from './targets.mjs'
 import { loadArgs } from './kinds.mjs'
 import { pretenuredRounds } from './gc-state.mjs'
 import { arg, list } from '../args.mjs'
+import { ask } from '../ipc.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -104,12 +105,6 @@ function load(port, kind, connections, seconds, pin) {
     })
   })
 }
-
-const ask = (child, message) =>
-  new Promise((resolve) => {
-    child.once('message', resolve)
-    child.send(message)
-  })
 
 async function measure(node, kind, mode, connections, pin) {
   const server = await startServer(node, kind, mode, pin)

@@ -32,7 +32,7 @@
 // time split by thread group (main / V8's profiler thread / others), and V8's collections since
 // 'measure': scavenges with their mean pause, and mark-compacts. A server whose request objects V8 has
 // pretenured shows long scavenges and many mark-compacts whatever its mode
-// (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery).
+// (bench/results/matrix-pretenuring.md).
 
 const http = require('node:http')
 const path = require('node:path')

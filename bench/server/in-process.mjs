@@ -24,6 +24,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median, medianInterval, spread } from '../stats.mjs'
 import { arg, list, num } from '../args.mjs'
+import { ask, spanLabelsLine } from '../ipc.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
@@ -73,11 +74,6 @@ const BASE = MODES[0]
 
 const child = fork(path.join(here, 'server.js'), [server], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
 const port = await new Promise((resolve) => child.stdout.once('data', (data) => resolve(JSON.parse(data).port)))
-const ask = (message) =>
-  new Promise((resolve) => {
-    child.once('message', resolve)
-    child.send(message)
-  })
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
 console.log(
@@ -90,16 +86,16 @@ const loader = autocannon(
   { url: `http://127.0.0.1:${port}/api?q=7`, connections: CONNECTIONS, duration: 1e6 },
   () => {},
 )
-await ask({ switchTo: MODES[MODES.length - 1] })
+await ask(child, { switchTo: MODES[MODES.length - 1] })
 await sleep(WARMUP * 1000) // JIT, the first V8 start
 const results = Object.fromEntries(MODES.map((m) => [m, []]))
 for (let round = 0; round < ROUNDS; round++) {
   for (const mode of round % 2 ? [...MODES].reverse() : MODES) {
-    await ask({ switchTo: mode })
+    await ask(child, { switchTo: mode })
     await sleep(mode === 'none' ? 2500 : SETTLE * 1000) // settle; for none, past the warm grace
     child.send('measure')
     await sleep(SLICE * 1000)
-    const report = await ask('report')
+    const report = await ask(child, 'report')
     results[mode].push({ rps: report.requestsPerSecond, cpu: report.cpuUsPerRequest, report })
   }
 }
@@ -117,10 +113,8 @@ for (const mode of MODES) {
   console.log(`| ${LABELS[mode]} | ${median(cpus).toFixed(1)} (${spread(cpus, 1)}) | ${rps} | ${cpu} |`)
 }
 for (const mode of MODES) {
-  const last = results[mode].at(-1).report
-  if (last.spanChecked !== undefined) {
-    console.log(`${mode}: requests whose code saw span labels: ${last.spanLabelled} of ${last.spanChecked} checked`)
-  }
+  const line = spanLabelsLine(mode, results[mode].at(-1).report)
+  if (line) console.log(line)
 }
 // The cost as the bounds read it: CPU per request over the baseline's, the median of the rounds' pairs,
 // with a ~95% interval of that median; a bound is shown met (or missed) only when the whole interval

@@ -20,6 +20,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { median } from '../stats.mjs'
 import { arg } from '../args.mjs'
+import { ask } from '../ipc.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -82,13 +83,12 @@ async function measure(mode) {
   try {
     const { port } = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(d))))
     load(port, 2)
-    const ask = (m) => new Promise((resolve) => (child.once('message', resolve), child.send(m)))
     child.send('measure')
     const data = path.join(dir, 'perf.data')
     const perf = spawn('perf', ['record', '-F', '999', '-g', '-p', String(child.pid), '-o', data], { stdio: 'ignore' })
     await new Promise((r) => setTimeout(r, 200))
     load(port, DURATION)
-    const report = await ask('report')
+    const report = await ask(child, 'report')
     if (perf.exitCode === null) {
       perf.kill('SIGINT')
       await new Promise((r) => perf.once('exit', r))

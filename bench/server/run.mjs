@@ -25,6 +25,7 @@ import { median } from '../stats.mjs'
 import { verdict } from '../matrix/targets.mjs'
 import { DD_TRACE, ddTrace } from './peers.mjs'
 import { arg } from '../args.mjs'
+import { ask, spanLabelsLine } from '../ipc.mjs'
 
 const require = createRequire(import.meta.url)
 const autocannon = require('autocannon')
@@ -112,13 +113,6 @@ function load(port, seconds) {
   })
 }
 
-function ask(child, message) {
-  return new Promise((resolve) => {
-    child.once('message', resolve)
-    child.send(message)
-  })
-}
-
 async function measure(mode) {
   const { child, port } = await startServer(mode)
   await load(port, 1.5) // warm-up: JIT, first profiler start, first chunks
@@ -185,8 +179,8 @@ for (const [mode, pair] of Object.entries(PAIRS)) {
   )
 }
 for (const mode of ['otelspans', 'otelnospans']) {
-  const r = reports[mode]?.at(-1)
-  if (r) console.log(`${mode}: requests whose code saw span labels: ${r.spanLabelled} of ${r.spanChecked} checked`)
+  const line = spanLabelsLine(mode, reports[mode]?.at(-1))
+  if (line) console.log(line)
 }
 if (reports.ddlabels || reports.ddnolabels)
   console.log(`dd-trace ${(reports.ddlabels || reports.ddnolabels)[0].ddTrace}`)

@@ -16,6 +16,21 @@ function heapOutput(traceOutput) {
   return m ? `${m[1]}.heap.json` : `${traceOutput}.heap.json`
 }
 
+/**
+ * Writes a heap profile (`json`: jsprof's heap profile as bytes) beside `traceOutput`: `{ path, size,
+ * samples }`, the bytes and V8 samples it holds (`jsprof record --heap` and `jsprof attach --heap`).
+ */
+function writeHeapBeside(traceOutput, json) {
+  const path = heapOutput(traceOutput)
+  writeOutputFile(path, json, { streams: false }) // a name jsprof picked: never a pipe's
+  const profile = JSON.parse(json.toString('utf8'))
+  return {
+    path,
+    size: profile.samples.reduce((sum, s) => sum + s.size, 0),
+    samples: profile.samples.reduce((sum, s) => sum + s.count, 0),
+  }
+}
+
 /** Starts sampling this thread's heap with `settings`; `finish(traceOutput)` writes the profile once. */
 function startHeapRecording(settings) {
   const consumer = {}
@@ -29,15 +44,7 @@ function startHeapRecording(settings) {
       if (done) return null
       done = true
       try {
-        const { json } = sampler.take(consumer, infoOf(settings, startTime))
-        const path = heapOutput(traceOutput)
-        writeOutputFile(path, json, { streams: false }) // a name jsprof picked: never a pipe's
-        const profile = JSON.parse(json.toString('utf8'))
-        return {
-          path,
-          size: profile.samples.reduce((sum, s) => sum + s.size, 0),
-          samples: profile.samples.reduce((sum, s) => sum + s.count, 0),
-        }
+        return writeHeapBeside(traceOutput, sampler.take(consumer, infoOf(settings, startTime)).json)
       } finally {
         sampler.release(consumer)
       }
@@ -45,4 +52,4 @@ function startHeapRecording(settings) {
   }
 }
 
-module.exports = { startHeapRecording, heapOutput }
+module.exports = { startHeapRecording, writeHeapBeside, heapOutput }

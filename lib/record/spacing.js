@@ -4,8 +4,8 @@
 //
 // What a flush costs grows with its window: V8 hands its samples out only as the call tree of the
 // profile since the last flush, serialised to JSON and parsed back (docs/bench.md#what-record-costs),
-// and a program whose stacks keep changing (tsc: ~10 new tree nodes a sample, ~7 µs each) pays ~4-7%
-// of the window for it, however long the window. Each flushed window is paid again at the end (the
+// and a program whose stacks keep changing (tsc) pays a share of the window for it, however long the
+// window. Each flushed window is paid again at the end (the
 // trace of the last window, or `--cpu-prof`'s whole profile, holds the same stacks again), so the
 // flushes are what `record` adds above `--cpu-prof` in the app. The rule therefore bounds their sum, not
 // each one against the next gap (the rule before: a flush no sooner than 100× the last one's time,

@@ -17,8 +17,8 @@ const DEFAULTS = Object.freeze({
    * in the last 250 ms) is served at once, frequent ones wait up to this long and share one harvest.
    * A harvest costs the main thread the same however many Profilers stop, and a busy process more CPU the
    * more often it runs (bench/harvest-rate.mjs: docs/bench.md#harvests-by-their-rate): at 10 a second
-   * (100 ms, the earlier gap) a Profiler around every 10th request cost a small server ~7-8% of its CPU
-   * per request, at 4 a second ~3% (paired rounds of bench/matrix: docs/bench.md#the-per-request-matrix).
+   * (100 ms, the earlier gap) a Profiler around every 10th request cost a small server clearly more CPU
+   * per request than at 4 a second (paired rounds of bench/matrix: bench/results/matrix-misses.md).
    */
   minStopGapUs: 250_000,
   /**

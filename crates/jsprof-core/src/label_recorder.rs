@@ -186,8 +186,8 @@ struct SpanSlot {
 }
 
 /// One thread's label-set changes, ascending in time: (µs on V8's clock, id). A deque: the oldest go
-/// at every flush once it holds 30 s, which a Vec would pay by moving all the others (measured: ~1 ms
-/// a flush of a full timeline, docs/bench.md#span-ids-built-only-where-a-sample-lands).
+/// at every flush once it holds 30 s, which a Vec would pay by moving all the others (measured:
+/// docs/bench.md#span-ids-built-only-where-a-sample-lands).
 #[derive(Debug, Default)]
 pub struct LabelTimeline {
     changes: VecDeque<(f64, u32)>,

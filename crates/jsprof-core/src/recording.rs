@@ -435,6 +435,15 @@ impl Recording {
         trace
     }
 
+    /// [`Recording::into_trace_with`] when the caller gives a `clock` (`jsprof record`, a request, a
+    /// stall), else the plain spec trace of a `Profiler` ([`Recording::into_trace`]).
+    pub fn into_trace_clocked(self, time_origin_us: f64, clock: Option<Extension>) -> ProfilerTrace {
+        match clock {
+            Some(clock) => self.into_trace_with(time_origin_us, clock),
+            None => self.into_trace(time_origin_us),
+        }
+    }
+
     /// The intervals of a cut recording that hold kept samples, clipped to its window, as `[begin,
     /// end]` ms from `time_origin_us` (rounded as the timestamps are, so each sample stays inside its
     /// window; two windows that meet once rounded are one). `None` for a recording not cut.
@@ -875,6 +884,17 @@ pub(crate) mod tests {
         let mut plain = Recording::new(0.0, 1_000.0, 100);
         plain.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
         assert_eq!(plain.into_trace(0.0).jsprof, None);
+        // What the binding hands out: a clock gives the member, none the plain trace.
+        let clocked = |clock| {
+            let mut r = Recording::new(0.0, 1_000.0, 100);
+            r.add_chunk(&chunk(&[1_000.0, 2_000.0], 1_000.0));
+            r.into_trace_clocked(0.0, clock).jsprof
+        };
+        assert_eq!(clocked(None), None);
+        assert_eq!(
+            clocked(Some(Extension::default())).unwrap().sample_interval,
+            Some(1.0)
+        );
     }
 
     #[test]

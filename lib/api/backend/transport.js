@@ -15,8 +15,8 @@
 
 const { received } = require('../../args')
 
-// node:https loads node:tls and the crypto behind it (~20 ms and ~0.75 MB of heap at require time): a
-// module of its own is loaded when a push first needs it, not by every `require('jsprof-node')`.
+// node:https loads node:tls and the crypto behind it (most of what `require('jsprof-node')` once cost:
+// docs/bench.md#cold-and-warm-starts): loaded when a push first needs it, not by every require.
 /** node:http or node:https for a URL's protocol (`http:` / `https:`), loaded on first use. */
 const clientFor = (protocol) => (protocol === 'https:' ? require('node:https') : require('node:http'))
 

@@ -108,7 +108,7 @@ Object.defineProperty(Profiler.prototype, Symbol.toStringTag, { value: 'Profiler
 
 // Called without `new`, a class throws V8's own message, where a DOM constructor throws Chrome's. So
 // the public Profiler is a function that checks `new.target` and builds the class's instance (a Proxy
-// or Reflect.construct would cost a few µs a call, docs/bench.md#cost-of-one-profiler; this, nothing). It shares
+// or Reflect.construct would cost more than the call, docs/bench.md#cost-of-one-profiler; this, nothing). It shares
 // the class's prototype, so instanceof, subclassing and the prototype's members are the class's own.
 const ProfilerClass = Profiler
 const PublicProfiler = {

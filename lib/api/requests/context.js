@@ -20,7 +20,7 @@
 // it costs no hook at all: propagation is V8's and Node's own, for every resource, whether we look or
 // not. There the context rides in an AsyncLocalStorage of ours and the hook has no `init` (one call
 // per resource and per promise while sampled requests are in flight; measured,
-// docs/bench.md#req10-taken-apart-on-express-third-pass): `before` and `after` read the context of the
+// bench/results/req10-express.md): `before` and `after` read the context of the
 // callback from it.
 
 const { AsyncLocalStorage, createHook, executionAsyncResource } = require('node:async_hooks')

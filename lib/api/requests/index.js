@@ -19,8 +19,8 @@ const { RequestLabels } = require('../../labels')
 // Express sets `req.route` when its router matches a route. The request's labels learn the template
 // from a `route` accessor on the requests' prototype (Express's `request` object, see routeHolder),
 // installed once, which finds the request's labels under a symbol. (An accessor of each request's own, with closures of its
-// own, gave every request object a shape of its own: measured, ~37 µs more per request in Express's
-// code, docs/bench.md#labels-on-every-request.)
+// own, gave every request object a shape of its own, and Express's code went megamorphic: measured,
+// bench/results/req10-express.md.)
 const ROUTE = Symbol('jsprof.route')
 const ROUTE_LABELS = Symbol('jsprof.routeLabels')
 const routeAccessor = {
@@ -57,8 +57,8 @@ function routeHolder(own) {
 /**
  * The prototype of the last request watched, and its holder when the accessor is on it (else null).
  * An app's requests share their prototype: the walk, the accessor's install and the WeakSet lookups
- * run once per app, not per request (measured: per request they were most of the route watch's ~4.5
- * µs on Node 24, docs/bench.md#the-per-request-matrix).
+ * run once per app, not per request (measured: per request they were most of the route watch's cost,
+ * bench/results/req10-express.md).
  */
 let lastOwn = null
 let lastHolder = null

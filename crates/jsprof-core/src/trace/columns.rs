@@ -2,10 +2,10 @@
 //! spec's objects for the traces it builds on the main thread (a Profiler's, a request's), one per
 //! request when every request is profiled.
 //!
-//! Why not JSON text: serde's text and `JSON.parse` of it made a 24-stack trace cost ~18 µs, against
-//! ~7 µs this way (`JSON.parse` alone of a 400-byte trace: 3.6 µs on Node 24), and each trace's frame
-//! names and URLs, the same from one trace to the next, were serialized, scanned and internalized
-//! again every time (docs/bench.md#building-a-small-trace). Here each
+//! Why not JSON text: serde's text and `JSON.parse` of it cost a small trace more than this way
+//! (docs/bench.md#building-a-small-trace: V8's parser makes each small object by map transitions),
+//! and each trace's frame names and URLs, the same from one trace to the next, were serialized,
+//! scanned and internalized again every time. Here each
 //! distinct string crosses into JS once: [`TraceStrings`] gives it an id the first time a trace uses
 //! it, and the facade keeps the JS strings by id.
 //!
