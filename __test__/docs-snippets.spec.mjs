@@ -56,18 +56,6 @@ const NEEDS = new Set(['go'])
 const TEXT = new Set(['', 'json', 'text'])
 const KEYS = new Set(['given', 'check', 'file', 'args', 'needs'])
 
-// docs/bench.md is restructured on another branch as this test is written; the markers of its blocks
-// live here, matched by the block's first line, until they can be written into it.
-const MARKERS_ELSEWHERE = {
-  'docs/bench.md': [
-    {
-      first: 'npm run build   # the addon, once',
-      marker: 'not run: builds the addon and runs every benchmark (minutes); they print figures, never assert',
-    },
-    { first: '// burn.js', marker: 'snippet\nfile: burn.js\nargs: 0.2' },
-  ],
-}
-
 /** The code blocks of one markdown file: { file, line, lang, code, marker }. */
 function blocksOf(file) {
   const lines = fs.readFileSync(path.join(root, file), 'utf8').split(/\r?\n/)
@@ -86,12 +74,6 @@ function blocksOf(file) {
       code: code.join('\n'),
       marker: markerBefore(lines, start),
     })
-  }
-  for (const { first, marker } of MARKERS_ELSEWHERE[file] ?? []) {
-    const block = blocks.find((b) => b.code.split('\n')[0] === first)
-    if (block === undefined) throw new Error(`${file}: no block begins with ${JSON.stringify(first)} any more`)
-    if (block.marker !== null) throw new Error(`${file}:${block.line}: marked in the file and in this test`)
-    block.marker = marker
   }
   return blocks
 }
