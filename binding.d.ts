@@ -282,9 +282,9 @@ export interface InspectorColumns {
 }
 
 /**
- * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
- * or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
- * set is not kept and the id is 4294967295 (dropped).
+ * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. What
+ * the label rule refuses is a `TypeError`; past the registry's cap, the set is not kept and the id is
+ * 4294967295 (dropped).
  */
 export declare function internLabels(keys: Array<string>, values: Array<string>): number
 

@@ -654,8 +654,8 @@ export declare function resolveSourceMaps(
 // ---- Labels on samples: withLabels, setLabels, getLabels (docs/labels.md) ----
 
 /**
- * Labels: keys of 1-100 characters of A-Z, a-z, 0-9 and _ (not starting with a digit), string values
- * of at most 1024 characters, at most 32 labels a set. Breaking the rule throws (TypeError, RangeError).
+ * Labels: keys of 1-100 characters of A-Z, a-z, 0-9 and _ (not starting with a digit nor with `__`),
+ * string values of at most 1024 characters, at most 32 labels a set. Breaking the rule throws a TypeError.
  */
 export type Labels = Record<string, string>
 

@@ -240,6 +240,38 @@ test('a timestamp no output can hold is a TypeError naming the sample, never nul
   for (const row of jsprof.summarize(trace)) finite([row.selfTime, row.totalTime], 'summarize')
 })
 
+test('labels that break the rule are one TypeError in summarize and every exporter, and an input error in the CLI', () => {
+  const labelled = (labelSets) => {
+    const trace = traceOf(['handler'], { each: 2 })
+    trace.jsprof = { labelSets, sampleLabels: trace.samples.map(() => 0) }
+    return trace
+  }
+  const cases = {
+    // A key JS cannot hold as an own key of a plain object, reserved like every `__` key.
+    proto: labelled(JSON.parse('[{"__proto__":"x"}]')),
+    reserved: labelled([{ __name__: 'process_cpu' }]),
+    labels33: labelled([Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))]),
+    value1025: labelled([{ a: 'v'.repeat(1025) }]),
+    sets65537: labelled(Array.from({ length: 65_537 }, (_, i) => ({ a: `v${i}` }))),
+  }
+  for (const [what, trace] of Object.entries(cases)) {
+    for (const name of [...EXPORTERS, 'toOtlpProfiles', 'summarize']) {
+      assert.throws(() => jsprof[name](trace), TypeError, `${name}: ${what}`)
+    }
+    const file = writeTrace(`labels-${what}.json`, trace)
+    for (const args of [
+      ['convert', file, '--to', 'pprof', '-o', `${file}.pb.gz`],
+      ['report', file],
+    ]) {
+      const r = run(args)
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+      assert.match(r.stderr, /label/, r.stderr)
+      assert.equal(fs.existsSync(`${file}.pb.gz`), false)
+    }
+  }
+})
+
 test('outputs: symlinks written through, pipes and devices written to, files never replaced unasked, inputs never', (t) => {
   const input = writeTrace('in.json', traceOf(['handler']))
   const derived = path.join(tmp, 'in.cpuprofile')

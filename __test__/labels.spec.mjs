@@ -291,9 +291,17 @@ test('hostile labels: clear errors for what breaks the rule, well-formed exports
     () => setLabels({ '\u001b[2J': 'v' }),
     (err) => err.name === 'TypeError' && err.message.includes('\\x1b'),
   )
-  assert.throws(() => setLabels({ k: 'v'.repeat(1025) }), { name: 'RangeError' })
+  // Whatever the label rule refuses is a TypeError, as in a trace read back (docs/labels.md).
+  assert.throws(() => setLabels({ k: 'v'.repeat(1025) }), { name: 'TypeError', message: /1025 characters/ })
   const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))
-  assert.throws(() => setLabels(many), { name: 'RangeError', message: /at most 32 labels/ })
+  assert.throws(() => setLabels(many), { name: 'TypeError', message: /at most 32 labels/ })
+  // A reserved key (`__`: Prometheus's; `__proto__` is no own key of an object) is refused, never lost.
+  assert.throws(() => withLabels(JSON.parse('{"__proto__":"x"}'), getLabels), {
+    name: 'TypeError',
+    message: /withLabels: .*not starting with a digit or __, got "__proto__"/,
+  })
+  assert.throws(() => setLabels({ __name__: 'cpu' }), { name: 'TypeError', message: /__name__/ })
+  assert.deepEqual(withLabels({ constructor: 'c', toString: 't' }, getLabels), { constructor: 'c', toString: 't' })
   assert.deepEqual(getLabels(), {}, 'a refused setLabels changes nothing')
 
   const hostile = 'a\u0000b\u001b[31m\n\ud800\u202e'

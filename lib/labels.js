@@ -194,7 +194,8 @@ function idOf(what, labels, base) {
   if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
     throw new TypeError(`${what}: labels must be an object of label names to string values, got ${describe(labels)}`)
   }
-  const merged = base !== DROPPED ? { ...labelsOfStore(base) } : {}
+  // No prototype: every key given is a label, `__proto__` too (which the label rule refuses).
+  const merged = Object.assign(Object.create(null), labelsOfStore(base))
   for (const key of Object.keys(labels)) {
     const value = labels[key]
     if (typeof value !== 'string') {
