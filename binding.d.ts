@@ -164,6 +164,12 @@ export declare function attributionReads(): number
 /** The heap profile's JSON text, checked (the one validation), for the facade's `isHeapProfile` roads. */
 export declare function checkHeapProfile(json: string, what: string): void
 
+/**
+ * Checks a summary's `by` (`jsprof report`/`diff --by`, before and after reading their inputs) by the
+ * one rule of what it accepts (jsprof-core `SummaryBy::parse`); `heap`: for a heap profile.
+ */
+export declare function checkSummaryBy(by: string, heap: boolean): void
+
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 

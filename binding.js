@@ -843,6 +843,7 @@ module.exports.TraceStrings = nativeBinding.TraceStrings
 module.exports.attributeResource = nativeBinding.attributeResource
 module.exports.attributionReads = nativeBinding.attributionReads
 module.exports.checkHeapProfile = nativeBinding.checkHeapProfile
+module.exports.checkSummaryBy = nativeBinding.checkSummaryBy
 module.exports.clearAttributionCache = nativeBinding.clearAttributionCache
 module.exports.clearLabelTransitions = nativeBinding.clearLabelTransitions
 module.exports.clearSourceMapCache = nativeBinding.clearSourceMapCache

@@ -272,6 +272,69 @@ test('labels that break the rule are one TypeError in summarize and every export
   }
 })
 
+test('--by: one rule for report, diff and summarize; what it refuses is a usage error, on a trace or a heap profile', () => {
+  const trace = traceOf(['handler'])
+  trace.jsprof = { labelSets: [{ tenant: 'a' }], sampleLabels: trace.samples.map(() => 0) }
+  const cpu = writeTrace('by.json', trace)
+  // A heap profile of a small V8 .heapprofile: one function holding 4 KiB.
+  const heapProfile = jsprof.fromHeapProfile({
+    head: {
+      callFrame: { functionName: '(root)', scriptId: '0', url: '', lineNumber: -1, columnNumber: -1 },
+      selfSize: 0,
+      id: 1,
+      children: [
+        {
+          callFrame: { functionName: 'keep', scriptId: '1', url: 'file:///app/a.js', lineNumber: 0, columnNumber: 0 },
+          selfSize: 4096,
+          id: 2,
+          children: [],
+        },
+      ],
+    },
+    samples: [{ size: 4096, nodeId: 2, ordinal: 1 }],
+  })
+  const heap = writeTrace('by.heap.json', heapProfile)
+  const refused = [
+    [['report', cpu, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
+    [['report', cpu, '--by', 'label:__proto__'], /--by: a label key/],
+    [
+      ['report', cpu, '--by', 'bogus'],
+      /--by must be one of 'package', 'function', 'resource' or 'label:<key>', got 'bogus'/,
+    ],
+    [['report', cpu, '--by', '\x1b[2Jx'], /got '\\x1b\[2Jx'/],
+    [['diff', cpu, cpu, '--by', 'label:a.b'], /--by: a label key/],
+    [
+      ['report', heap, '--by', 'route'],
+      /--by must be one of .* for a heap profile \(it has no labels\), got 'label:route'/,
+    ],
+    [['report', heap, '--by', 'label:tenant'], /for a heap profile/],
+    [['diff', heap, heap, '--by', 'label:tenant'], /for a heap profile/],
+    [['report', heap, '--by', 'label:a-b'], /--by: a label key/],
+  ]
+  for (const [args, pattern] of refused) {
+    const r = run(args)
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.match(r.stderr, pattern)
+    assert.doesNotMatch(r.stderr, /internal error/)
+    assert.doesNotMatch(r.stderr, UNSAFE)
+  }
+  assert.equal(run(['report', cpu, '--by', 'route']).code, 0)
+  assert.equal(run(['report', cpu, '--by', 'label:tenant']).code, 0)
+  assert.equal(run(['report', heap, '--by', 'resource']).code, 0)
+  assert.equal(run(['diff', heap, heap, '--by', 'package']).code, 0)
+  // summarize() by the same rule.
+  assert.throws(() => jsprof.summarize(heapProfile, { by: 'label:tenant' }), {
+    name: 'RangeError',
+    message: /^summarize: by must be one of .* for a heap profile/,
+  })
+  assert.throws(() => jsprof.summarize(trace, { by: 'label:a-b' }), { name: 'TypeError', message: /^summarize: by: / })
+  assert.throws(() => jsprof.summarize(heapProfile, { by: 7 }), {
+    name: 'TypeError',
+    message: /options\.by must be a string/,
+  })
+})
+
 test('outputs: symlinks written through, pipes and devices written to, files never replaced unasked, inputs never', (t) => {
   const input = writeTrace('in.json', traceOf(['handler']))
   const derived = path.join(tmp, 'in.cpuprofile')

@@ -5,8 +5,8 @@
 
 use jsprof_core::{
     read_heap_file, summarize_heap, to_heap_collapsed, to_heap_diff_flame_graph, to_heap_flame_graph,
-    to_heap_flame_graph_html, to_heap_otlp_profiles, to_heap_pprof, By, FlameGraphOptions, FromV8Options,
-    HeapInfo, HeapProfile, HeapTree, PprofOptions,
+    to_heap_flame_graph_html, to_heap_otlp_profiles, to_heap_pprof, FlameGraphOptions, FromV8Options,
+    HeapInfo, HeapProfile, HeapTree, PprofOptions, SummaryBy,
 };
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
@@ -89,13 +89,7 @@ pub fn check_heap_profile(json: String, what: String) -> Result<()> {
 /// Rows of a heap profile by `package`, `function` or `resource`, as JSON text.
 #[napi(catch_unwind)]
 pub fn summarize_heap_profile(json: String, by: String) -> Result<String> {
-    let Some(by) = By::parse(&by) else {
-        let expected = By::NAMES.map(|n| format!("'{n}'")).join(", ");
-        return Err(Error::new(
-            Status::InvalidArg,
-            format!("RangeError: summarize: by must be one of {expected}, got '{by}'"),
-        ));
-    };
+    let by = SummaryBy::parse_heap(&by).map_err(core_error)?;
     let heap = heap_of(&json, "summarize")?;
     let rows = summarize_heap(&heap, by, &mut crate::analysis::attributor());
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))
