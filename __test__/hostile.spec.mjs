@@ -272,12 +272,9 @@ test('labels that break the rule are one TypeError in summarize and every export
   }
 })
 
-test('--by: one rule for report, diff and summarize; what it refuses is a usage error, on a trace or a heap profile', () => {
-  const trace = traceOf(['handler'])
-  trace.jsprof = { labelSets: [{ tenant: 'a' }], sampleLabels: trace.samples.map(() => 0) }
-  const cpu = writeTrace('by.json', trace)
-  // A heap profile of a small V8 .heapprofile: one function holding 4 KiB.
-  const heapProfile = jsprof.fromHeapProfile({
+/** A small V8 `.heapprofile`: one function, `keep`, holding `selfSize` bytes in one sample of `size`. */
+function v8HeapProfile(selfSize, size) {
+  return {
     head: {
       callFrame: { functionName: '(root)', scriptId: '0', url: '', lineNumber: -1, columnNumber: -1 },
       selfSize: 0,
@@ -285,14 +282,21 @@ test('--by: one rule for report, diff and summarize; what it refuses is a usage 
       children: [
         {
           callFrame: { functionName: 'keep', scriptId: '1', url: 'file:///app/a.js', lineNumber: 0, columnNumber: 0 },
-          selfSize: 4096,
+          selfSize,
           id: 2,
           children: [],
         },
       ],
     },
-    samples: [{ size: 4096, nodeId: 2, ordinal: 1 }],
-  })
+    samples: [{ size, nodeId: 2, ordinal: 1 }],
+  }
+}
+
+test('--by: one rule for report, diff and summarize; what it refuses is a usage error, on a trace or a heap profile', () => {
+  const trace = traceOf(['handler'])
+  trace.jsprof = { labelSets: [{ tenant: 'a' }], sampleLabels: trace.samples.map(() => 0) }
+  const cpu = writeTrace('by.json', trace)
+  const heapProfile = jsprof.fromHeapProfile(v8HeapProfile(4096, 4096))
   const heap = writeTrace('by.heap.json', heapProfile)
   const refused = [
     [['report', cpu, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
@@ -333,6 +337,35 @@ test('--by: one rule for report, diff and summarize; what it refuses is a usage 
     name: 'TypeError',
     message: /options\.by must be a string/,
   })
+})
+
+test("a heap profile's bytes are one rule in both readers: whole, from 0 to 2^53", () => {
+  const v8 = v8HeapProfile
+  const ours = jsprof.fromHeapProfile(v8(4096, 4096))
+  for (const bad of [1e308, 2 ** 53 + 2, 1.5, -1]) {
+    const v8Bad = [v8(bad, 4096), v8(4096, bad)]
+    for (const profile of v8Bad) {
+      assert.throws(() => jsprof.fromHeapProfile(profile), { name: 'TypeError', message: /is not a number of bytes/ })
+    }
+    const oursBad = structuredClone(ours)
+    oursBad.samples[0].size = bad
+    for (const fn of ['summarize', 'toPprof', 'toCollapsed', 'toHeapProfile']) {
+      assert.throws(() => jsprof[fn](oursBad), { name: 'TypeError', message: /is not a number of bytes/ }, fn)
+    }
+    for (const [name, value] of [
+      [`bad-${bad}.heapprofile`, v8Bad[0]],
+      [`bad-${bad}.heap.json`, oursBad],
+    ]) {
+      const r = run(['report', writeTrace(name, value)])
+      assert.equal(r.code, 2, r.stderr)
+      assert.match(r.stderr, /is not a number of bytes \(a whole number from 0 to 2\^53\)\n$/)
+      assert.equal(r.stderr.trim().split('\n').length, 1)
+    }
+  }
+  // 2^53 itself is bytes in both.
+  const max = jsprof.fromHeapProfile(v8(2 ** 53, 2 ** 53))
+  assert.equal(max.samples[0].size, 2 ** 53)
+  assert.equal(jsprof.toHeapProfile(max).head.children[0].selfSize, 2 ** 53)
 })
 
 test('outputs: symlinks written through, pipes and devices written to, files never replaced unasked, inputs never', (t) => {

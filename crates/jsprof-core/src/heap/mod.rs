@@ -42,7 +42,10 @@ use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::json_text::lone_surrogates_visible;
 use crate::trace::{Extension, Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
-use crate::v8::{heap_file_kind, write_heap_profile, HeapFileKind, HeapNodeOut, HeapTree};
+use crate::v8::{
+    heap_bytes, heap_bytes_in_range, heap_file_kind, write_heap_profile, HeapFileKind, HeapNodeOut, HeapTree,
+    MAX_HEAP_BYTES,
+};
 
 /// Which objects a heap profile counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -94,13 +97,24 @@ pub struct HeapProfile {
 }
 
 /// One entry as JSON has it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct HeapEntry {
-    #[serde(default)]
     count: u64,
     size: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack_id: Option<u32>,
+}
+
+/// One entry as it is read: its size a JSON number, checked by the bytes rule both readers share
+/// (`crate::v8::heap_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeapEntryIn {
+    #[serde(default)]
+    count: u64,
+    size: f64,
+    #[serde(default)]
     stack_id: Option<u32>,
 }
 
@@ -118,7 +132,7 @@ struct HeapProfileIn {
     frames: Vec<Frame>,
     jsprof: HeapInfo,
     resources: Vec<String>,
-    samples: Vec<HeapEntry>,
+    samples: Vec<HeapEntryIn>,
     stacks: Vec<Stack>,
 }
 
@@ -174,6 +188,11 @@ impl HeapProfile {
                 ))
             })?,
         };
+        let invalid = |e: Error| Error::invalid(format!("not a valid heap profile: {}", e.message));
+        let sizes = (raw.samples.iter().enumerate())
+            .map(|(i, e)| heap_bytes(e.size, || format!("samples[{i}].size")))
+            .collect::<Result<Vec<u64>>>()
+            .map_err(invalid)?;
         let profile = HeapProfile {
             trace: ProfilerTrace {
                 resources: raw.resources,
@@ -183,13 +202,11 @@ impl HeapProfile {
                 // The heap profile's own member is `info`; its entries have no times to weigh.
                 jsprof: None,
             },
-            sizes: raw.samples.iter().map(|e| e.size).collect(),
+            sizes,
             counts: raw.samples.iter().map(|e| e.count).collect(),
             info: raw.jsprof,
         };
-        profile
-            .validate()
-            .map_err(|e| Error::invalid(format!("not a valid heap profile: {}", e.message)))?;
+        profile.validate().map_err(invalid)?;
         Ok(profile)
     }
 
@@ -202,12 +219,8 @@ impl HeapProfile {
                 "the entries' sizes and counts do not match its samples",
             ));
         }
-        const MAX_SIZE: u64 = 1 << 53;
-        if let Some(i) = self.sizes.iter().position(|&s| s > MAX_SIZE) {
-            return Err(Error::invalid(format!(
-                "samples[{i}].size {} is more bytes than a profile can hold (2^53)",
-                self.sizes[i]
-            )));
+        for (i, &size) in self.sizes.iter().enumerate() {
+            heap_bytes_in_range(size, || format!("samples[{i}].size"))?;
         }
         let h = &self.info.heap;
         if let Some(v) = h.sampling_interval.filter(|v| !(v.is_finite() && *v > 0.0)) {
@@ -306,7 +319,7 @@ impl HeapProfile {
             trace,
             sizes: entries
                 .iter()
-                .map(|(_, (size, _))| size.round().min((1u64 << 53) as f64) as u64)
+                .map(|(_, (size, _))| size.round().min(MAX_HEAP_BYTES as f64) as u64)
                 .collect(),
             counts: entries.iter().map(|(_, (_, count))| *count).collect(),
             info: options.info.clone(),
@@ -599,6 +612,43 @@ pub(crate) mod tests {
             );
             assert!(e.message.contains(message), "{} vs {message}", e.message);
         }
+    }
+
+    #[test]
+    fn both_readers_take_bytes_by_one_rule() {
+        // What V8's reader refuses, ours refuses, with the same words: whole bytes from 0 to 2^53.
+        let ours = heap_profile().to_json();
+        for (size, shown) in [
+            ("1e308", "1e308"),
+            ("9007199254740994", "9007199254740994"),
+            ("1.5", "1.5"),
+            ("-1", "-1"),
+        ] {
+            let tail =
+                format!("samples[1].size {shown} is not a number of bytes (a whole number from 0 to 2^53)");
+            let e = HeapProfile::from_json(&ours.replace(r#""size":300"#, &format!(r#""size":{size}"#)))
+                .unwrap_err();
+            assert_eq!(e.message, format!("not a valid heap profile: {tail}"));
+            let v8 = V8_PROFILE.replacen(r#""size":100"#, &format!(r#""size":{size}"#), 1);
+            assert_ne!(v8, V8_PROFILE);
+            let e = HeapTree::from_json(&v8).unwrap_err();
+            assert!(e.message.ends_with(&tail.replace("[1]", "[0]")), "{}", e.message);
+        }
+        // 2^53 itself is a number of bytes in both.
+        let max = ours.replace(r#""size":300"#, r#""size":9007199254740992"#);
+        assert_eq!(HeapProfile::from_json(&max).unwrap().sizes[1], MAX_HEAP_BYTES);
+        assert!(
+            HeapTree::from_json(&V8_PROFILE.replacen(r#""size":100"#, r#""size":9007199254740992"#, 1))
+                .is_ok()
+        );
+        // A profile made in memory is held to it too.
+        let mut h = heap_profile();
+        h.sizes[1] = MAX_HEAP_BYTES + 2;
+        assert!(h
+            .validate()
+            .unwrap_err()
+            .message
+            .contains("is not a number of bytes"));
     }
 
     #[test]
