@@ -263,8 +263,12 @@ export interface HeapConversion {
  */
 export declare function heapProfileFromV8(text: Uint8Array, afterOrdinal: number | undefined | null, info: string | undefined | null, hideOwnCode: boolean): HeapConversion
 
-/** V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes. */
-export declare function heapProfileToV8(json: string): Buffer
+/**
+ * V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes: `as_object`, for
+ * `toHeapProfile`'s object (refused past the depth `JSON.stringify` serializes, a `RangeError`), else
+ * the text `jsprof convert` writes, at any depth.
+ */
+export declare function heapProfileToV8(json: string, asObject: boolean): Buffer
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -328,6 +332,9 @@ export interface MappedTables {
 
 /** [`visible_text`] with XML/HTML markup escaped, for SVG/HTML text and attribute values. */
 export declare function markupText(text: string): string
+
+/** The most frames a HeapProfiler's `stackDepth` asks V8 to keep (jsprof-core's rule). */
+export declare const MAX_HEAP_STACK_DEPTH: number
 
 /** What an OTLP export is told beside the profile (CPU or heap). */
 export interface OtlpArgs {

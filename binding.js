@@ -872,6 +872,7 @@ module.exports.labelSetCount = nativeBinding.labelSetCount
 module.exports.labelTransitions = nativeBinding.labelTransitions
 module.exports.listenStalls = nativeBinding.listenStalls
 module.exports.markupText = nativeBinding.markupText
+module.exports.MAX_HEAP_STACK_DEPTH = nativeBinding.MAX_HEAP_STACK_DEPTH
 module.exports.readHeapProfileFile = nativeBinding.readHeapProfileFile
 module.exports.readProfileFile = nativeBinding.readProfileFile
 module.exports.rearmSignal = nativeBinding.rearmSignal

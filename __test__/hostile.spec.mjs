@@ -368,6 +368,45 @@ test("a heap profile's bytes are one rule in both readers: whole, from 0 to 2^53
   assert.equal(jsprof.toHeapProfile(max).head.children[0].selfSize, 2 ** 53)
 })
 
+/** A V8 `.heapprofile`'s text whose tree is a chain `depth` frames deep under its root (4 KiB at the leaf). */
+function deepHeapProfileText(depth) {
+  const node = (id, name, url, line, selfSize) =>
+    `{"callFrame":{"functionName":"${name}","scriptId":"1","url":"${url}","lineNumber":${line},"columnNumber":0},"selfSize":${selfSize},"id":${id},"children":[`
+  const parts = [`{"head":${node(1, '(root)', '', -1, 0)}`]
+  for (let i = 1; i <= depth; i++)
+    parts.push(node(i + 1, `f${i % 7}`, 'file:///app/deep.js', i % 50, i === depth ? 4096 : 0))
+  parts.push(']}'.repeat(depth + 1), `,"samples":[{"size":4096,"nodeId":${depth + 1},"ordinal":1}]}`)
+  return parts.join('')
+}
+
+test('toHeapProfile gives an object JSON.stringify serializes, and refuses a deeper tree, which convert writes as text', () => {
+  // The deepest a HeapProfiler takes (stackDepth 1024): an object that stringifies, even called deep.
+  const deepest = jsprof.fromHeapProfile(deepHeapProfileText(1024))
+  const nest = (k) => (k === 0 ? JSON.stringify(jsprof.toHeapProfile(deepest)) : nest(k - 1))
+  assert.deepEqual(jsprof.fromHeapProfile(nest(500)).samples, deepest.samples)
+  // 10^5 deep (a hand-made or foreign file): read, summarized, exported; as an object, a clear RangeError.
+  const text = deepHeapProfileText(100_000)
+  const deep = jsprof.fromHeapProfile(text)
+  assert.equal(deep.stacks.length, 100_000)
+  assert.equal(jsprof.summarize(deep, { by: 'function' })[0].selfSize, 4096)
+  assert.throws(() => jsprof.toHeapProfile(deep), {
+    name: 'RangeError',
+    message:
+      /^toHeapProfile: this profile's \.heapprofile tree is 100001 nodes deep, more than the 1025 an object may nest .*jsprof convert --to heapprofile/,
+  })
+  const file = path.join(tmp, 'deep.heapprofile')
+  fs.writeFileSync(file, text)
+  const r = run(['convert', file, '--to', 'heapprofile', '-o', 'deep-back.heapprofile'])
+  assert.equal(r.code, 0, r.stderr)
+  const back = jsprof.fromHeapProfile(fs.readFileSync(path.join(tmp, 'deep-back.heapprofile')))
+  assert.equal(back.stacks.length, 100_000)
+  // toCpuProfile's object is flat (nodes with child ids), so any depth stringifies.
+  const trace = { resources: ['file:///app/deep.js'], frames: [{ name: 'f', resourceId: 0, line: 1, column: 1 }] }
+  trace.stacks = Array.from({ length: 100_000 }, (_, i) => (i === 0 ? { frameId: 0 } : { frameId: 0, parentId: i - 1 }))
+  trace.samples = [{ timestamp: 0, stackId: 99_999 }]
+  assert.ok(JSON.stringify(jsprof.toCpuProfile(trace)).length > 100_000)
+})
+
 test('outputs: symlinks written through, pipes and devices written to, files never replaced unasked, inputs never', (t) => {
   const input = writeTrace('in.json', traceOf(['handler']))
   const derived = path.join(tmp, 'in.cpuprofile')

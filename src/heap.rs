@@ -74,10 +74,25 @@ pub fn heap_profile_from_v8(
     })
 }
 
-/// V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes.
+/// The most frames a HeapProfiler's `stackDepth` asks V8 to keep (jsprof-core's rule).
+#[napi]
+pub const MAX_HEAP_STACK_DEPTH: u32 = jsprof_core::MAX_HEAP_STACK_DEPTH;
+
+/// V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes: `as_object`, for
+/// `toHeapProfile`'s object (refused past the depth `JSON.stringify` serializes, a `RangeError`), else
+/// the text `jsprof convert` writes, at any depth.
 #[napi(catch_unwind)]
-pub fn heap_profile_to_v8(json: String) -> Result<Buffer> {
-    Ok(heap_of(&json, "toHeapProfile")?.to_v8_json().into_bytes().into())
+pub fn heap_profile_to_v8(json: String, as_object: bool) -> Result<Buffer> {
+    let heap = heap_of(&json, "toHeapProfile")?;
+    let text = if as_object {
+        heap.to_v8_object_json().map_err(|mut e| {
+            e.message = format!("toHeapProfile: {}", e.message);
+            core_error(e)
+        })?
+    } else {
+        heap.to_v8_json()
+    };
+    Ok(text.into_bytes().into())
 }
 
 /// The heap profile's JSON text, checked (the one validation), for the facade's `isHeapProfile` roads.

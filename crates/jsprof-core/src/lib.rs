@@ -99,4 +99,5 @@ pub use heap::views::{
 };
 pub use heap::{
     read_heap_file, summarize_heap, FromV8Options, HeapInfo, HeapProfile, HeapRow, HeapSettings, HeapView,
+    MAX_HEAP_STACK_DEPTH, MAX_V8_OBJECT_DEPTH,
 };

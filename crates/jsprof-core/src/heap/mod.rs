@@ -47,6 +47,17 @@ use crate::v8::{
     MAX_HEAP_BYTES,
 };
 
+/// The most frames V8's sampling heap profiler keeps per stack when a HeapProfiler asks
+/// (`stackDepth`, 1 to this; lib/api/heap.js takes it from here).
+pub const MAX_HEAP_STACK_DEPTH: u32 = 1024;
+
+/// The deepest `.heapprofile` tree [`HeapProfile::to_v8_object_json`] gives (nodes from the root to
+/// the deepest leaf): the root and the deepest stack a HeapProfiler takes. The tree nests its JSON as
+/// deep, and `JSON.stringify` serializes by recursion on Node 20–24 (about 2,000 nodes deep from a
+/// shallow stack), so a deeper tree (a hand-made or foreign profile) is written as text instead
+/// ([`HeapProfile::to_v8_json`]: `jsprof convert --to heapprofile`), at any depth.
+pub const MAX_V8_OBJECT_DEPTH: usize = MAX_HEAP_STACK_DEPTH as usize + 1;
+
 /// Which objects a heap profile counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -324,6 +335,43 @@ impl HeapProfile {
             counts: entries.iter().map(|(_, (_, count))| *count).collect(),
             info: options.info.clone(),
         }
+    }
+
+    /// How deep its `.heapprofile` tree is: nodes from the root to the deepest leaf (the root, and the
+    /// frames of the deepest stack; a stackless entry's `(program)` node is 2 deep).
+    pub fn v8_tree_depth(&self) -> usize {
+        let t = &self.trace;
+        // Each stack's depth in frames, resolved without recursion (stacks are validated: acyclic).
+        let mut depth: Vec<usize> = vec![0; t.stacks.len()];
+        let mut chain = Vec::new();
+        for start in 0..t.stacks.len() {
+            let mut cursor = Some(start);
+            while let Some(s) = cursor.filter(|&s| depth[s] == 0) {
+                chain.push(s);
+                cursor = t.stacks[s].parent_id.map(|p| p as usize);
+            }
+            let mut below = cursor.map_or(0, |s| depth[s]);
+            while let Some(s) = chain.pop() {
+                below += 1;
+                depth[s] = below;
+            }
+        }
+        let stackless = t.samples.iter().any(|s| s.stack_id.is_none());
+        1 + depth.into_iter().max().unwrap_or(0).max(usize::from(stackless))
+    }
+
+    /// [`HeapProfile::to_v8_json`] for an object a program goes on to use (`toHeapProfile`): refused
+    /// with a `Range` error past [`MAX_V8_OBJECT_DEPTH`], which `JSON.stringify` could not serialize.
+    pub fn to_v8_object_json(&self) -> Result<String> {
+        let depth = self.v8_tree_depth();
+        if depth > MAX_V8_OBJECT_DEPTH {
+            return Err(Error::range(format!(
+                "this profile's .heapprofile tree is {depth} nodes deep, more than the {MAX_V8_OBJECT_DEPTH} \
+                 an object may nest (the root and the deepest stack a HeapProfiler takes; JSON.stringify \
+                 of a deeper one overflows the stack): write it as text with `jsprof convert --to heapprofile`"
+            )));
+        }
+        Ok(self.to_v8_json())
     }
 
     /// V8's `.heapprofile` JSON of this profile (DevTools' Memory panel opens it; `node --heap-prof`
@@ -612,6 +660,43 @@ pub(crate) mod tests {
             );
             assert!(e.message.contains(message), "{} vs {message}", e.message);
         }
+    }
+
+    /// A profile of one entry whose stack is a chain of `frames` frames.
+    fn chain(frames: usize) -> HeapProfile {
+        let mut h = heap_profile();
+        let t = &mut h.trace;
+        t.stacks = (0..frames)
+            .map(|i| Stack {
+                frame_id: 0,
+                parent_id: i.checked_sub(1).map(|p| p as u32),
+            })
+            .collect();
+        t.samples = vec![entry_sample(Some(frames as u32 - 1))];
+        h.sizes = vec![4096];
+        h.counts = vec![1];
+        h
+    }
+
+    #[test]
+    fn an_object_tree_is_as_deep_as_json_stringify_serializes_and_text_any_depth() {
+        assert_eq!(heap_profile().v8_tree_depth(), 3, "(root), main, remember");
+        let mut stackless = heap_profile();
+        stackless.trace.stacks.clear();
+        stackless.trace.samples = vec![entry_sample(None)];
+        stackless.sizes = vec![1];
+        stackless.counts = vec![1];
+        assert_eq!(stackless.v8_tree_depth(), 2, "(root), (program)");
+        let deepest = chain(MAX_HEAP_STACK_DEPTH as usize);
+        assert_eq!(deepest.v8_tree_depth(), MAX_V8_OBJECT_DEPTH);
+        assert_eq!(deepest.to_v8_object_json().unwrap(), deepest.to_v8_json());
+        let deeper = chain(100_000);
+        let e = deeper.to_v8_object_json().unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Range);
+        assert!(e.message.contains("100001 nodes deep, more than the 1025"), "{}", e.message);
+        // As text it goes at any depth, and reads back.
+        let back = HeapTree::from_json(&deeper.to_v8_json()).unwrap();
+        assert_eq!(back.profile.nodes.len(), 100_001);
     }
 
     #[test]
