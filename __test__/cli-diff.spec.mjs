@@ -219,7 +219,7 @@ describe('jsprof diff', () => {
       [['diff', base, slower, '--fail-above', '101'], /--fail-above must be a number/],
       [
         ['diff', base, slower, '--by', 'line'],
-        /--by must be one of 'package', 'function', 'resource' or 'label:<key>'/,
+        /--by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>'/,
       ],
       [['diff', base, slower, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
       [['diff', base, slower, '--top', '0'], /--top must be a positive integer/],

@@ -641,7 +641,7 @@ describe('help, version and errors', () => {
       [['convert', tracePath], /missing --to/],
       [
         ['report', tracePath, '--by', 'module'],
-        /--by must be one of 'package', 'function', 'resource' or 'label:<key>'/,
+        /--by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>'/,
       ],
       [['report', tracePath, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
       [['report', tracePath, '--top', 'ten'], /--top must be a positive integer/],

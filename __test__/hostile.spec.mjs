@@ -303,7 +303,7 @@ test('--by: one rule for report, diff and summarize; what it refuses is a usage 
     [['report', cpu, '--by', 'label:__proto__'], /--by: a label key/],
     [
       ['report', cpu, '--by', 'bogus'],
-      /--by must be one of 'package', 'function', 'resource' or 'label:<key>', got 'bogus'/,
+      /--by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>', got 'bogus'/,
     ],
     [['report', cpu, '--by', '\x1b[2Jx'], /got '\\x1b\[2Jx'/],
     [['diff', cpu, cpu, '--by', 'label:a.b'], /--by: a label key/],

@@ -88,9 +88,9 @@ function oneOf(command, name, text, choices) {
 
 /**
  * `--by` of report and diff: what summarize() takes, by its one rule (jsprof-core SummaryBy: package,
- * function, resource or label:<key> with a key the label rule takes; no label for a heap profile), and
- * `route` for `label:route` (the request integrations' endpoint label). Checked before the inputs are
- * read, and with `heap` once they are known to be heap profiles: what it refuses is a usage error.
+ * function, resource, route or label:<key> with a key the label rule takes; no label for a heap
+ * profile), `route` shown as what it is, `label:route`. Checked before the inputs are read, and with
+ * `heap` once they are known to be heap profiles: what it refuses is a usage error.
  */
 function byOption(command, text, { heap = false } = {}) {
   const by = text === 'route' ? 'label:route' : text

@@ -62,10 +62,10 @@ pub enum SummaryBy {
 }
 
 impl SummaryBy {
-    /// The one rule of what `by` accepts: `package`, `function`, `resource`, or `label:<key>` with a
-    /// key the label rule takes (a `Type` error otherwise); for a heap profile (`heap`), which has no
-    /// labels, only the first three ([`SummaryBy::parse_heap`]). Anything else is a `Range` error
-    /// naming what is accepted.
+    /// The one rule of what `by` accepts: `package`, `function`, `resource`, `route` (the request
+    /// integrations' label: `label:route`), or `label:<key>` with a key the label rule takes (a `Type`
+    /// error otherwise); for a heap profile (`heap`), which has no labels, only the first three
+    /// ([`SummaryBy::parse_heap`]). Anything else is a `Range` error naming what is accepted.
     pub fn parse(text: &str, heap: bool) -> Result<SummaryBy> {
         if heap {
             return Self::parse_heap(text).map(SummaryBy::Code);
@@ -74,24 +74,25 @@ impl SummaryBy {
             return Ok(SummaryBy::Code(by));
         }
         match text.strip_prefix("label:") {
+            _ if text == "route" => Ok(SummaryBy::Label("route".to_owned())),
             Some(key) => {
                 crate::trace::labels::check_label(key, "", "by")?;
                 Ok(SummaryBy::Label(key.to_owned()))
             }
-            None => Err(Self::refused(text, "or 'label:<key>'")),
+            None => Err(Self::refused(text, ", 'route' or 'label:<key>'")),
         }
     }
 
     /// [`SummaryBy::parse`] for a heap profile: rows by code only.
     pub fn parse_heap(text: &str) -> Result<By> {
-        By::parse(text).ok_or_else(|| Self::refused(text, "for a heap profile (it has no labels)"))
+        By::parse(text).ok_or_else(|| Self::refused(text, " for a heap profile (it has no labels)"))
     }
 
     fn refused(text: &str, tail: &str) -> Error {
         let names = By::NAMES.map(|n| format!("'{n}'")).join(", ");
         let head: String = text.chars().take(120).collect();
         let shown = crate::visible_text(&head);
-        Error::range(format!("by must be one of {names} {tail}, got '{shown}'"))
+        Error::range(format!("by must be one of {names}{tail}, got '{shown}'"))
     }
 }
 
@@ -545,6 +546,15 @@ mod tests {
         assert_eq!(kind("label:", false), ErrorKind::Type);
         assert_eq!(kind("label:__proto__", false), ErrorKind::Type);
         assert_eq!(kind("bogus", false), ErrorKind::Range);
+        assert_eq!(
+            SummaryBy::parse("route", false),
+            Ok(SummaryBy::Label("route".into()))
+        );
+        assert_eq!(kind("route", true), ErrorKind::Range);
+        assert_eq!(
+            SummaryBy::parse("nope", false).unwrap_err().message,
+            "by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>', got 'nope'"
+        );
         assert_eq!(
             kind("label:route", true),
             ErrorKind::Range,

@@ -693,7 +693,11 @@ pub(crate) mod tests {
         let deeper = chain(100_000);
         let e = deeper.to_v8_object_json().unwrap_err();
         assert_eq!(e.kind, crate::ErrorKind::Range);
-        assert!(e.message.contains("100001 nodes deep, more than the 1025"), "{}", e.message);
+        assert!(
+            e.message.contains("100001 nodes deep, more than the 1025"),
+            "{}",
+            e.message
+        );
         // As text it goes at any depth, and reads back.
         let back = HeapTree::from_json(&deeper.to_v8_json()).unwrap();
         assert_eq!(back.profile.nodes.len(), 100_001);
