@@ -31,7 +31,8 @@ function heapText(api, profile) {
   }
 }
 
-const parse = (bytes) => JSON.parse(bytes.toString('utf8'))
+/** JSON text from the binding (a string, or UTF-8 bytes) as its object. */
+const parse = (text) => JSON.parse(typeof text === 'string' ? text : text.toString('utf8'))
 
 /** The `jsprof` member of a profile taken now in this thread. */
 function infoOf(settings, startTime) {

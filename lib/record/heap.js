@@ -32,7 +32,7 @@ function startHeapRecording(settings) {
         const { json } = sampler.take(consumer, infoOf(settings, startTime))
         const path = heapOutput(traceOutput)
         writeOutputFile(path, json)
-        const profile = JSON.parse(json.toString('utf8'))
+        const profile = JSON.parse(json)
         return {
           path,
           size: profile.samples.reduce((sum, s) => sum + s.size, 0),
