@@ -164,6 +164,12 @@ export declare function attributionReads(): number
 /** The heap profile's JSON text, checked (the one validation), for the facade's `isHeapProfile` roads. */
 export declare function checkHeapProfile(json: string, what: string): void
 
+/**
+ * Checks a summary's `by` (`jsprof report`/`diff --by`, before and after reading their inputs) by the
+ * one rule of what it accepts (jsprof-core `SummaryBy::parse`); `heap`: for a heap profile.
+ */
+export declare function checkSummaryBy(by: string, heap: boolean): void
+
 /** Forgets every `package.json` read so far (after packages were installed or upgraded in place). */
 export declare function clearAttributionCache(): void
 
@@ -244,9 +250,14 @@ export declare function exportSpeedscope(trace: TraceInput, name?: string | unde
 /**
  * A heap profile converted from V8's, and the largest ordinal among V8's samples (0 for none): where a
  * profiler that starts on a running sampler, or takes the next chunk, starts.
+ *
+ * `json` is a JS string, never a Buffer of Rust's memory: Node frees an external buffer's memory only
+ * on a later turn of the event loop (its free callback is queued, not called at GC), so a loop of
+ * HeapProfiler cycles that never yields (awaiting only settled promises) held every take's JSON:
+ * RSS grew ~0.75 KB a cycle, flat once the loop turned. A string lives in V8's heap and goes at GC.
  */
 export interface HeapConversion {
-  json: Buffer
+  json: string
   lastOrdinal: number
 }
 
@@ -257,8 +268,12 @@ export interface HeapConversion {
  */
 export declare function heapProfileFromV8(text: Uint8Array, afterOrdinal: number | undefined | null, info: string | undefined | null, hideOwnCode: boolean): HeapConversion
 
-/** V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes. */
-export declare function heapProfileToV8(json: string): Buffer
+/**
+ * V8's `.heapprofile` JSON of a heap profile of ours, as UTF-8 bytes: `as_object`, for
+ * `toHeapProfile`'s object (refused past the depth `JSON.stringify` serializes, a `RangeError`), else
+ * the text `jsprof convert` writes, at any depth.
+ */
+export declare function heapProfileToV8(json: string, asObject: boolean): Buffer
 
 /**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
@@ -282,9 +297,9 @@ export interface InspectorColumns {
 }
 
 /**
- * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
- * or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
- * set is not kept and the id is 4294967295 (dropped).
+ * The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. What
+ * the label rule refuses is a `TypeError`; past the registry's cap, the set is not kept and the id is
+ * 4294967295 (dropped).
  */
 export declare function internLabels(keys: Array<string>, values: Array<string>): number
 
@@ -322,6 +337,9 @@ export interface MappedTables {
 
 /** [`visible_text`] with XML/HTML markup escaped, for SVG/HTML text and attribute values. */
 export declare function markupText(text: string): string
+
+/** The most frames a HeapProfiler's `stackDepth` asks V8 to keep (jsprof-core's rule). */
+export declare const MAX_HEAP_STACK_DEPTH: number
 
 /** What an OTLP export is told beside the profile (CPU or heap). */
 export interface OtlpArgs {

@@ -158,10 +158,14 @@ export interface Attribution {
  */
 export declare function attribute(resource: string): Attribution
 
-export type SummaryBy = 'package' | 'function' | 'resource' | `label:${string}`
+/** `'route'` is `'label:route'`; a heap profile has no labels (a label is a `RangeError` there). */
+export type SummaryBy = 'package' | 'function' | 'resource' | 'route' | `label:${string}`
 
 export interface SummarizeOptions {
-  /** What the rows are (default `'package'`). Unknown strings throw `RangeError`. */
+  /**
+   * What the rows are (default `'package'`). Unknown strings throw `RangeError`; a `label:` key the
+   * label rule refuses, `TypeError`.
+   */
   by?: SummaryBy
   /**
    * ms the trace was sampled at, in place of its own (default: the median gap between samples within
@@ -654,8 +658,8 @@ export declare function resolveSourceMaps(
 // ---- Labels on samples: withLabels, setLabels, getLabels (docs/labels.md) ----
 
 /**
- * Labels: keys of 1-100 characters of A-Z, a-z, 0-9 and _ (not starting with a digit), string values
- * of at most 1024 characters, at most 32 labels a set. Breaking the rule throws (TypeError, RangeError).
+ * Labels: keys of 1-100 characters of A-Z, a-z, 0-9 and _ (not starting with a digit nor with `__`),
+ * string values of at most 1024 characters, at most 32 labels a set. Breaking the rule throws a TypeError.
  */
 export type Labels = Record<string, string>
 
@@ -745,5 +749,9 @@ export declare class HeapProfiler {
 /** V8's sampling heap profile (`.heapprofile`: DevTools, node --heap-prof) as a heap profile. */
 export declare function fromHeapProfile(profile: object | string | Uint8Array): HeapProfile
 
-/** V8's `.heapprofile` object of a heap profile (DevTools' Memory panel loads it). */
+/**
+ * V8's `.heapprofile` object of a heap profile (DevTools' Memory panel loads it): a tree at most 1,025
+ * nodes deep, which `JSON.stringify` serializes; a deeper one is a `RangeError` (`jsprof convert --to
+ * heapprofile` writes it as text at any depth).
+ */
 export declare function toHeapProfile(profile: HeapProfile): Record<string, unknown>

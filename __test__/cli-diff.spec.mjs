@@ -217,7 +217,11 @@ describe('jsprof diff', () => {
       [['diff', base, path.join(tmp, 'missing.json')], /cannot read .*missing\.json: no such file/],
       [['diff', base, slower, '--fail-above', 'lots'], /--fail-above must be a number/],
       [['diff', base, slower, '--fail-above', '101'], /--fail-above must be a number/],
-      [['diff', base, slower, '--by', 'line'], /--by must be one of function, package, resource/],
+      [
+        ['diff', base, slower, '--by', 'line'],
+        /--by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>'/,
+      ],
+      [['diff', base, slower, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
       [['diff', base, slower, '--top', '0'], /--top must be a positive integer/],
       [['diff', base, slower, 'third'], /unexpected argument 'third'/],
     ]) {

@@ -639,7 +639,11 @@ describe('help, version and errors', () => {
       [['report', badV8], /bad\.cpuprofile is not a valid V8 CPU profile/],
       [['convert', tracePath, '--to', 'svg'], /--to must be one of cpuprofile, gecko, speedscope, pprof, collapsed/],
       [['convert', tracePath], /missing --to/],
-      [['report', tracePath, '--by', 'module'], /--by must be one of package, function, resource/],
+      [
+        ['report', tracePath, '--by', 'module'],
+        /--by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>'/,
+      ],
+      [['report', tracePath, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
       [['report', tracePath, '--top', 'ten'], /--top must be a positive integer/],
       [['report', tracePath, '--top', '0'], /--top must be a positive integer/],
       [['report', tracePath, '--top'], /--top/],

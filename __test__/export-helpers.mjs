@@ -4,7 +4,7 @@
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createRequire } from 'node:module'
 import v8 from 'node:v8'
 
@@ -209,4 +209,17 @@ export function ruleWeights(trace) {
     ms[order[k]] = oneRun ? (interval > 0 ? Math.min(gap, 2 * interval) : gap) : Math.min(gap, interval)
   }
   return ms
+}
+
+/**
+ * The function name pprof and OTLP give a frame: its own, or for an anonymous function
+ * `(anonymous <file>:<line>:<column>)` (the file as pprof's `filename` has it), so two are never one row.
+ */
+export function exportedFunctionName(trace, frame) {
+  if (frame.name !== '') return frame.name
+  const resource = frame.resourceId === undefined ? undefined : trace.resources[frame.resourceId]
+  const file = resource === undefined ? 'generated' : resource.startsWith('file:') ? fileURLToPath(resource) : resource
+  if (resource === undefined && frame.line === undefined) return '(anonymous)'
+  const place = [file, frame.line, frame.column].filter((part) => part !== undefined).join(':')
+  return `(anonymous ${place})`
 }

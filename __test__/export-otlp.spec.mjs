@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 
 import { toOtlpProfiles, toPprof } from 'jsprof-node'
-import { realTrace, handTrace } from './export-helpers.mjs'
+import { realTrace, handTrace, exportedFunctionName } from './export-helpers.mjs'
 import { decodePprof } from './prod-helpers.mjs'
 
 // .ci/run installs the decoder into .cache/otlp-venv; PYTHON picks another interpreter.
@@ -92,7 +92,7 @@ function expectedSamples(trace, timeOrigin) {
     for (let id = s.stackId; id !== undefined; id = trace.stacks[id].parentId) {
       const f = trace.frames[trace.stacks[id].frameId]
       frames.push({
-        name: f.name === '' ? '(anonymous)' : f.name,
+        name: exportedFunctionName(trace, f),
         file: f.resourceId === undefined ? '' : trace.resources[f.resourceId].replace(/^file:\/\//, ''),
         line: f.line ?? 0,
         column: f.column ?? 0,

@@ -5,9 +5,11 @@ import { execFileSync } from 'node:child_process'
 import { gunzipSync } from 'node:zlib'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 import { toPprof, summarize } from 'jsprof-node'
-import { realTrace, handTrace } from './export-helpers.mjs'
+import { realTrace, handTrace, exportedFunctionName } from './export-helpers.mjs'
+import { decodePprof } from './prod-helpers.mjs'
 
 // The real consumer: `go tool pprof` (Debian's golang-go). CI installs it and must run these checks;
 // on a developer machine without go they skip, saying so.
@@ -53,7 +55,7 @@ function flatCounts(trace) {
     let name
     if (s.stackId === undefined)
       name = s.marker === 'gc' ? '(garbage collector)' : s.marker === undefined ? '(idle)' : '(program)'
-    else name = trace.frames[trace.stacks[s.stackId].frameId].name || '(anonymous)'
+    else name = exportedFunctionName(trace, trace.frames[trace.stacks[s.stackId].frameId])
     counts.set(name, (counts.get(name) ?? 0) + 1)
   }
   return counts
@@ -75,7 +77,7 @@ test('go tool pprof -top: hand-made trace, exact counts and times', { skip: goMi
   assert.deepEqual(counts.get('(garbage collector)'), [2, 2])
   assert.deepEqual(counts.get('main'), [0, 6])
   assert.deepEqual(counts.get('work'), [1, 3])
-  for (const name of ['(idle)', '(program)', 'now', 'listOnTimeout', '(anonymous)', 'wrap'])
+  for (const name of ['(idle)', '(program)', 'now', 'listOnTimeout', '(anonymous /app/main.js:20:5)', 'wrap'])
     assert.equal(counts.get(name)[0], 1, name)
   const text = pprof(handTrace(), '-top', '-sample_index=cpu', '-unit=ms', '-nodecount=100')
   assert.match(text, /Type: cpu/)
@@ -102,6 +104,73 @@ test("go tool pprof -top: a real trace gives the trace's leaf counts", { skip: g
   const heaviest = [...expected.entries()].sort((a, b) => b[1] - a[1])[0]
   assert.equal(top.get(heaviest[0])[0], heaviest[1])
 })
+
+test(
+  'go tool pprof -top: anonymous functions are rows of their own, filename and start line exact',
+  {
+    skip: goMissing ?? false,
+  },
+  () => {
+    // Five anonymous functions: two lines of one file, two columns of one line, the same place in two
+    // packages' index.js; as one '(anonymous)' row, -top merged them all (issue 42).
+    const anonymous = (resourceId, line, column) => ({ name: '', resourceId, line, column })
+    const trace = {
+      resources: ['file:///app/a.js', 'file:///app/node_modules/x/index.js', 'file:///app/node_modules/y/index.js'],
+      frames: [
+        { name: 'main', resourceId: 0, line: 1, column: 1 },
+        anonymous(0, 3, 5),
+        anonymous(0, 9, 1),
+        anonymous(0, 9, 20),
+        anonymous(1, 4, 2),
+        anonymous(2, 4, 2),
+      ],
+      stacks: [{ frameId: 0 }, ...[1, 2, 3, 4, 5].map((frameId) => ({ frameId, parentId: 0 }))],
+      samples: [],
+    }
+    const counts = [5, 3, 2, 1, 4]
+    let t = 0
+    counts.forEach((n, i) => {
+      for (let k = 0; k < n; k++) trace.samples.push({ timestamp: (t += 1), stackId: i + 1 })
+    })
+    const top = parseTop(pprof(trace, '-top', '-sample_index=samples', '-nodecount=100'))
+    const names = [
+      '(anonymous /app/a.js:3:5)',
+      '(anonymous /app/a.js:9:1)',
+      '(anonymous /app/a.js:9:20)',
+      '(anonymous /app/node_modules/x/index.js:4:2)',
+      '(anonymous /app/node_modules/y/index.js:4:2)',
+    ]
+    names.forEach((name, i) => assert.deepEqual(top.get(name), [counts[i], counts[i]], name))
+    assert.equal(top.has('(anonymous)'), false)
+    assert.deepEqual(
+      names,
+      trace.frames.slice(1).map((f) => exportedFunctionName(trace, f)),
+    )
+    // -raw lists each location's function with its own file and start line (s=), as the trace says.
+    const raw = pprof(trace, '-raw')
+    for (const [name, file, line] of [
+      ['(anonymous /app/a.js:9:20)', '/app/a.js', 9],
+      ['(anonymous /app/node_modules/y/index.js:4:2)', '/app/node_modules/y/index.js', 4],
+    ]) {
+      assert.ok(raw.includes(`${name} ${file}:${line} s=${line}`), raw)
+    }
+    // Each function's system name stays its own, '(anonymous)', beside its exact filename and start line.
+    const { profile } = decodePprof(toPprof(trace))
+    const text = (i) => profile.stringTable.strings[Number(i)]
+    const functions = profile.function.map((f) => [
+      text(f.name),
+      text(f.systemName),
+      text(f.filename),
+      Number(f.startLine),
+    ])
+    assert.deepEqual(
+      functions.filter(([name]) => name.startsWith('(anonymous')),
+      trace.frames
+        .slice(1)
+        .map((f, i) => [names[i], '(anonymous)', fileURLToPath(trace.resources[f.resourceId]), f.line]),
+    )
+  },
+)
 
 test('go tool pprof -tags: kind labels on every sample', { skip: goMissing ?? false }, () => {
   const tags = pprof(handTrace(), '-tags', '-sample_index=samples')

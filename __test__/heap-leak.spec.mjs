@@ -224,7 +224,11 @@ test('a malformed .heapprofile is one line naming what is wrong', () => {
       '{"head":{"id":1,"children":[{"callFrame":{"url":3},"id":2}]}}',
       /node #2 \(in text order\): callFrame\.url: a number where a string belongs$/,
     ],
-    ['{"head":{"id":1},"samples":[{"size":-1,"nodeId":1}]}', /samples\[0\]\.size -1 is not a size/],
+    ['{"head":{"id":1},"samples":[{"size":-1,"nodeId":1}]}', /samples\[0\]\.size -1 is not a number of bytes/],
+    // Bytes by the own format's rule (whole, 0 to 2^53): what a file of ours may not hold, V8's may not.
+    ['{"head":{"id":1,"selfSize":1e308}}', /node id 1: selfSize 1e308 is not a number of bytes/],
+    ['{"head":{"id":1,"selfSize":9007199254740994}}', /selfSize 9007199254740994 is not a number of bytes/],
+    ['{"head":{"id":1},"samples":[{"size":1.5,"nodeId":1}]}', /samples\[0\]\.size 1\.5 is not a number of bytes/],
     ['{"head":{"id":1,', /is not valid JSON \(unexpected end of the text at line 1 column 17\)$/],
   ]
   for (const [text, message] of cases) {

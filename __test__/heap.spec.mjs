@@ -41,6 +41,29 @@ test('HeapProfiler: options by the one option rule, defaults, brand', async () =
   await h.stop()
 })
 
+test("a take's profile comes back from Rust as a string, never a Buffer of Rust memory", async () => {
+  // Node frees an external Buffer's memory only on a later turn of the event loop, so HeapProfiler cycles
+  // awaited in a loop that never yields held every take's JSON (issue 40: RSS 58 -> 69 MB over 12,000
+  // cycles; `npm run soak -- heap` reads RSS inside such a loop). A string lives in V8's heap.
+  const { getHeapSampler } = require(path.join(root, 'lib', 'heap', 'sampler.js'))
+  const consumer = {}
+  const sampler = getHeapSampler()
+  sampler.acquire(consumer, { samplingInterval: 4096, stackDepth: 64, includeCollected: false })
+  try {
+    allocateKept(1000)
+    const { json, lastOrdinal } = sampler.take(consumer, { heap: { view: 'inuse' } })
+    assert.equal(typeof json, 'string')
+    assert.ok(lastOrdinal > 0)
+    assert.ok(JSON.parse(json).samples.length > 0)
+  } finally {
+    sampler.release(consumer)
+  }
+  const h = new HeapProfiler({ samplingInterval: 4096 })
+  allocateKept(1000)
+  assert.ok((await h.profile()).samples.length > 0)
+  await h.stop()
+})
+
 test('a heap profile: the trace tables, 1-based positions, bytes and counts per stack, no frame of jsprof-node', async () => {
   const h = new HeapProfiler({ samplingInterval: 4096 })
   allocateKept(20000)

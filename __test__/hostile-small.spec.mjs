@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import path from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { fromCpuProfile, toSpeedscope, summarize, toCollapsed } from 'jsprof-node'
+import { fromCpuProfile, toSpeedscope, summarize, toCollapsed, withLabels, getLabels } from 'jsprof-node'
 
 const BIN = path.join(path.dirname(path.dirname(fileURLToPath(import.meta.url))), 'bin', 'jsprof.js')
 
@@ -42,5 +42,23 @@ test('`jsprof attach`: a recording longer than a trace jsprof reads back can hol
   assert.match(
     r.stderr,
     /^jsprof: --duration 1440m at --interval 1 ms records up to 86400000 samples, more than a trace jsprof reads back holds \(\d+\)/,
+  )
+})
+
+test('withLabels nested past the stack: the usual RangeError, and the labels outside stay as they were', () => {
+  let depth = 0
+  const nest = () => {
+    depth++
+    return withLabels({ level: String(depth % 7) }, nest)
+  }
+  withLabels({ outer: 'kept' }, () => {
+    assert.throws(nest, RangeError)
+    assert.ok(depth > 100, `${depth} levels`)
+    assert.deepEqual(getLabels(), { outer: 'kept' })
+  })
+  assert.deepEqual(getLabels(), {})
+  assert.deepEqual(
+    withLabels({ a: '1' }, () => withLabels({ b: '2' }, getLabels)),
+    { a: '1', b: '2' },
   )
 })

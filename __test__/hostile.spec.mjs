@@ -240,6 +240,173 @@ test('a timestamp no output can hold is a TypeError naming the sample, never nul
   for (const row of jsprof.summarize(trace)) finite([row.selfTime, row.totalTime], 'summarize')
 })
 
+test('labels that break the rule are one TypeError in summarize and every exporter, and an input error in the CLI', () => {
+  const labelled = (labelSets) => {
+    const trace = traceOf(['handler'], { each: 2 })
+    trace.jsprof = { labelSets, sampleLabels: trace.samples.map(() => 0) }
+    return trace
+  }
+  const cases = {
+    // A key JS cannot hold as an own key of a plain object, reserved like every `__` key.
+    proto: labelled(JSON.parse('[{"__proto__":"x"}]')),
+    reserved: labelled([{ __name__: 'process_cpu' }]),
+    labels33: labelled([Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))]),
+    value1025: labelled([{ a: 'v'.repeat(1025) }]),
+    sets65537: labelled(Array.from({ length: 65_537 }, (_, i) => ({ a: `v${i}` }))),
+  }
+  for (const [what, trace] of Object.entries(cases)) {
+    for (const name of [...EXPORTERS, 'toOtlpProfiles', 'summarize']) {
+      assert.throws(() => jsprof[name](trace), TypeError, `${name}: ${what}`)
+    }
+    const file = writeTrace(`labels-${what}.json`, trace)
+    for (const args of [
+      ['convert', file, '--to', 'pprof', '-o', `${file}.pb.gz`],
+      ['report', file],
+    ]) {
+      const r = run(args)
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+      assert.match(r.stderr, /label/, r.stderr)
+      assert.equal(fs.existsSync(`${file}.pb.gz`), false)
+    }
+  }
+})
+
+/** A small V8 `.heapprofile`: one function, `keep`, holding `selfSize` bytes in one sample of `size`. */
+function v8HeapProfile(selfSize, size) {
+  return {
+    head: {
+      callFrame: { functionName: '(root)', scriptId: '0', url: '', lineNumber: -1, columnNumber: -1 },
+      selfSize: 0,
+      id: 1,
+      children: [
+        {
+          callFrame: { functionName: 'keep', scriptId: '1', url: 'file:///app/a.js', lineNumber: 0, columnNumber: 0 },
+          selfSize,
+          id: 2,
+          children: [],
+        },
+      ],
+    },
+    samples: [{ size, nodeId: 2, ordinal: 1 }],
+  }
+}
+
+test('--by: one rule for report, diff and summarize; what it refuses is a usage error, on a trace or a heap profile', () => {
+  const trace = traceOf(['handler'])
+  trace.jsprof = { labelSets: [{ tenant: 'a' }], sampleLabels: trace.samples.map(() => 0) }
+  const cpu = writeTrace('by.json', trace)
+  const heapProfile = jsprof.fromHeapProfile(v8HeapProfile(4096, 4096))
+  const heap = writeTrace('by.heap.json', heapProfile)
+  const refused = [
+    [['report', cpu, '--by', 'label:a-b'], /--by: a label key is .*got "a-b"/],
+    [['report', cpu, '--by', 'label:__proto__'], /--by: a label key/],
+    [
+      ['report', cpu, '--by', 'bogus'],
+      /--by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>', got 'bogus'/,
+    ],
+    [['report', cpu, '--by', '\x1b[2Jx'], /got '\\x1b\[2Jx'/],
+    [['diff', cpu, cpu, '--by', 'label:a.b'], /--by: a label key/],
+    [
+      ['report', heap, '--by', 'route'],
+      /--by must be one of .* for a heap profile \(it has no labels\), got 'label:route'/,
+    ],
+    [['report', heap, '--by', 'label:tenant'], /for a heap profile/],
+    [['diff', heap, heap, '--by', 'label:tenant'], /for a heap profile/],
+    [['report', heap, '--by', 'label:a-b'], /--by: a label key/],
+  ]
+  for (const [args, pattern] of refused) {
+    const r = run(args)
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`)
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr)
+    assert.match(r.stderr, pattern)
+    assert.doesNotMatch(r.stderr, /internal error/)
+    assert.doesNotMatch(r.stderr, UNSAFE)
+  }
+  assert.equal(run(['report', cpu, '--by', 'route']).code, 0)
+  assert.equal(run(['report', cpu, '--by', 'label:tenant']).code, 0)
+  assert.equal(run(['report', heap, '--by', 'resource']).code, 0)
+  assert.equal(run(['diff', heap, heap, '--by', 'package']).code, 0)
+  // summarize() by the same rule.
+  assert.throws(() => jsprof.summarize(heapProfile, { by: 'label:tenant' }), {
+    name: 'RangeError',
+    message: /^summarize: by must be one of .* for a heap profile/,
+  })
+  assert.throws(() => jsprof.summarize(trace, { by: 'label:a-b' }), { name: 'TypeError', message: /^summarize: by: / })
+  assert.throws(() => jsprof.summarize(heapProfile, { by: 7 }), {
+    name: 'TypeError',
+    message: /options\.by must be a string/,
+  })
+})
+
+test("a heap profile's bytes are one rule in both readers: whole, from 0 to 2^53", () => {
+  const v8 = v8HeapProfile
+  const ours = jsprof.fromHeapProfile(v8(4096, 4096))
+  for (const bad of [1e308, 2 ** 53 + 2, 1.5, -1]) {
+    const v8Bad = [v8(bad, 4096), v8(4096, bad)]
+    for (const profile of v8Bad) {
+      assert.throws(() => jsprof.fromHeapProfile(profile), { name: 'TypeError', message: /is not a number of bytes/ })
+    }
+    const oursBad = structuredClone(ours)
+    oursBad.samples[0].size = bad
+    for (const fn of ['summarize', 'toPprof', 'toCollapsed', 'toHeapProfile']) {
+      assert.throws(() => jsprof[fn](oursBad), { name: 'TypeError', message: /is not a number of bytes/ }, fn)
+    }
+    for (const [name, value] of [
+      [`bad-${bad}.heapprofile`, v8Bad[0]],
+      [`bad-${bad}.heap.json`, oursBad],
+    ]) {
+      const r = run(['report', writeTrace(name, value)])
+      assert.equal(r.code, 2, r.stderr)
+      assert.match(r.stderr, /is not a number of bytes \(a whole number from 0 to 2\^53\)\n$/)
+      assert.equal(r.stderr.trim().split('\n').length, 1)
+    }
+  }
+  // 2^53 itself is bytes in both.
+  const max = jsprof.fromHeapProfile(v8(2 ** 53, 2 ** 53))
+  assert.equal(max.samples[0].size, 2 ** 53)
+  assert.equal(jsprof.toHeapProfile(max).head.children[0].selfSize, 2 ** 53)
+})
+
+/** A V8 `.heapprofile`'s text whose tree is a chain `depth` frames deep under its root (4 KiB at the leaf). */
+function deepHeapProfileText(depth) {
+  const node = (id, name, url, line, selfSize) =>
+    `{"callFrame":{"functionName":"${name}","scriptId":"1","url":"${url}","lineNumber":${line},"columnNumber":0},"selfSize":${selfSize},"id":${id},"children":[`
+  const parts = [`{"head":${node(1, '(root)', '', -1, 0)}`]
+  for (let i = 1; i <= depth; i++)
+    parts.push(node(i + 1, `f${i % 7}`, 'file:///app/deep.js', i % 50, i === depth ? 4096 : 0))
+  parts.push(']}'.repeat(depth + 1), `,"samples":[{"size":4096,"nodeId":${depth + 1},"ordinal":1}]}`)
+  return parts.join('')
+}
+
+test('toHeapProfile gives an object JSON.stringify serializes, and refuses a deeper tree, which convert writes as text', () => {
+  // The deepest a HeapProfiler takes (stackDepth 1024): an object that stringifies, even called deep.
+  const deepest = jsprof.fromHeapProfile(deepHeapProfileText(1024))
+  const nest = (k) => (k === 0 ? JSON.stringify(jsprof.toHeapProfile(deepest)) : nest(k - 1))
+  assert.deepEqual(jsprof.fromHeapProfile(nest(500)).samples, deepest.samples)
+  // 10^5 deep (a hand-made or foreign file): read, summarized, exported; as an object, a clear RangeError.
+  const text = deepHeapProfileText(100_000)
+  const deep = jsprof.fromHeapProfile(text)
+  assert.equal(deep.stacks.length, 100_000)
+  assert.equal(jsprof.summarize(deep, { by: 'function' })[0].selfSize, 4096)
+  assert.throws(() => jsprof.toHeapProfile(deep), {
+    name: 'RangeError',
+    message:
+      /^toHeapProfile: this profile's \.heapprofile tree is 100001 nodes deep, more than the 1025 an object may nest .*jsprof convert --to heapprofile/,
+  })
+  const file = path.join(tmp, 'deep.heapprofile')
+  fs.writeFileSync(file, text)
+  const r = run(['convert', file, '--to', 'heapprofile', '-o', 'deep-back.heapprofile'])
+  assert.equal(r.code, 0, r.stderr)
+  const back = jsprof.fromHeapProfile(fs.readFileSync(path.join(tmp, 'deep-back.heapprofile')))
+  assert.equal(back.stacks.length, 100_000)
+  // toCpuProfile's object is flat (nodes with child ids), so any depth stringifies.
+  const trace = { resources: ['file:///app/deep.js'], frames: [{ name: 'f', resourceId: 0, line: 1, column: 1 }] }
+  trace.stacks = Array.from({ length: 100_000 }, (_, i) => (i === 0 ? { frameId: 0 } : { frameId: 0, parentId: i - 1 }))
+  trace.samples = [{ timestamp: 0, stackId: 99_999 }]
+  assert.ok(JSON.stringify(jsprof.toCpuProfile(trace)).length > 100_000)
+})
+
 test('outputs: symlinks written through, pipes and devices written to, files never replaced unasked, inputs never', (t) => {
   const input = writeTrace('in.json', traceOf(['handler']))
   const derived = path.join(tmp, 'in.cpuprofile')

@@ -198,7 +198,7 @@ test('jsprof report --by route ranks the expensive route first; jsprof diff --by
   assert.ok(names.includes(ORDERS) && names.includes(USERS), names.join(', '))
   const bad = run('report', file, '--by', 'nope')
   assert.notEqual(bad.status, 0)
-  assert.match(bad.stderr, /route or label:<key>/)
+  assert.match(bad.stderr, /'route' or 'label:<key>'/)
 })
 
 test('jsprof report escapes hostile label values', () => {

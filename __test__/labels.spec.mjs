@@ -291,9 +291,17 @@ test('hostile labels: clear errors for what breaks the rule, well-formed exports
     () => setLabels({ '\u001b[2J': 'v' }),
     (err) => err.name === 'TypeError' && err.message.includes('\\x1b'),
   )
-  assert.throws(() => setLabels({ k: 'v'.repeat(1025) }), { name: 'RangeError' })
+  // Whatever the label rule refuses is a TypeError, as in a trace read back (docs/labels.md).
+  assert.throws(() => setLabels({ k: 'v'.repeat(1025) }), { name: 'TypeError', message: /1025 characters/ })
   const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']))
-  assert.throws(() => setLabels(many), { name: 'RangeError', message: /at most 32 labels/ })
+  assert.throws(() => setLabels(many), { name: 'TypeError', message: /at most 32 labels/ })
+  // A reserved key (`__`: Prometheus's; `__proto__` is no own key of an object) is refused, never lost.
+  assert.throws(() => withLabels(JSON.parse('{"__proto__":"x"}'), getLabels), {
+    name: 'TypeError',
+    message: /withLabels: .*not starting with a digit or __, got "__proto__"/,
+  })
+  assert.throws(() => setLabels({ __name__: 'cpu' }), { name: 'TypeError', message: /__name__/ })
+  assert.deepEqual(withLabels({ constructor: 'c', toString: 't' }, getLabels), { constructor: 'c', toString: 't' })
   assert.deepEqual(getLabels(), {}, 'a refused setLabels changes nothing')
 
   const hostile = 'a\u0000b\u001b[31m\n\ud800\u202e'
@@ -335,24 +343,80 @@ test('traces refuse labels that break the rule or do not fit their samples', () 
   )
 })
 
-test('past the cap of distinct label sets, new sets are dropped and counted in the trace', () => {
-  // The registry is process-wide: a child process of its own.
+test("past the cap of distinct label sets, labels keep working; only new sets' samples are dropped and counted", () => {
+  // The registry is process-wide: a child process of its own. 70,000 sets from a header's values, as a
+  // client could send them; then what the code reads, what its samples carry, and what memory keeps.
+  const root = fileURLToPath(new URL('..', import.meta.url))
   const script = `
-    const { Profiler, withLabels } = require(${JSON.stringify(fileURLToPath(new URL('..', import.meta.url)))})
+    const { Profiler, withLabels, getLabels } = require(${JSON.stringify(root)})
+    const { binding } = require(${JSON.stringify(`${root}lib/native.js`)})
+    require('node:v8').setFlagsFromString('--expose-gc')
+    const gc = require('node:vm').runInNewContext('gc')
     const spin = (ms) => { const end = performance.now() + ms; while (performance.now() < end); }
+    function oldSetWork() { spin(25) }
+    function newSetWork() { spin(25) }
     ;(async () => {
-      for (let i = 0; i < 65536; i++) withLabels({ id: String(i) }, () => {})
-      const p = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
-      for (let i = 0; i < 5 && true; i++) withLabels({ id: 'past the cap' }, () => spin(20))
-      const t = await p.stop()
-      console.log(JSON.stringify({ dropped: t.jsprof?.labelsDropped ?? 0, sets: t.jsprof?.labelSets ?? [], samples: t.samples.length }))
+      for (let i = 0; i < 70000; i++) withLabels({ t: 'x' + i }, () => {})
+      const out = {}
+      out.fresh = withLabels({ t: 'new' }, getLabels)
+      out.nested = withLabels({ t: 'new' }, () => withLabels({ u: 'inner' }, getLabels))
+      out.overOld = withLabels({ t: 'x5' }, () => withLabels({ u: 'inner' }, getLabels))
+      out.old = withLabels({ t: 'x5' }, getLabels)
+      out.awaited = await withLabels({ t: 'async' }, async () => {
+        await new Promise((resolve) => setTimeout(resolve, 1))
+        return getLabels()
+      })
+      out.outside = getLabels()
+      // Memory: the registry stops at its cap however many sets come, and a set past it lives only in the
+      // contexts that run under it.
+      for (let i = 0; i < 70000; i++) withLabels({ t: 'y' + i }, () => {})
+      out.registered = binding.labelSetCount()
+      let ref
+      withLabels({ t: 'forgotten' }, () => { ref = new WeakRef(getLabels()) })
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      gc()
+      out.forgotten = ref.deref() === undefined
+      // Samples: an old set's still carry it; a new set's carry none and are counted.
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const p = new Profiler({ sampleInterval: 1, maxBufferSize: 100000 })
+        withLabels({ t: 'x5' }, oldSetWork)
+        withLabels({ t: 'brand new' }, newSetWork)
+        const trace = await p.stop()
+        const onStack = (stackId, name) => {
+          for (let s = stackId; s !== undefined; s = trace.stacks[s].parentId)
+            if (trace.frames[trace.stacks[s].frameId].name === name) return true
+          return false
+        }
+        const of = (name) => trace.samples
+          .map((s, i) => ({ s, i }))
+          .filter(({ s }) => s.stackId !== undefined && onStack(s.stackId, name))
+          .map(({ i }) => { const id = trace.jsprof?.sampleLabels?.[i]; return id == null ? null : trace.jsprof.labelSets[id] })
+        out.oldSamples = of('oldSetWork')
+        out.newSamples = of('newSetWork')
+        out.dropped = trace.jsprof?.labelsDropped ?? 0
+        if (out.oldSamples.length > 0 && out.newSamples.length > 0) break
+      }
+      console.log(JSON.stringify(out))
     })()
   `
-  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8' })
+  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 120_000 })
   assert.equal(child.status, 0, child.stderr)
   const out = JSON.parse(child.stdout)
-  assert.deepEqual(out.sets, [])
-  assert.ok(out.samples === 0 || out.dropped >= 1, child.stdout)
+  assert.deepEqual(out.fresh, { t: 'new' })
+  assert.deepEqual(out.nested, { t: 'new', u: 'inner' })
+  assert.deepEqual(out.overOld, { t: 'x5', u: 'inner' })
+  assert.deepEqual(out.old, { t: 'x5' })
+  assert.deepEqual(out.awaited, { t: 'async' })
+  assert.deepEqual(out.outside, {})
+  assert.equal(out.registered, 65536, 'the registry stops at its cap')
+  assert.ok(out.forgotten, 'a set past the cap is forgotten with its contexts')
+  assert.ok(out.oldSamples.length > 0 && out.newSamples.length > 0, child.stdout)
+  assert.ok(
+    out.oldSamples.every((set) => set?.t === 'x5'),
+    `an old set's samples carry it: ${JSON.stringify(out.oldSamples)}`,
+  )
+  assert.ok(out.newSamples.every((set) => set === null))
+  assert.ok(out.dropped >= out.newSamples.length, child.stdout)
 })
 
 function chunkWork() {

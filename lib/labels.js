@@ -24,8 +24,10 @@
 // sampler: Profiler traces, continuous chunks, request profiles, `jsprof record`.
 //
 // Label sets are interned once each (the native registry checks the label rule, jsprof-core
-// trace/labels.rs: keys as label names, bounded counts and lengths; and caps the number of distinct
-// sets: past it a set's samples carry no labels and the trace counts them in `jsprof.labelsDropped`).
+// trace/labels.rs: keys as label names, bounded counts and lengths; and caps the distinct sets it keeps:
+// past the cap a new set's samples carry no labels and the trace counts them in `jsprof.labelsDropped`).
+// A set past the cap is still the code's labels — getLabels(), nesting, propagation — held here only by
+// the async contexts that run under it (a Transient with the dropped id), so it is forgotten with them.
 
 const { AsyncLocalStorage, createHook } = require('node:async_hooks')
 const { performance } = require('node:perf_hooks')
@@ -62,12 +64,12 @@ const setsById = new Map()
 const idsByText = new Map()
 
 /**
- * A transient set (one request's span context, not interned for good: jsprof-core label_recorder.rs)
- * as the AsyncLocalStorage holds it: its native id, and its labels — given, or built on first read from the
- * request's registered set `base` and its span labels (getLabels() is rarely called per request).
- * Nothing else keeps it: it goes when the last async context holding it does (measured: a table of the
- * last 65,536 of them, churned once per request, cost span ids a share of their CPU,
- * docs/bench.md#labels-on-every-request).
+ * A set not interned for good — one request's span context (jsprof-core label_recorder.rs), or a set
+ * past the registry's cap (id DROPPED: its samples carry none) — as the AsyncLocalStorage holds it: its
+ * native id, and its labels — given, or built on first read from the store of the request's set `base`
+ * and its span labels (getLabels() is rarely called per request). Nothing else keeps it: it goes when the
+ * last async context holding it does (measured: a table of the last 65,536 of them, churned once per
+ * request, cost span ids a share of their CPU, docs/bench.md#labels-on-every-request).
  */
 class Transient {
   constructor(id, labels, base, span) {
@@ -79,7 +81,7 @@ class Transient {
 
   labels() {
     if (this.frozen === undefined) {
-      const merged = { ...setsById.get(this.base), ...this.span }
+      const merged = { ...labelsOfStore(this.base), ...this.span }
       this.frozen = Object.freeze(
         Object.fromEntries(
           Object.keys(merged)
@@ -194,7 +196,8 @@ function idOf(what, labels, base) {
   if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
     throw new TypeError(`${what}: labels must be an object of label names to string values, got ${describe(labels)}`)
   }
-  const merged = base !== DROPPED ? { ...labelsOfStore(base) } : {}
+  // No prototype: every key given is a label, `__proto__` too (which the label rule refuses).
+  const merged = Object.assign(Object.create(null), labelsOfStore(base))
   for (const key of Object.keys(labels)) {
     const value = labels[key]
     if (typeof value !== 'string') {
@@ -217,13 +220,16 @@ function idOf(what, labels, base) {
       throw err
     }
   })
-  // A dropped set is not remembered: the registry is full, and this map must not grow past it.
-  if (id !== DROPPED) {
-    idsByText.set(text, id)
-    if (id !== 0) setsById.set(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
-  }
+  // A dropped set is not remembered (the registry is full, and these maps must not grow past it): its
+  // labels live in the contexts that run under it.
+  if (id === DROPPED) return new Transient(DROPPED, frozenLabels(keys, values))
+  idsByText.set(text, id)
+  if (id !== 0) setsById.set(id, frozenLabels(keys, values))
   return id
 }
+
+/** The labels object of `keys[i]: values[i]`, frozen. */
+const frozenLabels = (keys, values) => Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]])))
 
 /** A transient set (see jsprof-core label_recorder.rs) as the storage holds it; 0 for an empty one. */
 function internTransient(what, keys, values) {
@@ -236,7 +242,7 @@ function internTransient(what, keys, values) {
     }
   })
   if (id === 0) return 0
-  return new Transient(id, Object.freeze(Object.fromEntries(keys.map((k, i) => [k, values[i]]))))
+  return new Transient(id, frozenLabels(keys, values))
 }
 
 /**
@@ -440,7 +446,10 @@ const MAX_NAMED_SETS = 10_000
  */
 const namedIds = new PairCache(MAX_NAMED_SETS)
 
-/** The id of the registered set `base` with `span_name: name` (base itself when refused or past the cap). */
+/**
+ * The store of the request's set `base` (a registered set's id, or a set past the registry's cap) with
+ * `span_name: name` (base itself when refused or past the cap of names).
+ */
 function namedSetId(base, name) {
   if (name === undefined) return base
   let id = namedIds.get(base, name)
@@ -448,7 +457,6 @@ function namedSetId(base, name) {
   if (namedIds.full) return base
   try {
     id = idOf('requests', { span_name: name }, base)
-    if (typeof id !== 'number' || id === DROPPED) id = base
   } catch {
     id = base
   }
@@ -458,8 +466,8 @@ function namedSetId(base, name) {
 
 /**
  * A request's labels with its span's: a Transient naming a slot of the span ring, which holds the
- * request's registered set (with the span's name) and the span's ids as numbers. Never throws: a span
- * whose ids are not 32 and 16 hex digits is ignored (the request's registered set).
+ * request's registered set (with the span's name; none past the registry's cap) and the span's ids as
+ * numbers. Never throws: a span whose ids are not 32 and 16 hex digits is ignored (the request's set).
  */
 function spanLabels(method, template, span) {
   const base = namedSetId(requestLabelsId(method, template), span.span_name)
@@ -467,7 +475,7 @@ function spanLabels(method, template, span) {
   const at = spanSlot * SPAN_WORDS
   spanRing[at] = 0 // not this slot's old span while it is written
   if (!hexWords(span.trace_id, spanRing, at + 2, 4) || !hexWords(span.span_id, spanRing, at + 6, 2)) return base
-  spanRing[at + 1] = base
+  spanRing[at + 1] = idOfStore(base)
   spanRing[at] = spanGeneration + 1
   const id = SPAN_ID_BASE + spanGeneration * SPAN_SLOTS + spanSlot
   if (++spanSlot === SPAN_SLOTS) {

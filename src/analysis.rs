@@ -6,7 +6,7 @@
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use jsprof_core::Error as CoreError;
-use jsprof_core::{summarize, summarize_by_label, Attributor, By};
+use jsprof_core::{summarize, summarize_by_label, Attributor, SummaryBy};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -49,18 +49,7 @@ pub fn summarize_trace(
     by: String,
     sample_interval: Option<f64>,
 ) -> Result<String> {
-    let label_key = by.strip_prefix("label:").map(str::to_owned);
-    let parsed = match &label_key {
-        Some(_) => Some(By::Package),
-        None => By::parse(&by),
-    };
-    let Some(by) = parsed else {
-        let expected = By::NAMES.map(|n| format!("'{n}'")).join(", ");
-        return Err(Error::new(
-            Status::InvalidArg,
-            format!("RangeError: by must be one of {expected} or 'label:<key>', got '{by}'"),
-        ));
-    };
+    let by = SummaryBy::parse(&by, false).map_err(core_error)?;
     if let Some(i) = sample_interval.filter(|i| !(i.is_finite() && *i >= 0.0)) {
         let message = format!("RangeError: sampleInterval must be a finite number of ms >= 0, got {i}");
         return Err(Error::new(Status::InvalidArg, message));
@@ -74,18 +63,24 @@ pub fn summarize_trace(
         ),
         Either::B(handle) => handle.inner.clone(),
     };
-    let rows = match label_key {
-        // By a label's value (`label:route`): a key that breaks the label rule is the caller's error.
-        Some(key) => {
-            trace
-                .validate()
-                .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?;
+    let malformed = |e: CoreError| core_error(CoreError::invalid(format!("malformed trace: {}", e.message)));
+    let rows = match by {
+        SummaryBy::Label(key) => {
+            trace.validate().map_err(malformed)?;
             summarize_by_label(&trace, &key, sample_interval).map_err(core_error)?
         }
-        None => summarize(&trace, by, sample_interval, &mut attributor())
-            .map_err(|e| core_error(CoreError::invalid(format!("malformed trace: {}", e.message))))?,
+        SummaryBy::Code(by) => {
+            summarize(&trace, by, sample_interval, &mut attributor()).map_err(malformed)?
+        }
     };
     serde_json::to_string(&rows).map_err(|e| Error::from_reason(e.to_string()))
+}
+
+/// Checks a summary's `by` (`jsprof report`/`diff --by`, before and after reading their inputs) by the
+/// one rule of what it accepts (jsprof-core `SummaryBy::parse`); `heap`: for a heap profile.
+#[napi(catch_unwind)]
+pub fn check_summary_by(by: String, heap: bool) -> Result<()> {
+    SummaryBy::parse(&by, heap).map(drop).map_err(core_error)
 }
 
 /// Test hook: how many `package.json` files the process-wide attributor has asked the filesystem for.

@@ -38,9 +38,9 @@ thread_local! {
     static TIMELINE: RefCell<LabelTimeline> = RefCell::new(LabelTimeline::default());
 }
 
-/// The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. A key
-/// or value the label rule refuses is a `TypeError`/`RangeError`; past the cap of distinct sets, the
-/// set is not kept and the id is 4294967295 (dropped).
+/// The id of the label set of `keys[i]: values[i]` (registered on first use). An empty set is 0. What
+/// the label rule refuses is a `TypeError`; past the registry's cap, the set is not kept and the id is
+/// 4294967295 (dropped).
 #[napi(catch_unwind)]
 pub fn intern_labels(keys: Vec<String>, values: Vec<String>) -> Result<u32> {
     let set = core::label_set(&keys, &values).map_err(core_error)?;

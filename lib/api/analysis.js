@@ -4,19 +4,13 @@
 // checks arguments and moves the trace across as JSON text.
 
 const { binding, callNative } = require('../native')
-const { readOptions, traceText, describe, number, oneOf } = require('../args')
+const { readOptions, traceText, describe, number, string } = require('../args')
 const { isHeapProfile, heapText } = require('./heap')
 
-const BY = ['package', 'function', 'resource']
-const byChoice = oneOf(BY)
-/** `by`: one of BY, or `label:<key>` (rows by the value of a sample label; the key's rule is Rust's). */
-const byOrLabel = (value, fail) => {
-  if (typeof value === 'string' && value.startsWith('label:')) return value
-  const must = `one of ${BY.map((c) => `'${c}'`).join(', ')} or 'label:<key>'`
-  if (typeof value !== 'string') fail(TypeError, must)
-  return BY.includes(value) ? value : fail('range', must)
-}
-const OPTIONS = { by: byOrLabel, sampleInterval: number({ min: 0, what: 'a number of ms' }) }
+// `by`: a string; which ones (package, function, resource, `label:<key>`; no label for a heap profile)
+// is the one rule of jsprof-core's SummaryBy, which the binding applies (and the CLI's --by).
+const OPTIONS = { by: string(), sampleInterval: number({ min: 0, what: 'a number of ms' }) }
+const HEAP_OPTIONS = { by: string() }
 
 /**
  * Which code a resource of `trace.resources` is: `{ kind, package?, version?, root? }`.
@@ -40,20 +34,19 @@ function attribute(resource) {
  * one row per value of the samples' label `key` (kind `label`), and `(no <key>)` (kind `unlabelled`).
  */
 function summarize(trace, options) {
-  if (isHeapProfile(trace)) {
-    // Rows { name, kind, package?, version?, selfSize, totalSize, selfSamples, totalSamples } by bytes.
-    const { by } = readOptions('summarize', options, { by: byChoice }, { defaults: { by: 'package' } })
-    return JSON.parse(callNative(() => binding.summarizeHeapProfile(heapText('summarize', trace), by), trace))
-  }
+  const heap = isHeapProfile(trace)
+  // Rows of a heap profile: { name, kind, package?, version?, selfSize, totalSize, selfSamples, totalSamples } by bytes.
   // A native TraceHandle (the CLI's large .cpuprofile files) goes as it is; an object as JSON text.
-  const text = traceText('summarize', trace, { tables: true })
-  const { by, sampleInterval } = readOptions('summarize', options, OPTIONS, { defaults: { by: 'package' } })
+  const text = heap ? heapText('summarize', trace) : traceText('summarize', trace, { tables: true })
+  const o = readOptions('summarize', options, heap ? HEAP_OPTIONS : OPTIONS, { defaults: { by: 'package' } })
   const json = callNative(() => {
     try {
-      return binding.summarizeTrace(text, by, sampleInterval)
+      return heap ? binding.summarizeHeapProfile(text, o.by) : binding.summarizeTrace(text, o.by, o.sampleInterval)
     } catch (err) {
-      // The binding's messages name the constructor first; put the function name after it.
-      if (err && /^(TypeError|RangeError): /.test(err.message)) err.message = err.message.replace(': ', ': summarize: ')
+      // The binding's messages name the constructor first; put the function name after it (a heap
+      // profile's reader names it already).
+      if (err && typeof err.message === 'string')
+        err.message = err.message.replace(/^(TypeError|RangeError): (?!summarize: )/, '$1: summarize: ')
       throw err
     }
   }, trace)

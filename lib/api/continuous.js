@@ -177,7 +177,7 @@ class ContinuousProfiler {
         sampler.advance(consumer, lastOrdinal)
         this.#heap.startTime = performance.now()
       }
-      return { profile: JSON.parse(json.toString('utf8')) }
+      return { profile: JSON.parse(json) }
     } catch (error) {
       return { error }
     } finally {

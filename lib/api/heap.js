@@ -12,7 +12,7 @@ const { getHeapSampler, DEFAULT_SETTINGS } = require('../heap/sampler')
 
 const OPTIONS = {
   samplingInterval: number({ min: 1, max: 2 ** 31 - 1, integer: true, what: 'a number of bytes' }),
-  stackDepth: number({ min: 1, max: 1024, integer: true, what: 'a number of frames' }),
+  stackDepth: number({ min: 1, max: binding.MAX_HEAP_STACK_DEPTH, integer: true, what: 'a number of frames' }),
   includeCollected: boolean(),
 }
 
@@ -31,7 +31,8 @@ function heapText(api, profile) {
   }
 }
 
-const parse = (bytes) => JSON.parse(bytes.toString('utf8'))
+/** JSON text from the binding (a string, or UTF-8 bytes) as its object. */
+const parse = (text) => JSON.parse(typeof text === 'string' ? text : text.toString('utf8'))
 
 /** The `jsprof` member of a profile taken now in this thread. */
 function infoOf(settings, startTime) {
@@ -148,17 +149,20 @@ function fromHeapProfile(profile) {
   return parse(callNative(() => binding.heapProfileFromV8(bytes, undefined, undefined, false)).json)
 }
 
-/** V8's `.heapprofile` JSON text of a heap profile, as UTF-8 bytes (the CLI writes them as they are). */
-function heapProfileText(profile) {
+/**
+ * V8's `.heapprofile` JSON text of a heap profile, as UTF-8 bytes (the CLI writes them as they are, at
+ * any depth); `asObject`: for toHeapProfile's object, refused past the depth JSON.stringify serializes.
+ */
+function heapProfileText(profile, asObject = false) {
   if (!isHeapProfile(profile)) {
     const got = profile !== null && typeof profile === 'object' ? 'an object without jsprof.heap' : describe(profile)
     throw new TypeError(`toHeapProfile: expected a heap profile (with jsprof.heap), got ${got}`)
   }
-  return callNative(() => binding.heapProfileToV8(heapText('toHeapProfile', profile)))
+  return callNative(() => binding.heapProfileToV8(heapText('toHeapProfile', profile), asObject))
 }
 
 /** V8's `.heapprofile` object of a heap profile: DevTools' Memory panel loads it; fromHeapProfile reads it back. */
-const toHeapProfile = (profile) => parse(heapProfileText(profile))
+const toHeapProfile = (profile) => parse(heapProfileText(profile, true))
 
 module.exports = {
   HeapProfiler,

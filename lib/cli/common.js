@@ -87,20 +87,19 @@ function oneOf(command, name, text, choices) {
 }
 
 /**
- * `--by` of report and diff: one of `choices`, or a sample label: `route` (the request integrations'
- * endpoint label) or `label:<key>` (any label; the key's rule is the core's). Returns what
- * summarize() takes (`label:route`).
+ * `--by` of report and diff: what summarize() takes, by its one rule (jsprof-core SummaryBy: package,
+ * function, resource, route or label:<key> with a key the label rule takes; no label for a heap
+ * profile), `route` shown as what it is, `label:route`. Checked before the inputs are read, and with
+ * `heap` once they are known to be heap profiles: what it refuses is a usage error.
  */
-function byOption(command, text, choices) {
-  if (text === 'route') return 'label:route'
-  if (text.startsWith('label:')) return text
-  if (!choices.includes(text)) {
-    throw usage(
-      command,
-      `--by must be one of ${choices.join(', ')}, route or label:<key>, got '${require('../text').visible(text)}'`,
-    )
+function byOption(command, text, { heap = false } = {}) {
+  const by = text === 'route' ? 'label:route' : text
+  try {
+    require('../native').binding.checkSummaryBy(by, heap)
+  } catch (err) {
+    throw usage(command, String(err && err.message).replace(/^(TypeError|RangeError): by\b/, '--by'))
   }
-  return text
+  return by
 }
 
 /** record's and attach's sampling interval: its default, and the smallest the sampler runs at (its rule). */

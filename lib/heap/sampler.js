@@ -121,8 +121,8 @@ class HeapSampler {
   }
 
   /**
-   * The consumer's heap profile now, as JSON text (a Buffer), and the last ordinal V8 had. `info` is
-   * the profile's `jsprof` member.
+   * The consumer's heap profile now, as JSON text (a string: src/heap.rs says why not a Buffer), and the
+   * last ordinal V8 had. `info` is the profile's `jsprof` member.
    */
   take(consumer, info) {
     if (!this.#consumers.has(consumer)) throw new Error('jsprof-node: heap take by a consumer that left')

@@ -17,13 +17,13 @@ function heapOutput(traceOutput) {
 }
 
 /**
- * Writes a heap profile (`json`: jsprof's heap profile as bytes) beside `traceOutput`: `{ path, size,
+ * Writes a heap profile (`json`: jsprof's heap profile, as text or bytes) beside `traceOutput`: `{ path, size,
  * samples }`, the bytes and V8 samples it holds (`jsprof record --heap` and `jsprof attach --heap`).
  */
 function writeHeapBeside(traceOutput, json) {
   const path = heapOutput(traceOutput)
   writeOutputFile(path, json, { streams: false }) // a name jsprof picked: never a pipe's
-  const profile = JSON.parse(json.toString('utf8'))
+  const profile = JSON.parse(json) // a string, or bytes (their UTF-8 text)
   return {
     path,
     size: profile.samples.reduce((sum, s) => sum + s.size, 0),

@@ -7,6 +7,13 @@
 //! the trace's `jsprof.labelsDropped`), 1..2^31 the registered sets, ids with the top bit set the
 //! rings' (bit 30 set: the span ring's; bits 16-29 the generation, 0-15 the slot).
 //!
+//! The cap: the registry keeps sets for good, so it keeps at most [`MAX_LABEL_SETS`] of them and
+//! [`MAX_REGISTRY_BYTES`] of their keys and values, whichever comes first (a set is ~50 bytes: the count
+//! is the cap in practice; the bytes bound what 65,536 sets of long values would hold). Past it a new
+//! set is [`DROPPED`] for its samples only: lib/labels.js still gives the code its labels (`getLabels()`,
+//! nesting, propagation), held by the async contexts running under it and forgotten with them, and the
+//! sets registered before keep their ids.
+//!
 //! Sets that hold a span context (one per request: `trace_id`, `span_id`) are not kept for good, in
 //! one of two rings of 65,536 slots, the oldest overwritten first; an id names its slot and the slot's
 //! generation, so an id whose slot was reused since reads as "no labels" (a request older than 65,536
@@ -28,6 +35,9 @@ use crate::trace::labels::{extend_label_set, LabelSet, MAX_LABEL_SETS};
 
 /// The id of a label set the registry could not keep (past the cap).
 pub const DROPPED: u32 = u32::MAX;
+
+/// The registry keeps at most this many bytes of keys and values (UTF-8), besides [`MAX_LABEL_SETS`] sets.
+pub(crate) const MAX_REGISTRY_BYTES: usize = 16 << 20;
 
 /// Slots of each ring of transient sets.
 pub const SPAN_RING_SLOTS: u32 = 1 << 16;
@@ -70,6 +80,8 @@ pub struct LabelRegistry {
     /// Index i holds id i + 1.
     sets: Vec<Arc<LabelSet>>,
     ids: HashMap<Arc<LabelSet>, u32>,
+    /// Bytes of the registered sets' keys and values.
+    bytes: usize,
     /// Transient sets: (generation, set) per slot, and the next slot to write.
     transient: Vec<(u32, Arc<LabelSet>)>,
     next_slot: usize,
@@ -87,9 +99,11 @@ impl LabelRegistry {
         if let Some(&id) = self.ids.get(&set) {
             return id;
         }
-        if self.sets.len() >= MAX_LABEL_SETS {
+        let bytes: usize = set.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if self.sets.len() >= MAX_LABEL_SETS || self.bytes + bytes > MAX_REGISTRY_BYTES {
             return DROPPED;
         }
+        self.bytes += bytes;
         let set = Arc::new(set);
         self.sets.push(Arc::clone(&set));
         let id = self.sets.len() as u32;
@@ -320,6 +334,27 @@ mod tests {
         }
         assert_eq!(r.intern(set("one too many")), DROPPED);
         assert_eq!(r.intern(set("a")), a, "a known set keeps its id");
+        assert_eq!(r.get(a).unwrap()["route"], "a", "and its labels");
+    }
+
+    #[test]
+    fn the_registry_keeps_a_bounded_number_of_bytes() {
+        let mut r = LabelRegistry::default();
+        let long = |i: usize| LabelSet::from([(format!("k{i}"), "v".repeat(1024))]);
+        let mut kept = Vec::new();
+        for i in 0.. {
+            let id = r.intern(long(i));
+            if id == DROPPED {
+                break;
+            }
+            kept.push(id);
+        }
+        // 16 MiB of sets of ~1 KB: about 16,000 sets, far below the count's cap.
+        assert!(kept.len() < MAX_LABEL_SETS / 2, "{}", kept.len());
+        assert!(r.bytes <= MAX_REGISTRY_BYTES);
+        assert!(r.bytes + 1030 > MAX_REGISTRY_BYTES, "filled up to the budget");
+        assert_eq!(r.intern(long(0)), kept[0], "a known set keeps its id");
+        assert_eq!(r.intern(set("small")), r.len() as u32, "a small set still fits");
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub use recording::{Added, Chunk, Recording};
 // Reading a valid trace: attribution, summaries, source maps.
 pub use attribution::{Attribution, Attributor, Kind};
 pub use sourcemap::{resolve as resolve_source_maps, ExplicitMap, MapCache, MapOptions, Resolved, Stats};
-pub use summary::{summarize, summarize_by_label, By, Row};
+pub use summary::{summarize, summarize_by_label, By, Row, SummaryBy};
 
 // The exporters, one format each.
 pub use export::collapsed::to_collapsed;
@@ -99,4 +99,5 @@ pub use heap::views::{
 };
 pub use heap::{
     read_heap_file, summarize_heap, FromV8Options, HeapInfo, HeapProfile, HeapRow, HeapSettings, HeapView,
+    MAX_HEAP_STACK_DEPTH, MAX_V8_OBJECT_DEPTH,
 };

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::convert::OwnCode;
 use crate::error::{Error, Result};
 use crate::recording::{Chunk, Recording};
-use crate::trace::labels::{check_label_set, LabelSet, MAX_LABEL_SETS};
+use crate::trace::labels::{check_label_table, LabelSet};
 use crate::trace::{Extension, ProfilerTrace};
 use crate::v8::{CpuProfile, Profile};
 
@@ -84,14 +84,13 @@ fn chunk_labels(text: &str, samples: usize) -> Result<Vec<Option<Arc<LabelSet>>>
     }
     let bad = || Error::invalid("not a jsprof record chunk line: bad labels");
     let labels: Labels = serde_json::from_str(text).map_err(|_| bad())?;
-    if labels.sample_labels.len() != samples || labels.label_sets.len() > MAX_LABEL_SETS {
+    if labels.sample_labels.len() != samples {
         return Err(bad());
     }
-    let mut sets = Vec::with_capacity(labels.label_sets.len());
-    for set in labels.label_sets {
-        check_label_set(&set, "a chunk line's labels")?;
-        sets.push(Arc::new(set));
-    }
+    check_label_table(&labels.label_sets, "a chunk line", |_| {
+        "a chunk line's labels".to_owned()
+    })?;
+    let sets: Vec<Arc<LabelSet>> = labels.label_sets.into_iter().map(Arc::new).collect();
     labels
         .sample_labels
         .into_iter()

@@ -52,6 +52,50 @@ impl By {
     }
 }
 
+/// What `summarize`'s `by` (and `jsprof report`/`diff`'s `--by`) asks for: rows by code, or by the
+/// value of a sample label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SummaryBy {
+    Code(By),
+    /// `label:<key>`: the key by the label rule.
+    Label(String),
+}
+
+impl SummaryBy {
+    /// The one rule of what `by` accepts: `package`, `function`, `resource`, `route` (the request
+    /// integrations' label: `label:route`), or `label:<key>` with a key the label rule takes (a `Type`
+    /// error otherwise); for a heap profile (`heap`), which has no labels, only the first three
+    /// ([`SummaryBy::parse_heap`]). Anything else is a `Range` error naming what is accepted.
+    pub fn parse(text: &str, heap: bool) -> Result<SummaryBy> {
+        if heap {
+            return Self::parse_heap(text).map(SummaryBy::Code);
+        }
+        if let Some(by) = By::parse(text) {
+            return Ok(SummaryBy::Code(by));
+        }
+        match text.strip_prefix("label:") {
+            _ if text == "route" => Ok(SummaryBy::Label("route".to_owned())),
+            Some(key) => {
+                crate::trace::labels::check_label(key, "", "by")?;
+                Ok(SummaryBy::Label(key.to_owned()))
+            }
+            None => Err(Self::refused(text, ", 'route' or 'label:<key>'")),
+        }
+    }
+
+    /// [`SummaryBy::parse`] for a heap profile: rows by code only.
+    pub fn parse_heap(text: &str) -> Result<By> {
+        By::parse(text).ok_or_else(|| Self::refused(text, " for a heap profile (it has no labels)"))
+    }
+
+    fn refused(text: &str, tail: &str) -> Error {
+        let names = By::NAMES.map(|n| format!("'{n}'")).join(", ");
+        let head: String = text.chars().take(120).collect();
+        let shown = crate::visible_text(&head);
+        Error::range(format!("by must be one of {names}{tail}, got '{shown}'"))
+    }
+}
+
 /// One row of a summary. Times in ms.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -485,6 +529,55 @@ fn frame_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn by_is_a_code_row_or_a_label_by_the_label_rule_and_never_a_label_of_a_heap_profile() {
+        use crate::ErrorKind;
+        assert_eq!(
+            SummaryBy::parse("function", false),
+            Ok(SummaryBy::Code(By::Function))
+        );
+        assert_eq!(
+            SummaryBy::parse("label:route", false),
+            Ok(SummaryBy::Label("route".into()))
+        );
+        let kind = |text: &str, heap: bool| SummaryBy::parse(text, heap).unwrap_err().kind;
+        assert_eq!(kind("label:a-b", false), ErrorKind::Type, "the label rule's key");
+        assert_eq!(kind("label:", false), ErrorKind::Type);
+        assert_eq!(kind("label:__proto__", false), ErrorKind::Type);
+        assert_eq!(kind("bogus", false), ErrorKind::Range);
+        assert_eq!(
+            SummaryBy::parse("route", false),
+            Ok(SummaryBy::Label("route".into()))
+        );
+        assert_eq!(kind("route", true), ErrorKind::Range);
+        assert_eq!(
+            SummaryBy::parse("nope", false).unwrap_err().message,
+            "by must be one of 'package', 'function', 'resource', 'route' or 'label:<key>', got 'nope'"
+        );
+        assert_eq!(
+            kind("label:route", true),
+            ErrorKind::Range,
+            "a heap profile has no labels"
+        );
+        assert_eq!(
+            SummaryBy::parse("resource", true),
+            Ok(SummaryBy::Code(By::Resource))
+        );
+        let e = SummaryBy::parse("label:tenant", true).unwrap_err();
+        assert!(
+            e.message.contains("heap profile") && e.message.contains("'label:tenant'"),
+            "{}",
+            e.message
+        );
+        // What it shows of a hostile value is escaped and bounded.
+        let e = SummaryBy::parse(&format!("\u{1b}[2J{}", "x".repeat(10_000)), false).unwrap_err();
+        assert!(
+            e.message.contains("\\x1b") && e.message.len() < 400,
+            "{}",
+            e.message
+        );
+    }
     use crate::trace::{Frame, Stack, TraceSample};
 
     /// An attributor that reads nothing: app code has no package.

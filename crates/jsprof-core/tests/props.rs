@@ -13,8 +13,9 @@
 use std::sync::Arc;
 
 use jsprof_core::{
-    read_profile_file, trace_from_profile, Attributor, Chunk, ErrorKind, FileFormat, InspectorColumns, Kind,
-    Profile, ProfileBuilder, ProfilerTrace, Recording,
+    label_set, read_heap_file, read_profile_file, trace_from_profile, Attributor, Chunk, ErrorKind,
+    FileFormat, HeapProfile, HeapTree, InspectorColumns, Kind, Profile, ProfileBuilder, ProfilerTrace,
+    Recording, SummaryBy,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -607,6 +608,102 @@ proptest! {
                 prop_assert!((b.timestamp - a.timestamp).abs() <= a.timestamp.abs() * 1e-15, "{} vs {}", b.timestamp, a.timestamp);
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The rules of labels, of `by`, and of a heap profile's bytes (issue 40)
+
+/// A label key: mostly near the rule's edges (`__`, digits, punctuation, length), sometimes anything.
+fn label_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "(__)?[A-Za-z0-9_]{0,6}(__proto__|__name__)?",
+        1 => "[a-z]{95,105}",
+        1 => "\\PC{0,8}",
+    ]
+}
+
+/// A JSON number as text, near what a heap profile's bytes may be and past it.
+fn bytes_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => (0u64..1 << 20).prop_map(|n| n.to_string()),
+        1 => Just("9007199254740992".to_owned()),
+        1 => Just("9007199254740993".to_owned()),
+        1 => Just("9007199254740994".to_owned()),
+        1 => Just("1e308".to_owned()),
+        1 => Just("1.5".to_owned()),
+        1 => Just("-1".to_owned()),
+        1 => Just("-0".to_owned()),
+        1 => Just("4096.0".to_owned()),
+        1 => Just("1e3".to_owned()),
+        1 => any::<f64>().prop_filter("finite", |v| v.is_finite()).prop_map(|v| format!("{v:e}")),
+    ]
+}
+
+proptest! {
+    /// Whatever the label rule refuses is a TypeError (never a RangeError), from a set as from a
+    /// trace; a key starting with `__` is always refused; what a set takes, a trace takes back.
+    #[test]
+    fn the_label_rule_has_one_kind_of_error(keys in prop::collection::vec(label_key(), 0..35), value in "\\PC{0,4}", long in any::<bool>()) {
+        let value = if long { "v".repeat(1025) } else { value };
+        let values = vec![value; keys.len()];
+        match label_set(&keys, &values) {
+            Ok(set) => {
+                prop_assert!(set.keys().all(|k| !k.starts_with("__")));
+                let trace = json!({ "frames": [], "jsprof": { "labelSets": [set], "sampleLabels": [0] }, "resources": [], "samples": [{ "timestamp": 1 }], "stacks": [] });
+                prop_assert!(ProfilerTrace::from_json(&trace.to_string()).is_ok());
+            }
+            Err(e) => prop_assert_eq!(e.kind, ErrorKind::Type, "{}", e.message),
+        }
+        if let Some(reserved) = keys.iter().find(|k| k.starts_with("__")) {
+            let one = label_set(std::slice::from_ref(reserved), &[String::new()]);
+            prop_assert!(one.is_err());
+            let trace = json!({ "frames": [], "jsprof": { "labelSets": [{ reserved.clone(): "x" }], "sampleLabels": [0] }, "resources": [], "samples": [{ "timestamp": 1 }], "stacks": [] });
+            prop_assert_eq!(ProfilerTrace::from_json(&trace.to_string()).unwrap_err().kind, ErrorKind::Type);
+        }
+    }
+
+    /// `by`, any text: a row kind, or a TypeError (the label rule) or RangeError; never a label for a
+    /// heap profile; and what the label rule takes as a key, `label:<key>` takes.
+    #[test]
+    fn by_is_one_rule(text in prop_oneof!["label:\\PC{0,8}", "\\PC{0,12}", Just("route".to_owned())], heap in any::<bool>()) {
+        match SummaryBy::parse(&text, heap) {
+            Ok(SummaryBy::Code(_)) => prop_assert!(["package", "function", "resource"].contains(&text.as_str())),
+            Ok(SummaryBy::Label(key)) => {
+                prop_assert!(!heap);
+                prop_assert!(label_set(&[key], &[String::new()]).is_ok());
+            }
+            Err(e) => {
+                prop_assert!(e.kind == ErrorKind::Type || e.kind == ErrorKind::Range);
+                prop_assert!(!e.message.contains('\n'));
+                if let Some(key) = text.strip_prefix("label:").filter(|_| !heap) {
+                    prop_assert!(label_set(&[key.to_owned()], &[String::new()]).is_err());
+                }
+            }
+        }
+    }
+
+    /// A heap profile's bytes: V8's reader and ours take the same numbers (whole, 0 to 2^53) and say the
+    /// same of the others.
+    #[test]
+    fn both_heap_readers_take_the_same_bytes(size in bytes_text()) {
+        let v8 = format!(r#"{{"head":{{"callFrame":{{"functionName":"(root)","url":""}},"selfSize":0,"id":1,"children":[{{"callFrame":{{"functionName":"f","url":"file:///a.js","lineNumber":0,"columnNumber":0}},"selfSize":{size},"id":2,"children":[]}}]}},"samples":[]}}"#);
+        let ours = format!(r#"{{"frames":[{{"name":"f","resourceId":0,"line":1,"column":1}}],"jsprof":{{"heap":{{"view":"inuse"}}}},"resources":["file:///a.js"],"samples":[{{"count":1,"size":{size},"stackId":0}}],"stacks":[{{"frameId":0}}]}}"#);
+        let a = HeapTree::from_json(&v8);
+        let b = HeapProfile::from_json(&ours);
+        prop_assert_eq!(a.is_ok(), b.is_ok(), "{}: {:?} vs {:?}", size, a.as_ref().err(), b.as_ref().err());
+        match (a, b) {
+            (Ok(tree), Ok(profile)) => prop_assert_eq!(tree.self_sizes[1], profile.sizes[0] as f64),
+            (Err(a), Err(b)) => {
+                prop_assert_eq!(a.kind, ErrorKind::Type);
+                prop_assert_eq!(b.kind, ErrorKind::Type);
+                let reason = |m: &str| m.split_once(" is not ").map(|(_, r)| r.to_owned());
+                prop_assert_eq!(reason(&a.message), reason(&b.message));
+            }
+            _ => unreachable!(),
+        }
+        // The CLI's reader of either kind says the same.
+        prop_assert_eq!(read_heap_file(&v8).unwrap().is_ok(), read_heap_file(&ours).unwrap().is_ok());
     }
 }
 

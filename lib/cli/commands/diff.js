@@ -25,7 +25,6 @@ const { toDiffFlameGraph } = require('../../api/export')
 /** A row name without its `:line:column`: the same function moved by an edit (the flame graph's rule). */
 const unplaced = (name) => binding.unplacedLabel(String(name))
 
-const BY = ['function', 'package', 'resource']
 const DEFAULT_TOP = 20
 
 const HELP = `Usage: jsprof diff <base> <new> [options]
@@ -149,7 +148,7 @@ async function diff(args) {
     process.stdout.write(`${HELP}\n`)
     return 0
   }
-  const by = values.by === undefined ? 'function' : byOption('diff', values.by, BY)
+  const by = values.by === undefined ? 'function' : byOption('diff', values.by)
   const top = values.top === undefined ? DEFAULT_TOP : positiveInt('diff', 'top', values.top)
   const failAbove = values['fail-above'] === undefined ? null : parsePct(values['fail-above'])
   if (positionals.length < 2) throw usage('diff', 'expected two profiles: <base> <new>')
@@ -165,6 +164,7 @@ async function diff(args) {
     throw usage('diff', `${heapFile} is a heap profile and ${otherFile} is not: compare two of a kind`)
   }
   const heap = Boolean(baseRead.heap)
+  if (heap) byOption('diff', by, { heap: true })
   const baseTrace = heap ? baseRead.heap : baseRead.trace
   const newTrace = heap ? newRead.heap : newRead.trace
   const before = heap ? heapShares(baseTrace, by) : shares(baseTrace, by)

@@ -18,7 +18,6 @@ const { readTrace, timingOf } = require('../input')
 const { applySourceMaps, SOURCE_MAP_OPTIONS, SOURCE_MAP_HELP } = require('../sourcemaps')
 const { visible } = require('../../text')
 
-const BY = ['package', 'function', 'resource']
 const DEFAULT_TOP = 20
 
 const HELP = `Usage: jsprof report <trace.json|profile.cpuprofile> [options]
@@ -66,12 +65,12 @@ async function report(args) {
     process.stdout.write(`${HELP}\n`)
     return 0
   }
-  const by = values.by === undefined ? 'package' : byOption('report', values.by, BY)
+  const by = values.by === undefined ? 'package' : byOption('report', values.by)
   const top = values.top === undefined ? DEFAULT_TOP : positiveInt('report', 'top', values.top)
   if (positionals.length === 0) throw usage('report', 'missing the trace file')
   const file = positionals[0]
   const read = readTrace(file)
-  if (read.heap) return heapReport(file, read, by, top, values)
+  if (read.heap) return heapReport(file, read, byOption('report', by, { heap: true }), top, values)
   const { trace, notUsed } = await applySourceMaps(read.trace, values)
   const all = api('summarize')(trace, { by })
   const rows = all.slice(0, top)

@@ -29,7 +29,7 @@ use crate::attribution::{
     frame_without_resource, generated_name, package_name, Attribution, Attributor, Kind,
 };
 use crate::error::{Error, Result};
-use crate::trace::{Marker, ProfilerTrace, TraceSample};
+use crate::trace::{Frame, Marker, ProfilerTrace, TraceSample};
 
 /// What a stackless sample stands for, named as V8 names its pseudo-nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -162,20 +162,43 @@ pub(crate) fn short_resource(resource: &str) -> &str {
 pub(crate) fn frame_label(trace: &ProfilerTrace, frame_id: u32) -> String {
     let f = &trace.frames[frame_id as usize];
     let name = display_name(&f.name);
-    match f.resource_id {
-        None => match (f.line, f.column) {
-            (Some(l), Some(c)) => format!("{name} (generated:{l}:{c})"),
-            (Some(l), None) => format!("{name} (generated:{l})"),
-            _ => name.to_owned(),
-        },
-        Some(r) => {
-            let path = short_resource(&trace.resources[r as usize]);
-            match (f.line, f.column) {
-                (Some(l), Some(c)) => format!("{name} ({path}:{l}:{c})"),
-                (Some(l), None) => format!("{name} ({path}:{l})"),
-                _ => format!("{name} ({path})"),
-            }
-        }
+    match frame_place(trace, f, |r| Cow::Borrowed(short_resource(r))) {
+        Some(place) => format!("{name} ({place})"),
+        None => name.to_owned(),
+    }
+}
+
+/// Where a frame is: `path:line:column` (`:column`, then `:line`, left out when unknown),
+/// `generated:line:column` for generated code (a position but no resource), `None` for a builtin
+/// (neither); `path` is the resource as `shown` gives it.
+fn frame_place<'a>(
+    trace: &'a ProfilerTrace,
+    f: &Frame,
+    shown: impl Fn(&'a str) -> Cow<'a, str>,
+) -> Option<String> {
+    let path = match f.resource_id {
+        Some(r) => shown(&trace.resources[r as usize]),
+        None if f.line.is_some() => Cow::Borrowed("generated"),
+        None => return None,
+    };
+    Some(match (f.line, f.column) {
+        (Some(l), Some(c)) => format!("{path}:{l}:{c}"),
+        (Some(l), None) => format!("{path}:{l}"),
+        _ => path.into_owned(),
+    })
+}
+
+/// A frame's function name in pprof and OTLP: its display name, and for an anonymous function its place
+/// too, `(anonymous /app/a.js:12:5)` (the path as pprof's `filename` has it). `go tool pprof -top`, and
+/// OTLP's viewers, merge the functions of one name into one row, so every anonymous handler and callback
+/// was one `(anonymous)` row. The function's `system_name`, `filename` and `start_line` stay its own.
+pub(crate) fn function_name<'a>(trace: &'a ProfilerTrace, f: &'a Frame) -> Cow<'a, str> {
+    if !f.name.is_empty() {
+        return Cow::Borrowed(&f.name);
+    }
+    match frame_place(trace, f, file_name) {
+        Some(place) => Cow::Owned(format!("(anonymous {place})")),
+        None => Cow::Borrowed(display_name(&f.name)),
     }
 }
 
@@ -402,6 +425,36 @@ mod tests {
         assert_eq!(frame_label(&t, 0), "main (/app/main.js:1:1)");
         assert_eq!(frame_label(&t, 3), "now");
         assert_eq!(frame_label(&t, 4), "(anonymous) (/app/main.js:20:1)");
+        // pprof's and OTLP's function names: an anonymous function's place tells it from the others.
+        let name = |t: &ProfilerTrace, i: usize| function_name(t, &t.frames[i]).into_owned();
+        assert_eq!(name(&t, 0), "main");
+        assert_eq!(name(&t, 4), "(anonymous /app/main.js:20:1)");
+        let mut odd = t.clone();
+        odd.resources.push("file:///srv/my%20app/a.js".into());
+        let anonymous = |resource_id, line, column| Frame {
+            name: String::new(),
+            resource_id,
+            line,
+            column,
+        };
+        odd.frames = vec![
+            anonymous(Some(odd.resources.len() as u32 - 1), Some(3), Some(9)),
+            anonymous(None, Some(7), Some(2)),
+            anonymous(Some(0), Some(5), None),
+            anonymous(Some(0), None, None),
+            anonymous(None, None, None),
+        ];
+        let names: Vec<String> = (0..odd.frames.len()).map(|i| name(&odd, i)).collect();
+        assert_eq!(
+            names,
+            [
+                "(anonymous /srv/my app/a.js:3:9)",
+                "(anonymous generated:7:2)",
+                "(anonymous /app/main.js:5)",
+                "(anonymous /app/main.js)",
+                "(anonymous)"
+            ]
+        );
         assert_eq!(stack_frames(&t, 2), vec![0, 1, 2]);
         let pseudo: Vec<_> = t.samples.iter().map(Pseudo::of).collect();
         assert_eq!(pseudo[3], Some(Pseudo::GarbageCollector));

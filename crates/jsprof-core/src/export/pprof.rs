@@ -241,7 +241,8 @@ pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
     let mut location = Vec::with_capacity(trace.frames.len() + 3);
     for (i, f) in trace.frames.iter().enumerate() {
         let id = i as u64 + 1;
-        let name = strings.id(super::display_name(&f.name));
+        let name = strings.id(&super::function_name(trace, f));
+        let system_name = strings.id(super::display_name(&f.name));
         let filename = f
             .resource_id
             .map_or(0, |r| strings.id(&file_name(&trace.resources[r as usize])));
@@ -249,7 +250,7 @@ pub(crate) fn profile_of(trace: &ProfilerTrace, measure: &Measure) -> Profile {
         function.push(Function {
             id,
             name,
-            system_name: name,
+            system_name,
             filename,
             start_line: line,
         });

@@ -42,7 +42,21 @@ use crate::convert::{OwnCode, ProfileConverter};
 use crate::error::{Error, Result};
 use crate::json_text::lone_surrogates_visible;
 use crate::trace::{Extension, Frame, Marker, ProfilerTrace, Stack, TraceBuilder, TraceSample};
-use crate::v8::{heap_file_kind, write_heap_profile, HeapFileKind, HeapNodeOut, HeapTree};
+use crate::v8::{
+    heap_bytes, heap_bytes_in_range, heap_file_kind, write_heap_profile, HeapFileKind, HeapNodeOut, HeapTree,
+    MAX_HEAP_BYTES,
+};
+
+/// The most frames V8's sampling heap profiler keeps per stack when a HeapProfiler asks
+/// (`stackDepth`, 1 to this; lib/api/heap.js takes it from here).
+pub const MAX_HEAP_STACK_DEPTH: u32 = 1024;
+
+/// The deepest `.heapprofile` tree [`HeapProfile::to_v8_object_json`] gives (nodes from the root to
+/// the deepest leaf): the root and the deepest stack a HeapProfiler takes. The tree nests its JSON as
+/// deep, and `JSON.stringify` serializes by recursion on Node 20–24 (about 2,000 nodes deep from a
+/// shallow stack), so a deeper tree (a hand-made or foreign profile) is written as text instead
+/// ([`HeapProfile::to_v8_json`]: `jsprof convert --to heapprofile`), at any depth.
+pub const MAX_V8_OBJECT_DEPTH: usize = MAX_HEAP_STACK_DEPTH as usize + 1;
 
 /// Which objects a heap profile counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -94,13 +108,24 @@ pub struct HeapProfile {
 }
 
 /// One entry as JSON has it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct HeapEntry {
-    #[serde(default)]
     count: u64,
     size: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stack_id: Option<u32>,
+}
+
+/// One entry as it is read: its size a JSON number, checked by the bytes rule both readers share
+/// (`crate::v8::heap_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeapEntryIn {
+    #[serde(default)]
+    count: u64,
+    size: f64,
+    #[serde(default)]
     stack_id: Option<u32>,
 }
 
@@ -118,7 +143,7 @@ struct HeapProfileIn {
     frames: Vec<Frame>,
     jsprof: HeapInfo,
     resources: Vec<String>,
-    samples: Vec<HeapEntry>,
+    samples: Vec<HeapEntryIn>,
     stacks: Vec<Stack>,
 }
 
@@ -174,6 +199,11 @@ impl HeapProfile {
                 ))
             })?,
         };
+        let invalid = |e: Error| Error::invalid(format!("not a valid heap profile: {}", e.message));
+        let sizes = (raw.samples.iter().enumerate())
+            .map(|(i, e)| heap_bytes(e.size, || format!("samples[{i}].size")))
+            .collect::<Result<Vec<u64>>>()
+            .map_err(invalid)?;
         let profile = HeapProfile {
             trace: ProfilerTrace {
                 resources: raw.resources,
@@ -183,13 +213,11 @@ impl HeapProfile {
                 // The heap profile's own member is `info`; its entries have no times to weigh.
                 jsprof: None,
             },
-            sizes: raw.samples.iter().map(|e| e.size).collect(),
+            sizes,
             counts: raw.samples.iter().map(|e| e.count).collect(),
             info: raw.jsprof,
         };
-        profile
-            .validate()
-            .map_err(|e| Error::invalid(format!("not a valid heap profile: {}", e.message)))?;
+        profile.validate().map_err(invalid)?;
         Ok(profile)
     }
 
@@ -202,12 +230,8 @@ impl HeapProfile {
                 "the entries' sizes and counts do not match its samples",
             ));
         }
-        const MAX_SIZE: u64 = 1 << 53;
-        if let Some(i) = self.sizes.iter().position(|&s| s > MAX_SIZE) {
-            return Err(Error::invalid(format!(
-                "samples[{i}].size {} is more bytes than a profile can hold (2^53)",
-                self.sizes[i]
-            )));
+        for (i, &size) in self.sizes.iter().enumerate() {
+            heap_bytes_in_range(size, || format!("samples[{i}].size"))?;
         }
         let h = &self.info.heap;
         if let Some(v) = h.sampling_interval.filter(|v| !(v.is_finite() && *v > 0.0)) {
@@ -306,11 +330,48 @@ impl HeapProfile {
             trace,
             sizes: entries
                 .iter()
-                .map(|(_, (size, _))| size.round().min((1u64 << 53) as f64) as u64)
+                .map(|(_, (size, _))| size.round().min(MAX_HEAP_BYTES as f64) as u64)
                 .collect(),
             counts: entries.iter().map(|(_, (_, count))| *count).collect(),
             info: options.info.clone(),
         }
+    }
+
+    /// How deep its `.heapprofile` tree is: nodes from the root to the deepest leaf (the root, and the
+    /// frames of the deepest stack; a stackless entry's `(program)` node is 2 deep).
+    pub fn v8_tree_depth(&self) -> usize {
+        let t = &self.trace;
+        // Each stack's depth in frames, resolved without recursion (stacks are validated: acyclic).
+        let mut depth: Vec<usize> = vec![0; t.stacks.len()];
+        let mut chain = Vec::new();
+        for start in 0..t.stacks.len() {
+            let mut cursor = Some(start);
+            while let Some(s) = cursor.filter(|&s| depth[s] == 0) {
+                chain.push(s);
+                cursor = t.stacks[s].parent_id.map(|p| p as usize);
+            }
+            let mut below = cursor.map_or(0, |s| depth[s]);
+            while let Some(s) = chain.pop() {
+                below += 1;
+                depth[s] = below;
+            }
+        }
+        let stackless = t.samples.iter().any(|s| s.stack_id.is_none());
+        1 + depth.into_iter().max().unwrap_or(0).max(usize::from(stackless))
+    }
+
+    /// [`HeapProfile::to_v8_json`] for an object a program goes on to use (`toHeapProfile`): refused
+    /// with a `Range` error past [`MAX_V8_OBJECT_DEPTH`], which `JSON.stringify` could not serialize.
+    pub fn to_v8_object_json(&self) -> Result<String> {
+        let depth = self.v8_tree_depth();
+        if depth > MAX_V8_OBJECT_DEPTH {
+            return Err(Error::range(format!(
+                "this profile's .heapprofile tree is {depth} nodes deep, more than the {MAX_V8_OBJECT_DEPTH} \
+                 an object may nest (the root and the deepest stack a HeapProfiler takes; JSON.stringify \
+                 of a deeper one overflows the stack): write it as text with `jsprof convert --to heapprofile`"
+            )));
+        }
+        Ok(self.to_v8_json())
     }
 
     /// V8's `.heapprofile` JSON of this profile (DevTools' Memory panel opens it; `node --heap-prof`
@@ -599,6 +660,84 @@ pub(crate) mod tests {
             );
             assert!(e.message.contains(message), "{} vs {message}", e.message);
         }
+    }
+
+    /// A profile of one entry whose stack is a chain of `frames` frames.
+    fn chain(frames: usize) -> HeapProfile {
+        let mut h = heap_profile();
+        let t = &mut h.trace;
+        t.stacks = (0..frames)
+            .map(|i| Stack {
+                frame_id: 0,
+                parent_id: i.checked_sub(1).map(|p| p as u32),
+            })
+            .collect();
+        t.samples = vec![entry_sample(Some(frames as u32 - 1))];
+        h.sizes = vec![4096];
+        h.counts = vec![1];
+        h
+    }
+
+    #[test]
+    fn an_object_tree_is_as_deep_as_json_stringify_serializes_and_text_any_depth() {
+        assert_eq!(heap_profile().v8_tree_depth(), 3, "(root), main, remember");
+        let mut stackless = heap_profile();
+        stackless.trace.stacks.clear();
+        stackless.trace.samples = vec![entry_sample(None)];
+        stackless.sizes = vec![1];
+        stackless.counts = vec![1];
+        assert_eq!(stackless.v8_tree_depth(), 2, "(root), (program)");
+        let deepest = chain(MAX_HEAP_STACK_DEPTH as usize);
+        assert_eq!(deepest.v8_tree_depth(), MAX_V8_OBJECT_DEPTH);
+        assert_eq!(deepest.to_v8_object_json().unwrap(), deepest.to_v8_json());
+        let deeper = chain(100_000);
+        let e = deeper.to_v8_object_json().unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Range);
+        assert!(
+            e.message.contains("100001 nodes deep, more than the 1025"),
+            "{}",
+            e.message
+        );
+        // As text it goes at any depth, and reads back.
+        let back = HeapTree::from_json(&deeper.to_v8_json()).unwrap();
+        assert_eq!(back.profile.nodes.len(), 100_001);
+    }
+
+    #[test]
+    fn both_readers_take_bytes_by_one_rule() {
+        // What V8's reader refuses, ours refuses, with the same words: whole bytes from 0 to 2^53.
+        let ours = heap_profile().to_json();
+        for (size, shown) in [
+            ("1e308", "1e308"),
+            ("9007199254740994", "9007199254740994"),
+            ("1.5", "1.5"),
+            ("-1", "-1"),
+        ] {
+            let tail =
+                format!("samples[1].size {shown} is not a number of bytes (a whole number from 0 to 2^53)");
+            let e = HeapProfile::from_json(&ours.replace(r#""size":300"#, &format!(r#""size":{size}"#)))
+                .unwrap_err();
+            assert_eq!(e.message, format!("not a valid heap profile: {tail}"));
+            let v8 = V8_PROFILE.replacen(r#""size":100"#, &format!(r#""size":{size}"#), 1);
+            assert_ne!(v8, V8_PROFILE);
+            let e = HeapTree::from_json(&v8).unwrap_err();
+            assert!(e.message.ends_with(&tail.replace("[1]", "[0]")), "{}", e.message);
+        }
+        // 2^53 itself is a number of bytes in both.
+        let max = ours.replace(r#""size":300"#, r#""size":9007199254740992"#);
+        assert_eq!(HeapProfile::from_json(&max).unwrap().sizes[1], MAX_HEAP_BYTES);
+        assert!(
+            HeapTree::from_json(&V8_PROFILE.replacen(r#""size":100"#, r#""size":9007199254740992"#, 1))
+                .is_ok()
+        );
+        // A profile made in memory is held to it too.
+        let mut h = heap_profile();
+        h.sizes[1] = MAX_HEAP_BYTES + 2;
+        assert!(h
+            .validate()
+            .unwrap_err()
+            .message
+            .contains("is not a number of bytes"));
     }
 
     #[test]

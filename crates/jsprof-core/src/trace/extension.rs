@@ -23,7 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::labels::{check_label_set, LabelSet, MAX_LABEL_SETS};
+use super::labels::{check_label_table, LabelSet};
 use super::validate::MAX_TIMESTAMP_MS;
 use crate::error::{Error, Result};
 
@@ -214,15 +214,7 @@ impl Extension {
     /// index in range. That there is one index per sample, the trace checks (it knows its samples).
     fn validate_labels(&self) -> Result<()> {
         let sets = self.label_sets.as_deref().unwrap_or_default();
-        if sets.len() > MAX_LABEL_SETS {
-            return Err(Error::range(format!(
-                "jsprof.labelSets holds {} label sets; a trace holds at most {MAX_LABEL_SETS}",
-                sets.len()
-            )));
-        }
-        for (i, set) in sets.iter().enumerate() {
-            check_label_set(set, &format!("jsprof.labelSets[{i}]"))?;
-        }
+        check_label_table(sets, "jsprof.labelSets", |i| format!("jsprof.labelSets[{i}]"))?;
         for (i, id) in self.sample_labels.iter().flatten().enumerate() {
             if let Some(id) = *id {
                 if id as usize >= sets.len() {
@@ -358,7 +350,19 @@ mod tests {
             r#"{{"labelSets":[{{"a":"{}"}}],"sampleLabels":[0]}}"#,
             "v".repeat(1025)
         );
-        assert_eq!(with(&long).unwrap_err().kind, crate::ErrorKind::Range);
+        // Every breach of the label rule is the one kind, a TypeError, wherever the trace goes.
+        assert_eq!(with(&long).unwrap_err().kind, crate::ErrorKind::Type);
+        let many: Vec<String> = (0..33).map(|i| format!(r#""k{i}":"v""#)).collect();
+        let many = format!(r#"{{"labelSets":[{{{}}}],"sampleLabels":[0]}}"#, many.join(","));
+        assert_eq!(with(&many).unwrap_err().kind, crate::ErrorKind::Type);
+        let sets = vec![r#"{"a":"b"}"#; 65_537].join(",");
+        let table = format!(r#"{{"labelSets":[{sets}],"sampleLabels":[0]}}"#);
+        let e = with(&table).unwrap_err();
+        assert_eq!(e.kind, crate::ErrorKind::Type);
+        assert!(e.message.contains("65537 label sets"), "{}", e.message);
+        let proto = with(r#"{"labelSets":[{"__proto__":"x"}],"sampleLabels":[0]}"#).unwrap_err();
+        assert_eq!(proto.kind, crate::ErrorKind::Type);
+        assert!(proto.message.contains("__proto__"), "{}", proto.message);
     }
 
     #[test]

@@ -5,10 +5,18 @@
 //! their labels because the recorder could not keep their set (`jsprof.labelsDropped`: past its cap
 //! of distinct sets; those samples show no labels).
 //!
-//! The one rule of what a label is ([`check_label`], [`LabelSet::new`]): keys and values come from the
-//! app, so they are bounded — at most [`MAX_LABELS`] labels a set, keys of 1 to [`MAX_KEY_CHARS`]
-//! characters of `[A-Za-z0-9_]` not starting with a digit (a Prometheus/Pyroscope label name, so every
-//! export can carry a key as it is), values of at most [`MAX_VALUE_CHARS`] characters of any text.
+//! The one rule of what a label is ([`check_label`], [`check_label_set`], [`check_label_table`]): keys
+//! and values come from the app, so they are bounded — at most [`MAX_LABELS`] labels a set, keys of 1 to
+//! [`MAX_KEY_CHARS`] characters of `[A-Za-z0-9_]` not starting with a digit nor with `__` (a
+//! Prometheus/Pyroscope label name that is not reserved, so every export can carry a key as it is),
+//! values of at most [`MAX_VALUE_CHARS`] characters of any text, at most [`MAX_LABEL_SETS`] sets a
+//! trace. Whatever it refuses is one kind of error, a `Type` error ([`refused`]), from `withLabels` as
+//! from a trace read back.
+//!
+//! Keys starting with `__` are reserved: Prometheus keeps them for its own use, Pyroscope files a profile
+//! by `__name__`, and `__proto__` is no own key of a JS object (`labels.__proto__ = v` sets a prototype):
+//! `withLabels` lost it silently while a trace carrying it reached pprof. Refused, they mean the same in
+//! every place.
 //! Values stay as they are in the trace; the views that print them escape what a terminal must not
 //! see ([`crate::visible_text`]), and a lone surrogate from JS arrives as visible text already
 //! (`\u{d800}`), so every export writes well-formed UTF-8.
@@ -30,23 +38,39 @@ pub const MAX_LABEL_SETS: usize = 65_536;
 /// One set of labels, keys in ascending order (as JSON writes the object).
 pub type LabelSet = BTreeMap<String, String>;
 
+/// What the label rule refuses, whatever it is: a `Type` error (the one kind, see above).
+fn refused(message: String) -> Error {
+    Error::invalid(message)
+}
+
 /// Checks one label against the rule above; `at` names it in the message.
 pub(crate) fn check_label(key: &str, value: &str, at: &str) -> Result<()> {
     let key_ok = !key.is_empty()
         && key.len() <= MAX_KEY_CHARS
         && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !key.as_bytes()[0].is_ascii_digit();
+        && !key.as_bytes()[0].is_ascii_digit()
+        && !key.starts_with("__");
     if !key_ok {
-        return Err(Error::invalid(format!(
+        return Err(refused(format!(
             "{at}: a label key is 1 to {MAX_KEY_CHARS} characters of A-Z, a-z, 0-9 and _, not starting \
-             with a digit, got {:?}",
+             with a digit or __, got {:?}",
             crate::visible_text(&key.chars().take(MAX_KEY_CHARS + 1).collect::<String>())
         )));
     }
     let chars = value.chars().count();
     if chars > MAX_VALUE_CHARS {
-        return Err(Error::range(format!(
+        return Err(refused(format!(
             "{at}: the value of label {key:?} is {chars} characters long; at most {MAX_VALUE_CHARS} are allowed"
+        )));
+    }
+    Ok(())
+}
+
+/// The count of labels in one set: at most [`MAX_LABELS`].
+fn check_label_count(count: usize, at: &str) -> Result<()> {
+    if count > MAX_LABELS {
+        return Err(refused(format!(
+            "{at}: a label set holds at most {MAX_LABELS} labels, got {count}"
         )));
     }
     Ok(())
@@ -54,14 +78,24 @@ pub(crate) fn check_label(key: &str, value: &str, at: &str) -> Result<()> {
 
 /// Checks a whole set: at most [`MAX_LABELS`] labels, each by [`check_label`].
 pub(crate) fn check_label_set(set: &LabelSet, at: &str) -> Result<()> {
-    if set.len() > MAX_LABELS {
-        return Err(Error::range(format!(
-            "{at}: a label set holds at most {MAX_LABELS} labels, got {}",
-            set.len()
-        )));
-    }
+    check_label_count(set.len(), at)?;
     for (k, v) in set {
         check_label(k, v, at)?;
+    }
+    Ok(())
+}
+
+/// Checks a trace's (or a side-file line's) table of sets: at most [`MAX_LABEL_SETS`] sets, each by
+/// [`check_label_set`]; `at(i)` names set `i`.
+pub(crate) fn check_label_table(sets: &[LabelSet], what: &str, at: impl Fn(usize) -> String) -> Result<()> {
+    if sets.len() > MAX_LABEL_SETS {
+        return Err(refused(format!(
+            "{what} holds {} label sets; a trace holds at most {MAX_LABEL_SETS}",
+            sets.len()
+        )));
+    }
+    for (i, set) in sets.iter().enumerate() {
+        check_label_set(set, &at(i))?;
     }
     Ok(())
 }
@@ -71,12 +105,7 @@ pub fn label_set(keys: &[String], values: &[String]) -> Result<LabelSet> {
     if keys.len() != values.len() {
         return Err(Error::invalid("labels need as many values as keys"));
     }
-    if keys.len() > MAX_LABELS {
-        return Err(Error::range(format!(
-            "labels: a label set holds at most {MAX_LABELS} labels, got {}",
-            keys.len()
-        )));
-    }
+    check_label_count(keys.len(), "labels")?;
     let mut set = LabelSet::new();
     for (k, v) in keys.iter().zip(values) {
         check_label(k, v, "labels")?;
@@ -97,12 +126,7 @@ pub fn extend_label_set(base: &LabelSet, keys: &[&str], values: &[&str]) -> Resu
         check_label(k, v, "labels")?;
         set.insert((*k).to_owned(), (*v).to_owned());
     }
-    if set.len() > MAX_LABELS {
-        return Err(Error::range(format!(
-            "labels: a label set holds at most {MAX_LABELS} labels, got {}",
-            set.len()
-        )));
-    }
+    check_label_count(set.len(), "labels")?;
     Ok(set)
 }
 
@@ -177,7 +201,20 @@ mod tests {
     fn keys_are_label_names_and_values_bounded() {
         assert!(check_label("route", "GET /users/:id", "x").is_ok());
         assert!(check_label("_a9", "", "x").is_ok());
-        for bad in ["", "9a", "a-b", "a.b", "é", "a b", "a\u{0}"] {
+        assert!(check_label("_", "", "x").is_ok());
+        assert!(check_label("a__b", "", "x").is_ok());
+        for bad in [
+            "",
+            "9a",
+            "a-b",
+            "a.b",
+            "é",
+            "a b",
+            "a\u{0}",
+            "__proto__",
+            "__name__",
+            "__",
+        ] {
             assert_eq!(
                 check_label(bad, "v", "x").unwrap_err().kind,
                 crate::ErrorKind::Type,
@@ -188,7 +225,7 @@ mod tests {
         assert!(check_label(&"k".repeat(MAX_KEY_CHARS + 1), "v", "x").is_err());
         assert!(check_label("k", &"é".repeat(MAX_VALUE_CHARS), "x").is_ok());
         let e = check_label("k", &"v".repeat(MAX_VALUE_CHARS + 1), "x").unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::Range);
+        assert_eq!(e.kind, crate::ErrorKind::Type);
         // A hostile key is shown escaped in the message.
         let e = check_label("a\u{1b}[31m", "v", "x").unwrap_err();
         assert!(e.message.contains("\\x1b"), "{}", e.message);
@@ -214,7 +251,7 @@ mod tests {
             extend_label_set(&base, &["span_name"], &[&long])
                 .unwrap_err()
                 .kind,
-            crate::ErrorKind::Range
+            crate::ErrorKind::Type
         );
         assert!(extend_label_set(&base, &["a b"], &["v"]).is_err());
         let full: Vec<String> = (0..MAX_LABELS).map(|i| format!("k{i}")).collect();
@@ -229,7 +266,7 @@ mod tests {
         let values = vec![String::new(); keys.len()];
         assert_eq!(
             label_set(&keys, &values).unwrap_err().kind,
-            crate::ErrorKind::Range
+            crate::ErrorKind::Type
         );
         let set = label_set(
             &["b".into(), "a".into(), "b".into()],

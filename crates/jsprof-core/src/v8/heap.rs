@@ -547,12 +547,44 @@ fn whole(value: f64, what: impl FnOnce() -> String) -> Result<i64> {
     Ok(value as i64)
 }
 
-/// A size: a finite number >= 0.
-fn size(value: f64, what: impl FnOnce() -> String) -> Result<f64> {
-    if !(value.is_finite() && value >= 0.0) {
-        return Err(shape(format!("{} {value} is not a size (a number >= 0)", what())));
+/// The most bytes one node, sample or entry of a heap profile holds: 2^53, the largest whole number a
+/// JSON number (an f64) holds exactly.
+pub(crate) const MAX_HEAP_BYTES: u64 = 1 << 53;
+
+/// A number of bytes of a heap profile, V8's (`selfSize`, a sample's `size`) or ours (an entry's
+/// `size`): the one rule of both readers, a whole number from 0 to [`MAX_HEAP_BYTES`]; else a `Type`
+/// error naming `what` (V8 writes whole bytes; 1e308, 2^53 + 2 or 1.5 bytes are no heap's).
+pub(crate) fn heap_bytes(value: f64, what: impl FnOnce() -> String) -> Result<u64> {
+    if !(value >= 0.0 && value <= MAX_HEAP_BYTES as f64 && value.fract() == 0.0) {
+        let shown = if value.abs() < 1e16 {
+            value.to_string()
+        } else {
+            format!("{value:e}")
+        };
+        return Err(not_bytes(&shown, what()));
+    }
+    heap_bytes_in_range(value as u64, what)
+}
+
+/// [`heap_bytes`] of a whole number already (a heap profile's entries in memory).
+pub(crate) fn heap_bytes_in_range(value: u64, what: impl FnOnce() -> String) -> Result<u64> {
+    if value > MAX_HEAP_BYTES {
+        return Err(not_bytes(&value.to_string(), what()));
     }
     Ok(value)
+}
+
+fn not_bytes(shown: &str, what: String) -> Error {
+    Error::invalid(format!(
+        "{what} {shown} is not a number of bytes (a whole number from 0 to 2^53)"
+    ))
+}
+
+/// A size of V8's profile, by [`heap_bytes`].
+fn size(value: f64, what: impl FnOnce() -> String) -> Result<f64> {
+    heap_bytes(value, what)
+        .map(|bytes| bytes as f64)
+        .map_err(|e| shape(e.message))
 }
 
 impl HeapTree {
@@ -987,7 +1019,7 @@ mod tests {
             ),
             (
                 r#"{"head":{"id":1,"selfSize":-3}}"#,
-                "node id 1: selfSize -3 is not a size",
+                "node id 1: selfSize -3 is not a number of bytes",
             ),
             (
                 r#"{"head":{"id":1},"samples":[{"nodeId":1}]}"#,
@@ -995,7 +1027,20 @@ mod tests {
             ),
             (
                 r#"{"head":{"id":1},"samples":[{"size":1e400,"nodeId":1}]}"#,
-                "samples[0].size inf is not a size",
+                "samples[0].size inf is not a number of bytes",
+            ),
+            // The own format's rule (heap::HeapProfile::from_json): whole bytes up to 2^53.
+            (
+                r#"{"head":{"id":1,"selfSize":1e308}}"#,
+                "node id 1: selfSize 1e308 is not a number of bytes",
+            ),
+            (
+                r#"{"head":{"id":1},"samples":[{"size":9007199254740994,"nodeId":1}]}"#,
+                "samples[0].size 9007199254740994 is not a number of bytes",
+            ),
+            (
+                r#"{"head":{"id":1},"samples":[{"size":1.5,"nodeId":1}]}"#,
+                "samples[0].size 1.5 is not a number of bytes",
             ),
             (r#"{"head":{"id":1},"head":{"id":2}}"#, "`head` appears twice"),
         ];

@@ -20,7 +20,7 @@ mod inspector;
 mod read;
 mod write;
 
-pub(crate) use heap::{heap_file_kind, HeapFileKind};
+pub(crate) use heap::{heap_bytes, heap_bytes_in_range, heap_file_kind, HeapFileKind, MAX_HEAP_BYTES};
 pub use heap::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
 pub use inspector::InspectorColumns;
 pub(crate) use read::RawCallFrame;

@@ -359,14 +359,15 @@ pub(crate) fn request_of(
     let mut function_table = vec![Function::default()];
     let mut location_table = vec![Location::default()];
     for f in &trace.frames {
-        let name = s(super::display_name(&f.name));
+        let name = s(&super::function_name(trace, f));
+        let system_name = s(super::display_name(&f.name));
         let filename = f
             .resource_id
             .map_or(0, |r| s(&file_name(&trace.resources[r as usize])));
         let line = f.line.map_or(0, i64::from);
         function_table.push(Function {
             name_strindex: name,
-            system_name_strindex: name,
+            system_name_strindex: system_name,
             filename_strindex: filename,
             start_line: line,
         });
@@ -751,7 +752,13 @@ mod tests {
             (15.0, 1_500_000, "main;now", "(app)", "app"),
             (16.5, 500_000, "(idle)", "(idle)", "idle"),
             (17.0, 1_000_000, "(program)", "(other)", "other"),
-            (18.0, 1_000_000, "main;(anonymous)", "(app)", "app"),
+            (
+                18.0,
+                1_000_000,
+                "main;(anonymous /app/main.js:20:1)",
+                "(app)",
+                "app",
+            ),
         ];
         assert_eq!(seen.len(), expected.len());
         for (got, want) in seen.iter().zip(&expected) {
