@@ -64,12 +64,15 @@ async function use(): Promise<void> {
   const exporter: m.PyroscopeExporter = m.pyroscopeExporter({ url: 'http://localhost:4040', appName: 'a' })
   const continuous: m.ContinuousProfiler = m.startContinuous({ onChunk: (c: m.ContinuousChunk) => exporter.push(c) })
   await continuous.stop()
+  const last: m.ContinuousChunk | null = continuous.stopSync()
+  const sent: m.PushRequest[] = last === null ? [] : exporter.requestsFor(last)
+  void sent
   const watch: m.StallWatch = m.watchStalls({ thresholdMs: 300, keepWarm: true, onStall: (s: m.StallTrace) => exporter.push(s), dir: '/tmp' })
   const stallMs: number | undefined = trace.jsprof?.stall?.durationMs
   void stallMs
   await watch.stop()
-  await exporter.close()
-  const otlp2: m.OtlpExporter = m.otlpExporter({ url: 'http://localhost:4318', serviceName: 'api', resource: { region: 'eu' } })
+  await exporter.close({ timeoutMs: 100 })
+  const otlp2: m.OtlpExporter = m.otlpExporter({ url: 'http://localhost:4318', serviceName: 'api', resource: { region: 'eu' }, exactUrl: true, unref: true })
   const rejected: number = otlp2.stats.rejected
   void rejected
   await otlp2.close()
