@@ -85,9 +85,10 @@ new m.Profiler()
 m.toFlameGraph({ resources: [], frames: [], stacks: [], samples: [] }, { format: 'png' })
 `
 
+// jsprof-node/register resolves, typed, from both (it exports nothing).
 const consumers = {
-  'cjs.cts': `import m = require('jsprof-node')\n${body}`,
-  'esm.mts': `import * as m from 'jsprof-node'\nimport jsprof from 'jsprof-node'\nconst same: typeof m.Profiler = jsprof.Profiler\nvoid same\n${body}`,
+  'cjs.cts': `import m = require('jsprof-node')\nimport register = require('jsprof-node/register')\nvoid register\n${body}`,
+  'esm.mts': `import * as m from 'jsprof-node'\nimport jsprof from 'jsprof-node'\nimport * as register from 'jsprof-node/register'\nvoid register\nconst same: typeof m.Profiler = jsprof.Profiler\nvoid same\n${body}`,
 }
 
 function compile(dir, options) {
