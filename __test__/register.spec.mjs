@@ -31,7 +31,7 @@ const hasDecoder =
     .status === 0
 const NO_DECODER = 'the Python package opentelemetry-proto is not installed (.ci/run installs it)'
 
-// Each OTLP body as { resource, profileAttributes, samples: [{ names, attributes, link, count }] }.
+// Each OTLP body as { resource, sampleType, profileAttributes, samples: [{ names, attributes, link, count }] }.
 const DECODER = `
 import json, sys
 from opentelemetry.proto.collector.profiles.v1development.profiles_service_pb2 import ExportProfilesServiceRequest
@@ -53,6 +53,7 @@ for file in sys.argv[1:]:
         link = d.link_table[sample.link_index].trace_id.hex() if sample.link_index else None
         samples.append({'names': names, 'attributes': dict(attr(a) for a in sample.attribute_indices), 'link': link, 'count': len(sample.timestamps_unix_nano)})
     out.append({'resource': {kv.key: value(kv.value) for kv in rp.resource.attributes},
+                'sampleType': s[p.sample_type.type_strindex],
                 'profileAttributes': dict(attr(a) for a in p.attribute_indices), 'samples': samples})
 print(json.dumps(out))
 `
@@ -353,6 +354,47 @@ test('with the OpenTelemetry SDK tracing the app, samples carry the span ids of 
     assert.ok(work.length >= 20, `${work.length} samples of the routes' work`)
     assert.ok(linked.length / work.length >= 0.9, `${linked.length} of ${work.length} with a span`)
     assert.ok(new Set(linked.map((s) => s.link)).size > 10, 'many traces')
+  } finally {
+    await otlp.close()
+  }
+})
+
+test('JSPROF_HEAP and JSPROF_STALLS: heap profiles with the chunks, and a stall traced and pushed labelled stall=true', async (t) => {
+  const otlp = await collector()
+  try {
+    // Holds on to memory, then blocks its event loop for 400 ms in stallWork, then ends by itself.
+    const script = `const { spin } = require('./__test__/fixtures/register/spin.cjs')
+      const kept = []
+      for (let i = 0; i < 20000; i++) kept.push({ i, text: 'x'.repeat(100) })
+      function stallWork() { return spin(400) }
+      setTimeout(() => { stallWork(); setTimeout(() => console.log('kept', kept.length), 300) }, 300)`
+    const run = await startApp('-e', {
+      args: [script],
+      vars: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        JSPROF_HEAP: 'true',
+        JSPROF_STALLS: 'true',
+        JSPROF_STALL_THRESHOLD_MS: '100',
+      },
+      waitPort: false,
+    })
+    const exited = await run.exited
+    assert.equal(exited.code, 0, run.err)
+    assert.match(run.out, /kept 20000/)
+    if (!hasDecoder) return t.skip(NO_DECODER)
+    const decoded = decodeOtlp(otlp.requests.map((r) => r.body))
+    const types = decoded.map((d) => d.sampleType)
+    assert.ok(types.includes('cpu'), types.join(', '))
+    assert.ok(
+      types.some((type) => type !== 'cpu'),
+      `a heap profile among ${types.join(', ')}`,
+    )
+    const stalls = decoded.filter((d) => d.profileAttributes.stall === 'true')
+    assert.ok(stalls.length >= 1, 'a stall trace')
+    assert.ok(
+      stalls.some((d) => d.samples.some((x) => x.names.includes('stallWork'))),
+      'the stall names the function that held the loop',
+    )
   } finally {
     await otlp.close()
   }
@@ -845,4 +887,21 @@ test('close({ timeoutMs }) bounds the wait for a backend that never answers, wha
   } finally {
     await silent.close()
   }
+})
+
+test("stop() called twice (the app's and 'beforeExit''s): the second resolves only once the last chunk was delivered", async () => {
+  const { startContinuous } = require('../index.js')
+  const delivered = []
+  // With a stall watcher, stop() first waits for the watcher's stop: the window the second call fell into.
+  const handle = startContinuous({
+    sampleInterval: 1,
+    chunkSeconds: 3600,
+    stalls: {},
+    onChunk: (c) => delivered.push(c),
+  })
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const first = handle.stop()
+  await handle.stop()
+  assert.equal(delivered.length, 1, 'the last chunk, before the second stop() resolved')
+  await first
 })

@@ -42,6 +42,8 @@ class ContinuousProfiler {
   #index = 0
   #stopped = false
   #deliveries = new Set()
+  /** stop()'s ending of the last chunk (the stall watcher's stop, then the cut), once started. */
+  #ending = null
   #onBeforeExit = null
   /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
   #heap = null
@@ -217,10 +219,14 @@ class ContinuousProfiler {
     if (!this.#stopped) {
       this.#stopped = true
       process.off('beforeExit', this.#onBeforeExit)
-      if (this.#stalls) await this.#stalls.stop()
-      clearTimeout(this.#timer)
-      this.#rotate(true)
+      this.#ending = (async () => {
+        if (this.#stalls) await this.#stalls.stop()
+        clearTimeout(this.#timer)
+        this.#rotate(true)
+      })()
     }
+    // A second caller (the app's, beside 'beforeExit''s) waits for the last chunk too.
+    await this.#ending
     while (this.#deliveries.size > 0) await Promise.all([...this.#deliveries])
   }
 }
