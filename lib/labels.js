@@ -556,9 +556,11 @@ class RequestLabels {
    * became active since (a tracer's server span, started inside that event) joins them then.
    */
   enter() {
-    let changed = !this.#entered
+    const first = !this.#entered
+    let changed = first
     this.#entered = true
-    if (this.#span === null) {
+    // The constructor looked for a span just before the first entry: look again only on a later one.
+    if (!first && this.#span === null) {
       this.#span = rootSpanLabels()
       if (this.#span !== null) {
         this.store = this.#storeOf(this.#template)
