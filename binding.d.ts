@@ -574,3 +574,12 @@ export declare function visibleText(text: string): string
  * false where signals do not exist (Windows).
  */
 export declare function watchSignals(signals: Array<number>, onSignal?: (signal: number) => void): boolean
+
+/**
+ * As `watchSignals`, from the app's own thread (`jsprof-node/register`, on the main thread):
+ * `onSignal` is called on its event loop without keeping that loop alive, and after a delivery the
+ * process dies of the signal at most `deadlineMs` (at least 1) later, whatever that thread does: a
+ * thread spinning in a loop never runs `onSignal`, and the signal still ends the process. Returns
+ * false where signals do not exist (Windows).
+ */
+export declare function watchSignalsWithin(signals: Array<number>, onSignal: (signal: number) => void, deadlineMs: number): boolean

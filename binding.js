@@ -892,3 +892,4 @@ module.exports.unplacedLabel = nativeBinding.unplacedLabel
 module.exports.unwatchSignal = nativeBinding.unwatchSignal
 module.exports.visibleText = nativeBinding.visibleText
 module.exports.watchSignals = nativeBinding.watchSignals
+module.exports.watchSignalsWithin = nativeBinding.watchSignalsWithin

@@ -439,6 +439,12 @@ export interface ContinuousProfiler {
   readonly stats: { chunks: number; samples: number; truncated: number; errors: number }
   /** Ends the last (partial) chunk; resolves once every chunk was delivered. */
   stop(): Promise<void>
+  /**
+   * Ends the last chunk at once, without a turn of the event loop (the process's 'exit' event), and
+   * returns it as onChunk would get it (onChunk is not called); null when stopped already or when the
+   * thread's sampler cannot cut in. Chunks still being built are not waited for.
+   */
+  stopSync(): ContinuousChunk | null
 }
 
 export declare function startContinuous(options: ContinuousOptions): ContinuousProfiler
@@ -525,6 +531,21 @@ export interface PushOptions {
    * close() waits for the queue before it aborts the push in flight.
    */
   timeoutMs?: number
+  /**
+   * true: a push in flight does not keep the process alive (its socket and deadline are unref'd);
+   * bound the wait at the end yourself with close({ timeoutMs }). Default false.
+   */
+  unref?: boolean
+}
+
+/** One HTTP request an exporter sends (requestsFor). */
+export interface PushRequest {
+  /** Without credentials (see `credentials`). */
+  url: URL
+  headers: Record<string, string | number>
+  body: Uint8Array
+  /** Basic auth from the exporter's url, or null. */
+  credentials: { user: string; password: string } | null
 }
 
 export interface PyroscopeExporterOptions extends PushOptions {
@@ -564,7 +585,16 @@ export interface PyroscopeExporter {
   }
   readonly lastError?: Error
   flush(): Promise<void>
-  close(): Promise<void>
+  /**
+   * Stops accepting chunks, waits at most `timeoutMs` (default: the exporter's) for the queue, then
+   * aborts the push in flight and drops the rest.
+   */
+  close(options?: { timeoutMs?: number }): Promise<void>
+  /**
+   * The requests push(chunk) would send for the chunk (its heap profile's too), built at once and not
+   * queued: for a thread that cannot wait for the queue (the 'exit' event). Throws what encoding throws.
+   */
+  requestsFor(chunk: ContinuousChunk): PushRequest[]
 }
 
 export declare function pyroscopeExporter(options: PyroscopeExporterOptions): PyroscopeExporter
@@ -576,6 +606,11 @@ export interface OtlpExporterOptions extends PushOptions {
    * Credentials in the URL go as basic auth, never into messages. HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply.
    */
   url: string
+  /**
+   * true: `url` is used exactly as given, a bare address too (its root path), as the OpenTelemetry
+   * specification uses OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT. Default false.
+   */
+  exactUrl?: boolean
   /** `service.name` of the resource (shorthand for `resource['service.name']`). */
   serviceName?: string
   /** Resource attributes over the defaults (see toOtlpProfiles). */

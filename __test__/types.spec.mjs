@@ -64,12 +64,15 @@ async function use(): Promise<void> {
   const exporter: m.PyroscopeExporter = m.pyroscopeExporter({ url: 'http://localhost:4040', appName: 'a' })
   const continuous: m.ContinuousProfiler = m.startContinuous({ onChunk: (c: m.ContinuousChunk) => exporter.push(c) })
   await continuous.stop()
+  const last: m.ContinuousChunk | null = continuous.stopSync()
+  const sent: m.PushRequest[] = last === null ? [] : exporter.requestsFor(last)
+  void sent
   const watch: m.StallWatch = m.watchStalls({ thresholdMs: 300, keepWarm: true, onStall: (s: m.StallTrace) => exporter.push(s), dir: '/tmp' })
   const stallMs: number | undefined = trace.jsprof?.stall?.durationMs
   void stallMs
   await watch.stop()
-  await exporter.close()
-  const otlp2: m.OtlpExporter = m.otlpExporter({ url: 'http://localhost:4318', serviceName: 'api', resource: { region: 'eu' } })
+  await exporter.close({ timeoutMs: 100 })
+  const otlp2: m.OtlpExporter = m.otlpExporter({ url: 'http://localhost:4318', serviceName: 'api', resource: { region: 'eu' }, exactUrl: true, unref: true })
   const rejected: number = otlp2.stats.rejected
   void rejected
   await otlp2.close()
@@ -82,9 +85,10 @@ new m.Profiler()
 m.toFlameGraph({ resources: [], frames: [], stacks: [], samples: [] }, { format: 'png' })
 `
 
+// jsprof-node/register resolves, typed, from both (it exports nothing).
 const consumers = {
-  'cjs.cts': `import m = require('jsprof-node')\n${body}`,
-  'esm.mts': `import * as m from 'jsprof-node'\nimport jsprof from 'jsprof-node'\nconst same: typeof m.Profiler = jsprof.Profiler\nvoid same\n${body}`,
+  'cjs.cts': `import m = require('jsprof-node')\nimport register = require('jsprof-node/register')\nvoid register\n${body}`,
+  'esm.mts': `import * as m from 'jsprof-node'\nimport jsprof from 'jsprof-node'\nimport * as register from 'jsprof-node/register'\nvoid register\nconst same: typeof m.Profiler = jsprof.Profiler\nvoid same\n${body}`,
 }
 
 function compile(dir, options) {

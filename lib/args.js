@@ -20,6 +20,11 @@
 //   throw RangeError: every bad input of theirs is a TypeError (docs/exports.md).
 // - Messages: `<api>: options.<name> must be <what>, got <the value as given>`: a string quoted
 //   (`got "1.5"`), a number not (`got 1.5`).
+//
+// Environment variables (`readEnvironment`, jsprof-node/register's JSPROF_* settings) are read by the
+// same checkers as the options they set, from their text: a number converts as above ('10' is 10), a
+// flag is `true`/`false`/`1`/`0` in any case (`flag`), an unset or blank variable is absent, and a
+// message names the variable: `<api>: JSPROF_CHUNK_SECONDS must be a number in [0.01, 86400], got "0"`.
 
 /** The kind of a value, for messages about an argument's type: `null`, `an array`, else its typeof. */
 function describe(value) {
@@ -88,6 +93,13 @@ function oneOf(choices) {
 }
 
 const boolean = () => (value, fail) => (typeof value === 'boolean' ? value : fail(TypeError, 'true or false'))
+
+/** A flag given as text (an environment variable): `true`/`1` or `false`/`0`, in any case. */
+const FLAG_TEXT = { true: true, 1: true, false: false, 0: false }
+const flag = () => (value, fail) => {
+  const text = typeof value === 'string' ? value.trim().toLowerCase() : value
+  return Object.hasOwn(FLAG_TEXT, text) ? FLAG_TEXT[text] : fail(TypeError, 'true, false, 1 or 0')
+}
 
 const func = () => (value, fail) => (typeof value === 'function' ? value : fail(TypeError, 'a function'))
 
@@ -178,6 +190,31 @@ function readOptions(api, options, spec, { defaults = {}, required = false, outO
   return out
 }
 
+/**
+ * Reads environment variables by `spec` ({ NAME: checker }, the checkers above, often the very ones
+ * of the options they set): returns the checked and converted values of the variables set (unset or
+ * blank: absent). A value a checker refuses throws its error, naming the variable. A variable of
+ * `env` that starts with `prefix` and misspells one of `spec`'s (two edits at most) is a TypeError
+ * naming the one it misspells; other names with the prefix are left alone (other tools' settings).
+ */
+function readEnvironment(api, env, spec, { prefix } = {}) {
+  const names = Object.keys(spec)
+  if (prefix !== undefined) {
+    for (const name of Object.keys(env)) {
+      if (!name.startsWith(prefix) || Object.hasOwn(spec, name)) continue
+      const near = names.find((valid) => distance(name, valid) <= 2)
+      if (near !== undefined) throw new TypeError(`${api}: unknown variable ${name} (did you mean ${near}?)`)
+    }
+  }
+  const out = {}
+  for (const name of names) {
+    const value = env[name]
+    if (typeof value !== 'string' || value.trim() === '') continue
+    out[name] = spec[name](value.trim(), failer(api, name, value, RangeError))
+  }
+  return out
+}
+
 /** Marks a checker as required: `undefined` is checked (and fails) instead of being absent. */
 function mandatory(check) {
   const checker = (value, fail) => check(value, fail)
@@ -224,12 +261,14 @@ function traceText(api, trace, { tables = false } = {}) {
 
 module.exports = {
   readOptions,
+  readEnvironment,
   argument,
   mandatory,
   number,
   string,
   oneOf,
   boolean,
+  flag,
   func,
   object,
   any,

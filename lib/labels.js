@@ -510,6 +510,8 @@ class RequestLabels {
   #span
   /** The route template the store holds (undefined until known). */
   #template
+  /** Whether enter() entered the store. */
+  #entered = false
 
   /** `template`: the route template when it is known from the start (Fastify). */
   constructor(method, emitter, template) {
@@ -549,6 +551,35 @@ class RequestLabels {
 
   run(fn, thisArg, args) {
     return runWithLabels(this.store, fn, thisArg, args)
+  }
+
+  /** The route template the labels carry (undefined until known). */
+  get template() {
+    return this.#template
+  }
+
+  /**
+   * Enters the request's labels for the code running now and what it starts (as setLabels does, the
+   * request's own set, nothing merged), where no wrapper runs the request's code: jsprof-node/register
+   * enters them where Node announces the request, then in its server's 'request' event. A span that
+   * became active since (a tracer's server span, started inside that event) joins them then.
+   */
+  enter() {
+    const first = !this.#entered
+    let changed = first
+    this.#entered = true
+    // The constructor looked for a span just before the first entry: look again only on a later one.
+    if (!first && this.#span === null) {
+      this.#span = rootSpanLabels()
+      if (this.#span !== null) {
+        this.store = this.#storeOf(this.#template)
+        changed = true
+      }
+    }
+    if (!changed) return
+    enableTracking()
+    storage.enterWith(this.store)
+    record(idOfStore(this.store))
   }
 }
 

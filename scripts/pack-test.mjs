@@ -78,6 +78,10 @@ try {
     'index.mjs',
     'index.d.ts',
     'index.d.mts',
+    'register.js',
+    'register.mjs',
+    'register.d.ts',
+    'register.d.mts',
     'binding.js',
     'lib/native.js',
     'lib/api/profiler/index.js',
@@ -225,6 +229,30 @@ try {
     } else {
       check('use.mjs: ESM and CJS exports are the same objects', out.same === true)
     }
+  }
+  // jsprof-node/register as a platform preloads it: with a destination (a port nothing listens on:
+  // pushes fail quietly) the app runs and exits 0, silently; with a bad one, one warning.
+  const registered = (preload, vars) =>
+    spawnSync(process.execPath, [preload, `${pkg.name}/register`, '-e', 'console.log("app ran")'], {
+      cwd: app,
+      env: { ...env, ...vars },
+      encoding: 'utf8',
+      timeout: 60000,
+    })
+  for (const preload of ['--require', '--import']) {
+    const ok = registered(preload, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_SERVICE_NAME: 'pack' })
+    check(
+      `${preload} ${pkg.name}/register: the app runs, exit 0, no warning`,
+      ok.status === 0 && /app ran/.test(ok.stdout) && !/register/.test(ok.stderr),
+      `${ok.status} ${ok.stderr.trim()}`,
+    )
+    const bad = registered(preload, { OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' })
+    const warned = bad.stderr.split('\n').filter((l) => l.includes(`${pkg.name}/register`))
+    check(
+      `${preload} ${pkg.name}/register with a bad endpoint: one warning, the app runs`,
+      bad.status === 0 && /app ran/.test(bad.stdout) && warned.length === 1,
+      `${bad.status} ${bad.stderr.trim()}`,
+    )
   }
 } catch (err) {
   check('pack flow ran to the end', false, err.message)

@@ -16,9 +16,9 @@
 //! - `heap.rs`: heap profiles (V8's converted and written back, summaries, exporters, the CLI's reader).
 //! - `export.rs`: the exporters; `analysis.rs`: `attributeResource`, `summarizeTrace`;
 //!   `sourcemap.rs`: `resolveSourceMaps`; `text.rs`: `visibleText`, `markupText`;
-//!   `signals.rs`: the native signal watcher of `jsprof record`; `stall_watcher.rs`: the event-loop
-//!   stall watcher of `watchStalls`; `labels.rs`: the label-set registry and each thread's timeline of
-//!   label changes (`internLabels`, `labelTransitions`).
+//!   `signals.rs`: the native signal watcher of `jsprof record` and `jsprof-node/register`;
+//!   `stall_watcher.rs`: the event-loop stall watcher of `watchStalls`; `labels.rs`: the label-set
+//!   registry and each thread's timeline of label changes (`internLabels`, `labelTransitions`).
 //!
 //! Errors cross as `Error`s whose message starts with the JS constructor the facade rethrows
 //! (`TypeError: …`, `SyntaxError: …`, `RangeError: …`: [`core_error`], turned back into the

@@ -1,4 +1,5 @@
-//! A native signal watcher for `jsprof record` (lib/record/preload.js, lib/record/watcher.js).
+//! A native signal watcher for `jsprof record` (lib/record/preload.js, lib/record/watcher.js) and
+//! `jsprof-node/register` (lib/register/exit.js).
 //!
 //! A JS signal handler (`process.on('SIGTERM')`) runs on the main thread's event loop, so a process
 //! spinning in a synchronous loop never runs it. Here the handler is a C function that only writes the
@@ -6,6 +7,11 @@
 //! through a threadsafe function in the thread that registered it (the recorder's worker thread, whose
 //! event loop is free), which then stops the profile through the inspector even while the main
 //! thread spins. Nothing else happens in the handler, and nothing here decides what a signal means.
+//!
+//! `jsprof-node/register` has no thread of its own: its callback runs on the app's main thread
+//! (`watch_signals_within`), without keeping that thread's event loop alive, and a deadline makes a
+//! delivery end the process by the signal at most that long after it, whatever the main thread does
+//! (a main thread spinning in a loop never runs the callback; the signal still ends it, only later).
 //!
 //! Not the `signal-hook` crate: its registry installs an OS handler once per signal and chains to
 //! the previous one (Node's own SIGINT/SIGTERM handler would re-raise the signal and end the process
@@ -18,19 +24,40 @@ use napi_derive::napi;
 
 #[cfg(unix)]
 mod imp {
-    use std::sync::atomic::{AtomicI32, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
     use std::sync::{Mutex, Once};
 
     use napi::bindgen_prelude::*;
     use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 
     pub type Callback = ThreadsafeFunction<u32, (), u32, Status, false>;
+    /// A callback that does not keep its thread's event loop alive (the app's main thread's).
+    pub type WeakCallback = ThreadsafeFunction<u32, (), u32, Status, false, true>;
+
+    /// Whom a delivery is for.
+    pub enum Receiver {
+        Strong(Callback),
+        Weak(WeakCallback),
+    }
+
+    impl Receiver {
+        fn call(&self, signal: u32) {
+            match self {
+                Receiver::Strong(f) => f.call(signal, ThreadsafeFunctionCallMode::NonBlocking),
+                Receiver::Weak(f) => f.call(signal, ThreadsafeFunctionCallMode::NonBlocking),
+            };
+        }
+    }
 
     /// The pipe's write end, for the handler (-1: not set up).
     static WRITE_FD: AtomicI32 = AtomicI32::new(-1);
     static SETUP: Once = Once::new();
     /// Where deliveries go; until a callback is set, they wait in `pending`.
-    static CALLBACK: Mutex<(Option<Callback>, Vec<u32>)> = Mutex::new((None, Vec::new()));
+    static CALLBACK: Mutex<(Option<Receiver>, Vec<u32>)> = Mutex::new((None, Vec::new()));
+    /// After a delivery the process dies of the signal at most this many ms later (0: no deadline).
+    static DEADLINE_MS: AtomicU32 = AtomicU32::new(0);
+    /// A deadline is running: the process is ending.
+    static DYING: AtomicBool = AtomicBool::new(false);
 
     #[cfg(any(target_os = "linux", target_os = "android"))]
     unsafe fn errno() -> *mut libc::c_int {
@@ -78,18 +105,35 @@ mod imp {
             if n == 1 {
                 if let Ok(mut guard) = CALLBACK.lock() {
                     match guard.0.as_ref() {
-                        Some(callback) => {
-                            callback.call(u32::from(byte), ThreadsafeFunctionCallMode::NonBlocking);
-                        }
+                        Some(receiver) => receiver.call(u32::from(byte)),
                         None if guard.1.len() < 64 => guard.1.push(u32::from(byte)),
                         None => {}
                     }
                 }
+                arm_deadline(i32::from(byte));
             } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             } else {
                 return;
             }
+        }
+    }
+
+    /// With a deadline set, ends the process by `signal` that long from now, whatever JS does.
+    fn arm_deadline(signal: i32) {
+        let ms = DEADLINE_MS.load(Ordering::Relaxed);
+        if ms == 0 || DYING.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("jsprof-signal-deadline".into())
+            .spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(u64::from(ms)));
+                die_of(signal);
+            });
+        if spawned.is_err() {
+            // No thread for the deadline: the signal ends the process now, as it would without us.
+            die_of(signal);
         }
     }
 
@@ -146,16 +190,17 @@ mod imp {
         Ok(())
     }
 
-    pub fn watch(signals: &[i32], callback: Option<Callback>) -> Result<bool> {
+    pub fn watch(signals: &[i32], receiver: Option<Receiver>, deadline_ms: u32) -> Result<bool> {
         setup()?;
-        if let Some(callback) = callback {
+        DEADLINE_MS.store(deadline_ms, Ordering::Relaxed);
+        if let Some(receiver) = receiver {
             let mut guard = CALLBACK
                 .lock()
                 .map_err(|_| Error::from_reason("signal watcher poisoned"))?;
             for signal in std::mem::take(&mut guard.1) {
-                callback.call(signal, ThreadsafeFunctionCallMode::NonBlocking);
+                receiver.call(signal);
             }
-            guard.0 = Some(callback);
+            guard.0 = Some(receiver);
         }
         for &signal in signals {
             install(signal)?;
@@ -222,14 +267,51 @@ pub fn watch_signals(
     #[cfg(unix)]
     {
         let callback = match on_signal {
-            Some(f) => Some(
+            Some(f) => Some(imp::Receiver::Strong(
                 f.build_threadsafe_function::<u32>()
                     .callee_handled::<false>()
                     .build()?,
-            ),
+            )),
             None => None,
         };
-        imp::watch(&signals, callback)
+        imp::watch(&signals, callback, 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (signals, on_signal);
+        Ok(false)
+    }
+}
+
+/// As `watchSignals`, from the app's own thread (`jsprof-node/register`, on the main thread):
+/// `onSignal` is called on its event loop without keeping that loop alive, and after a delivery the
+/// process dies of the signal at most `deadlineMs` (at least 1) later, whatever that thread does: a
+/// thread spinning in a loop never runs `onSignal`, and the signal still ends the process. Returns
+/// false where signals do not exist (Windows).
+#[napi(catch_unwind)]
+pub fn watch_signals_within(
+    signals: Vec<i32>,
+    #[napi(ts_arg_type = "(signal: number) => void")] on_signal: Function<u32, ()>,
+    deadline_ms: u32,
+) -> Result<bool> {
+    let signals = signals
+        .into_iter()
+        .map(valid_signal)
+        .collect::<Result<Vec<_>>>()?;
+    if deadline_ms == 0 {
+        return Err(Error::new(
+            Status::InvalidArg,
+            "RangeError: deadlineMs must be at least 1".to_string(),
+        ));
+    }
+    #[cfg(unix)]
+    {
+        let callback = on_signal
+            .build_threadsafe_function::<u32>()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
+        imp::watch(&signals, Some(imp::Receiver::Weak(callback)), deadline_ms)
     }
     #[cfg(not(unix))]
     {

@@ -42,6 +42,8 @@ class ContinuousProfiler {
   #index = 0
   #stopped = false
   #deliveries = new Set()
+  /** stop()'s ending of the last chunk (the stall watcher's stop, then the cut), once started. */
+  #ending = null
   #onBeforeExit = null
   /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
   #heap = null
@@ -135,22 +137,7 @@ class ContinuousProfiler {
       .finish(old.sub)
       .then(() => old.sub.trace(origin, traceClock()))
       .catch(rethrowTyped)
-      .then((trace) => {
-        this.stats.chunks++
-        this.stats.samples += trace.samples.length
-        if (old.truncated) this.stats.truncated++
-        return this.#onChunk({
-          index,
-          startTime: old.startTime,
-          endTime: endUs / 1000 - origin / 1000,
-          startUnixMs: old.startUnixMs,
-          endUnixMs,
-          sampleInterval: this.#intervalUs / 1000,
-          truncated: old.truncated,
-          trace,
-          ...(this.#heap && { heap: heap.profile ?? null, heapError: heap.error }),
-        })
-      })
+      .then((trace) => this.#onChunk(this.#chunk(old, index, endUs, endUnixMs, origin, trace, heap)))
       .catch((err) => {
         this.stats.errors++
         try {
@@ -159,6 +146,24 @@ class ContinuousProfiler {
       })
       .finally(() => this.#deliveries.delete(done))
     this.#deliveries.add(done)
+  }
+
+  /** What onChunk gets for the chunk `old` (counted in stats). */
+  #chunk(old, index, endUs, endUnixMs, origin, trace, heap) {
+    this.stats.chunks++
+    this.stats.samples += trace.samples.length
+    if (old.truncated) this.stats.truncated++
+    return {
+      index,
+      startTime: old.startTime,
+      endTime: endUs / 1000 - origin / 1000,
+      startUnixMs: old.startUnixMs,
+      endUnixMs,
+      sampleInterval: this.#intervalUs / 1000,
+      truncated: old.truncated,
+      trace,
+      ...(this.#heap && { heap: heap.profile ?? null, heapError: heap.error }),
+    }
   }
 
   /**
@@ -185,15 +190,43 @@ class ContinuousProfiler {
     }
   }
 
+  /**
+   * Ends the last chunk now, without a turn of the event loop (the process's synchronous 'exit' event,
+   * when no stop() can finish), and returns it as onChunk would get it (onChunk is not called); null
+   * when stopped already, or when the thread's sampler is inside its own work and cannot cut in. Chunks
+   * still being built are not waited for; a stall watcher (options.stalls) ends with its thread.
+   */
+  stopSync() {
+    if (this.#stopped) return null
+    const old = this.#current
+    const endUs = nowUs()
+    const endUnixMs = Date.now()
+    old.sub.stopAt(endUs)
+    const engine = getSampler()
+    if (!engine.flushSync()) return null
+    this.#stopped = true
+    process.off('beforeExit', this.#onBeforeExit)
+    clearTimeout(this.#timer)
+    this.#current = null
+    engine.remove(old.sub)
+    const origin = timeOriginUs()
+    const heap = this.#takeHeap(true)
+    return this.#chunk(old, this.#index++, endUs, endUnixMs, origin, old.sub.traceSync(origin, traceClock()), heap)
+  }
+
   /** Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled). */
   async stop() {
     if (!this.#stopped) {
       this.#stopped = true
       process.off('beforeExit', this.#onBeforeExit)
-      if (this.#stalls) await this.#stalls.stop()
-      clearTimeout(this.#timer)
-      this.#rotate(true)
+      this.#ending = (async () => {
+        if (this.#stalls) await this.#stalls.stop()
+        clearTimeout(this.#timer)
+        this.#rotate(true)
+      })()
     }
+    // A second caller (the app's, beside 'beforeExit''s) waits for the last chunk too.
+    await this.#ending
     while (this.#deliveries.size > 0) await Promise.all([...this.#deliveries])
   }
 }
@@ -203,4 +236,4 @@ function startContinuous(options) {
   return new ContinuousProfiler(options)
 }
 
-module.exports = { startContinuous, ContinuousProfiler }
+module.exports = { startContinuous, ContinuousProfiler, OPTIONS, DEFAULTS }

@@ -440,4 +440,4 @@ function watchStalls(options) {
   return watch
 }
 
-module.exports = { watchStalls, StallWatch, beatMsFor, helperThreadIds, ownShare }
+module.exports = { watchStalls, StallWatch, beatMsFor, helperThreadIds, ownShare, OPTIONS, DEFAULTS }

@@ -197,6 +197,19 @@ class Subscription {
    * With `clock`, the trace has the `jsprof` member (see lib/trace.js buildTrace).
    */
   trace(originUs, clock) {
+    return this.#takeTrace(originUs, clock, buildTrace)
+  }
+
+  /**
+   * Its trace as trace() gives it, built at once on this thread whatever its size (the process's
+   * synchronous 'exit' event has no turn of the thread pool to wait for); the samples are released.
+   */
+  traceSync(originUs, clock) {
+    return this.#takeTrace(originUs, clock, (recording) => JSON.parse(recording.buildJson(originUs, clock)))
+  }
+
+  /** The trace built at its last harvest, else `build(recording, originUs, clock)` of its Recording. */
+  #takeTrace(originUs, clock, build) {
     const built = this.#built
     if (built !== null) {
       this.#built = null
@@ -204,7 +217,7 @@ class Subscription {
     }
     const recording = this.recording
     this.recording = null
-    return recording === null ? emptyTrace(clock, this.intervalUs) : buildTrace(recording, originUs, clock)
+    return recording === null ? emptyTrace(clock, this.intervalUs) : build(recording, originUs, clock)
   }
 }
 

@@ -80,8 +80,9 @@ const RESERVED_HEADERS = new Set(['content-length', 'host', 'transfer-encoding',
 /**
  * options.headers checked when the exporter is made (a TypeError now, not every push failing later):
  * names HTTP tokens, values strings or numbers Node can send, none the transport sets itself.
+ * `what` names them in messages (`options.headers`, or the environment variable they came from).
  */
-function checkHeaders(api, headers) {
+function checkHeaders(api, headers, what = 'options.headers') {
   if (headers === undefined) return
   const http = require('node:http')
   for (const [name, value] of Object.entries(headers)) {
@@ -89,20 +90,30 @@ function checkHeaders(api, headers) {
     try {
       http.validateHeaderName(name)
     } catch {
-      throw new TypeError(`${api}: options.headers has an invalid header name ${shown}`)
+      throw new TypeError(`${api}: ${what} has an invalid header name ${shown}`)
     }
     if (RESERVED_HEADERS.has(name.toLowerCase()))
-      throw new TypeError(`${api}: options.headers must not set ${name} (the exporter sets it)`)
+      throw new TypeError(`${api}: ${what} must not set ${name} (the exporter sets it)`)
     if (typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value)))
-      throw new TypeError(`${api}: options.headers[${shown}] must be a string, got ${received(value)}`)
+      throw new TypeError(`${api}: ${what}[${shown}] must be a string, got ${received(value)}`)
     try {
       http.validateHeaderValue(name, String(value))
     } catch {
       throw new TypeError(
-        `${api}: options.headers[${shown}] has a character a header value cannot hold (a line break or control character)`,
+        `${api}: ${what}[${shown}] has a character a header value cannot hold (a line break or control character)`,
       )
     }
   }
+}
+
+/**
+ * What a queued chunk keeps of itself for building its requests: its own fields, not its trace (the
+ * payload holds what is sent); `stall` for a stall trace (watchStalls), whose labels say so.
+ */
+function chunkMeta(chunk) {
+  const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
+  if (chunk.stall) meta.stall = true
+  return meta
 }
 
 /** What `judge` returns to have the same chunk sent again at once, its request rebuilt (once). */
@@ -119,7 +130,11 @@ const PUSH_OPTIONS = {
   maxRetries: number({ min: 0, max: 100, integer: true }),
   retryBaseMs: number({ min: 0, max: 3_600_000 }),
   timeoutMs: number({ min: 1, max: 3_600_000 }),
+  // true: a push in flight does not keep the process alive (jsprof-node/register: the app's life is the app's).
+  unref: boolean(),
 }
+/** close()'s options: how long it waits for the queue to drain before aborting (default: timeoutMs). */
+const CLOSE_OPTIONS = { timeoutMs: number({ min: 0, max: 3_600_000 }) }
 const PUSH_DEFAULTS = {
   maxQueue: 32,
   maxQueueBytes: 16 * 1024 * 1024,
@@ -185,7 +200,7 @@ class PushExporter {
     this.#maxRetries = o.maxRetries
     this.#retryBaseMs = o.retryBaseMs
     this.#timeoutMs = o.timeoutMs
-    this.#transport = new Transport({ who, timeoutMs: this.#timeoutMs })
+    this.#transport = new Transport({ who, timeoutMs: this.#timeoutMs, unref: o.unref === true })
     this.push = this.push.bind(this)
   }
 
@@ -206,10 +221,7 @@ class PushExporter {
       this.lastError = err
       return
     }
-    // The chunk's own fields are kept, not its trace (the payload holds what is sent).
-    const meta = { startUnixMs: chunk.startUnixMs, endUnixMs: chunk.endUnixMs, sampleInterval: chunk.sampleInterval }
-    // A stall trace's (watchStalls) labels say so.
-    if (chunk.stall) meta.stall = true
+    const meta = chunkMeta(chunk)
     this.#queue.push({ body, chunk: meta, attempts: 0 })
     this.#queueBytes += body.length
     if (this.#heap && chunk.heap) {
@@ -294,6 +306,24 @@ class PushExporter {
     }
   }
 
+  /**
+   * The HTTP requests `push(chunk)` would send for the chunk (its heap profile's too), built at once
+   * and not queued: `[{ url, headers, body, credentials }]` (`url` a URL without credentials). For a
+   * thread that cannot wait for the queue (jsprof-node/register at the 'exit' event sends them from
+   * another thread). Throws what the encoder throws.
+   */
+  requestsFor(chunk) {
+    const meta = chunkMeta(chunk)
+    const requests = [{ ...this.#request(this.#encode(chunk), meta), credentials: this.#credentials }]
+    if (this.#heap && chunk.heap) {
+      requests.push({
+        ...this.#heap.request(this.#heap.encode(chunk.heap, chunk), meta),
+        credentials: this.#credentials,
+      })
+    }
+    return requests
+  }
+
   /** Resolves when every queued chunk was sent or given up on. */
   flush() {
     if (!this.#sending && !this.#timer && this.#queue.length === 0) return Promise.resolve()
@@ -302,13 +332,15 @@ class PushExporter {
   }
 
   /**
-   * Stops accepting chunks; waits (at most `timeoutMs`) for the queue to drain, then aborts the push in
-   * flight and drops the rest: the process can exit within `timeoutMs` of this call.
+   * Stops accepting chunks; waits (at most `timeoutMs`: the exporter's, or `options.timeoutMs`) for the
+   * queue to drain, then aborts the push in flight and drops the rest: the process can exit within
+   * that long of this call.
    */
-  async close() {
+  async close(options) {
+    const { timeoutMs = this.#timeoutMs } = readOptions('exporter.close', options, CLOSE_OPTIONS)
     this.#closed = true
     let timer
-    await Promise.race([this.flush(), new Promise((resolve) => (timer = setTimeout(resolve, this.#timeoutMs)))])
+    await Promise.race([this.flush(), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))])
     clearTimeout(timer)
     // What did not make it in time is dropped: the push in flight is aborted (its socket closed, so
     // nothing keeps the process alive), a waiting retry cancelled.
@@ -462,12 +494,17 @@ class PyroscopeExporter extends PushExporter {
   }
 }
 
+/** The OTLP/HTTP path of the profiles signal, relative to a collector's base URL. */
+const OTLP_PROFILES_PATH = 'v1development/profiles'
+
 /** OTLP/HTTP's retryable answers (the OTLP specification: 429, 502, 503, 504); others are final. */
 const OTLP_RETRYABLE = new Set([429, 502, 503, 504])
 
 const OTLP_OPTIONS = {
   // url is checked by parseUrl.
   url: any(),
+  // true: the url is used exactly as given, a bare address too (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
+  exactUrl: boolean(),
   serviceName: any(),
   resource: object('of attribute names to values'),
   attributes: object('of attribute names to values'),
@@ -480,8 +517,8 @@ class OtlpExporter extends PushExporter {
     checkHeaders('otlpExporter', o.headers)
     const { url, credentials } = parseUrl(o.url, 'otlpExporter')
     // A bare collector address gets the signal's path (as OTEL_EXPORTER_OTLP_ENDPOINT does); a URL
-    // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is).
-    if (url.pathname === '/' || url.pathname === '') url.pathname = '/v1development/profiles'
+    // with a path is used as it is (as OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT is), and with exactUrl any URL.
+    if (!o.exactUrl && (url.pathname === '/' || url.pathname === '')) url.pathname = `/${OTLP_PROFILES_PATH}`
     const exporters = require('../export')
     const resource = { ...o.resource }
     if (o.serviceName !== undefined) {
@@ -554,4 +591,13 @@ function otlpExporter(options) {
   return new OtlpExporter(options)
 }
 
-module.exports = { pyroscopeExporter, otlpExporter, PyroscopeExporter, OtlpExporter, PushExporter, appNameWithLabels }
+module.exports = {
+  pyroscopeExporter,
+  otlpExporter,
+  PyroscopeExporter,
+  OtlpExporter,
+  PushExporter,
+  appNameWithLabels,
+  checkHeaders,
+  OTLP_PROFILES_PATH,
+}

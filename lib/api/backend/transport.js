@@ -31,19 +31,20 @@ function redact(text) {
 }
 
 /**
- * Parses an exporter's `url` option: an absolute http(s) URL whose credentials (if any) decode.
- * Every message is about the URL with its credentials redacted.
+ * Parses an exporter's `url` option (`name` says where it came from: `options.url`, or an environment
+ * variable): an absolute http(s) URL whose credentials (if any) decode. Every message is about the
+ * URL with its credentials redacted.
  */
-function parseUrl(value, who) {
+function parseUrl(value, who, name = 'options.url') {
   let url
   try {
     url = new URL(value)
   } catch {
     const given = typeof value === 'string' ? received(redact(value)) : received(value)
-    throw new TypeError(`${who}: options.url must be an absolute http(s) URL, got ${given}`)
+    throw new TypeError(`${who}: ${name} must be an absolute http(s) URL, got ${given}`)
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`${who}: options.url must be http: or https:, got ${received(url.protocol)}`)
+    throw new TypeError(`${who}: ${name} must be http: or https:, got ${received(url.protocol)}`)
   }
   let credentials = null
   if (url.username || url.password) {
@@ -51,7 +52,7 @@ function parseUrl(value, who) {
       credentials = { user: decodeURIComponent(url.username), password: decodeURIComponent(url.password) }
     } catch {
       throw new TypeError(
-        `${who}: options.url's user name or password is not valid percent-encoding (a '%' must start an escape such as %25)`,
+        `${who}: ${name}'s user name or password is not valid percent-encoding (a '%' must start an escape such as %25)`,
       )
     }
     url.username = ''
@@ -217,14 +218,17 @@ class Transport {
 
   #environment
   #proxies = new Map()
+  #unref
 
   /**
    * `who` names the exporter in messages; `timeoutMs` is each request's total deadline; `environment`
-   * (default process.env, read now) holds the proxy settings.
+   * (default process.env, read now) holds the proxy settings; `unref`: a request in flight does not
+   * keep the process alive (its socket and deadline are unref'd).
    */
-  constructor({ who, timeoutMs, environment = process.env }) {
+  constructor({ who, timeoutMs, environment = process.env, unref = false }) {
     this.#who = who
     this.#timeoutMs = timeoutMs
+    this.#unref = unref
     this.#environment = {}
     for (const name of ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'no_proxy', 'NO_PROXY']) {
       if (environment[name]) this.#environment[name] = environment[name]
@@ -308,6 +312,10 @@ class Transport {
         req.destroy()
         done(failure(`${this.#who}: no complete answer from ${redact(url.origin)} within ${this.#timeoutMs} ms`, true))
       }, this.#timeoutMs)
+      if (this.#unref) {
+        deadline.unref()
+        req.on('socket', (socket) => socket.unref())
+      }
       req.on('error', (err) => done(failure(`${this.#who}: ${redact(err.message)}`, true, { code: err.code })))
       req.on('response', (res) => {
         const chunks = []

@@ -458,4 +458,4 @@ function profileRequests(options) {
   return new RequestProfiler(options)
 }
 
-module.exports = { profileRequests, RequestProfiler }
+module.exports = { profileRequests, RequestProfiler, watchExpressRoute }
