@@ -261,6 +261,18 @@ export declare function heapProfileFromV8(text: Uint8Array, afterOrdinal: number
 export declare function heapProfileToV8(json: string): Buffer
 
 /**
+ * One more consumer keeps inlining off; the first one calls `turnOff` first (its exception is
+ * thrown, and the count is left as it was). Returns the consumers now.
+ */
+export declare function inliningOffEnter(turnOff: () => void): number
+
+/**
+ * One consumer fewer; the last one calls `turnOn` (the count drops to 0 whatever it throws). Returns
+ * the consumers left; a call without a consumer left does nothing.
+ */
+export declare function inliningOffLeave(turnOn: () => void): number
+
+/**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
  * object (Node parsed it; going back to JSON text would cost the main thread as much again).
  */

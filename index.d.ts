@@ -681,6 +681,12 @@ export interface HeapProfilerOptions {
   stackDepth?: number
   /** Count collected objects too: the 'allocated' view (default false: 'inuse', live objects only). */
   includeCollected?: boolean
+  /**
+   * false: V8 does not inline while this profiler samples (its code is deoptimized once at the start and
+   * runs slower meanwhile), so a small helper keeps its own allocations instead of its caller getting
+   * them (default true: V8 inlines as usual). V8's flags are the process's: see docs/heap.md.
+   */
+  inlining?: boolean
 }
 
 /** One stack holding memory: `size` bytes (V8's estimate) in `count` of V8's samples (not objects). */
@@ -702,6 +708,11 @@ export interface HeapProfile {
       /** performance.now() ms of the thread: when sampling for this profile began, and when it was taken. */
       startTime?: number
       endTime?: number
+      /**
+       * Whether V8 could inline the thread's code while it sampled: false when its inlining was off all
+       * along (each allocation has the frame of the function that made it); absent when unknown.
+       */
+      inlining?: boolean
     }
     pid?: number
     threadId?: number
@@ -735,6 +746,7 @@ export declare class HeapProfiler {
   readonly samplingInterval: number
   readonly stackDepth: number
   readonly includeCollected: boolean
+  readonly inlining: boolean
   readonly stopped: boolean
   /** The heap profile now ('inuse': objects sampled since the start and still alive). */
   profile(): Promise<HeapProfile>

@@ -50,8 +50,12 @@ Options:
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
       --heap             also write the process's heap profile beside the trace (t.json -> t.heap.json):
                          what it allocated while attached and still holds at the end, by the code
-                         that allocated it (V8's sampling heap profiler)
+                         that allocated it (V8's sampling heap profiler). V8 does not inline
+                         meanwhile, so a small helper keeps its own allocations (its code is
+                         deoptimized at the start and runs slower while attached: docs/heap.md)
       --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
+      --heap-inlining    let V8 inline as usual (no deoptimization; a function inlined into its
+                         caller has no frame: its allocations are its caller's)
       --close            close the process's inspector (whoever opened it) and exit
   -h, --help             show this help
 
@@ -560,6 +564,7 @@ async function attach(args) {
       interval: { type: 'string' },
       heap: { type: 'boolean' },
       'heap-interval': { type: 'string' },
+      'heap-inlining': { type: 'boolean' },
       close: { type: 'boolean' },
     },
     { positionals: 1 },
@@ -764,6 +769,7 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
   await cdp.send('Profiler.setSamplingInterval', { interval: effectiveIntervalUs(intervalMs) })
   await cdp.send('Profiler.start')
   let heapStart
+  let heapInliningOff = false
   if (heap) {
     await cdp.send('HeapProfiler.enable')
     // Another client's sampler (node --heap-prof, DevTools) answers: neither shared nor stopped.
@@ -775,6 +781,14 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
       await cdp.send('Profiler.stop', {}, PROFILE_TIMEOUT_MS).catch(() => {})
       throw new CliError(
         `pid ${pid} already runs V8's sampling heap profiler (node --heap-prof, DevTools): not touched`,
+      )
+    }
+    if (heap.inlining === false) {
+      // V8 inlines nothing while sampling, and the code optimized before is deoptimized (docs/heap.md).
+      const { remoteInliningOff } = require('../../heap/inlining')
+      heapInliningOff = await remoteInliningOff(
+        (expression) => evaluate(cdp, expression),
+        (method, params) => cdp.send(method, params),
       )
     }
     heapStart = await evaluate(cdp, 'performance.now()')
@@ -837,12 +851,23 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
     if (heap) {
       heapEnd = await evaluate(cdp, 'performance.now()')
       heapProfile = (await cdp.send('HeapProfiler.stopSampling', {}, PROFILE_TIMEOUT_MS)).profile
+      if (heap.inlining === false) await require('../../heap/inlining').remoteInliningOn((e) => evaluate(cdp, e))
       if (heapProfile === null || typeof heapProfile !== 'object')
         throw new BadReply('it answered HeapProfiler.stopSampling without a profile')
       await cdp.send('HeapProfiler.disable')
     }
   }
-  return { profile, heapProfile, origin, epochOrigin, heapStart, heapEnd, exited: Boolean(ended && ended.exited) }
+  const heapInlining = !heapInliningOff
+  return {
+    profile,
+    heapProfile,
+    origin,
+    epochOrigin,
+    heapStart,
+    heapEnd,
+    heapInlining,
+    exited: Boolean(ended && ended.exited),
+  }
 }
 
 /** Writes the trace (and heap profile) as `record` writes its traces: in Rust, with the sidecar (pid, clock). */
@@ -879,6 +904,7 @@ function writeResult(pid, { output, heap }, r, opened, closed) {
         epochOrigin,
         heapStart: r.heapStart,
         heapEnd: r.heapEnd,
+        inlining: r.heapInlining,
       })
     } catch (err) {
       if (err instanceof CliError) throw err
@@ -900,7 +926,7 @@ function writeResult(pid, { output, heap }, r, opened, closed) {
  * `--heap`: the process's heap profile beside the trace (`t.json` -> `t.heap.json`): what it allocated
  * while attached and still holds, converted as `jsprof record --heap` writes it.
  */
-function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, heapEnd }) {
+function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, heapEnd, inlining }) {
   const { binding, callNative } = require('../../native')
   const { heapOutput } = require('../../record/heap')
   const { writeOutputFile } = require('../../output')
@@ -909,6 +935,7 @@ function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, h
       samplingInterval: settings.samplingInterval,
       stackDepth: settings.stackDepth,
       view: 'inuse',
+      inlining,
       ...(Number.isFinite(heapStart) && { startTime: heapStart }),
       ...(Number.isFinite(heapEnd) && { endTime: heapEnd }),
     },

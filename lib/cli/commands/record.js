@@ -59,7 +59,11 @@ Options:
                          the objects allocated while recording that are still alive at the end, by
                          the code that allocated them (V8's sampling heap profiler; jsprof report,
                          diff, flamegraph and convert read it). Not for a process killed without warning.
+                         V8 does not inline meanwhile, so a small helper keeps its own allocations
+                         (the code runs slower: docs/heap.md)
       --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
+      --heap-inlining    let V8 inline as usual (a function inlined into its caller has no frame:
+                         its allocations are its caller's)
       --stalls           also write the trace of each event-loop stall of the main thread beside the
                          trace (t.trace.json -> t.trace.stall-<n>.json): a turn that blocked longer than
                          --stall-threshold, from its start; one still blocking is written as it is then
@@ -265,6 +269,7 @@ async function record(args) {
     'flush-every': { type: 'string' },
     heap: { type: 'boolean' },
     'heap-interval': { type: 'string' },
+    'heap-inlining': { type: 'boolean' },
     stalls: { type: 'boolean' },
     'stall-threshold': { type: 'string' },
   })
