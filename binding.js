@@ -863,6 +863,7 @@ module.exports.exportHeapPprof = nativeBinding.exportHeapPprof
 module.exports.exportOtlpProfiles = nativeBinding.exportOtlpProfiles
 module.exports.exportPprof = nativeBinding.exportPprof
 module.exports.exportSpeedscope = nativeBinding.exportSpeedscope
+module.exports.gatherInlinedCalls = nativeBinding.gatherInlinedCalls
 module.exports.heapProfileFromV8 = nativeBinding.heapProfileFromV8
 module.exports.heapProfileToV8 = nativeBinding.heapProfileToV8
 module.exports.inliningOffEnter = nativeBinding.inliningOffEnter

@@ -104,6 +104,12 @@ export declare class Profiler extends EventTarget {
 export interface FromCpuProfileOptions {
   /** µs on the profile's clock that timestamps are relative to (default: the profile's `startTime`). */
   timeOrigin?: number
+  /**
+   * true: the samples V8 took in a function it had inlined into its caller go to that function (by V8's
+   * per-line ticks and the scripts' files; Node 20-24's V8 charges them to the caller). Default false:
+   * V8's trace as it is, as Chrome builds it. See docs/analysis.md.
+   */
+  inlined?: boolean
 }
 
 /** A V8 CPU profile as written by `node --cpu-prof`, Chrome DevTools or the inspector. */
@@ -411,6 +417,8 @@ export interface ContinuousOptions {
   onError?: (error: unknown) => void
   /** Each chunk also carries a heap profile: `true` (HeapProfiler's defaults) or HeapProfiler's options. */
   heap?: boolean | HeapProfilerOptions
+  /** true: the samples of functions V8 inlined go to them, as `fromCpuProfile`'s `inlined` (default false). */
+  inlined?: boolean
 }
 
 export interface ContinuousChunk {

@@ -64,6 +64,9 @@ Options:
       --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
       --heap-inlining    let V8 inline as usual (a function inlined into its caller has no frame:
                          its allocations are its caller's)
+      --inlined          give the samples of a function V8 inlined into its caller to that function
+                         (Node 20-24's V8 charges them to the caller; its per-line ticks say where
+                         they go, and the scripts' files which function holds each line: docs/analysis.md)
       --stalls           also write the trace of each event-loop stall of the main thread beside the
                          trace (t.trace.json -> t.trace.stall-<n>.json): a turn that blocked longer than
                          --stall-threshold, from its start; one still blocking is written as it is then
@@ -270,6 +273,7 @@ async function record(args) {
     heap: { type: 'boolean' },
     'heap-interval': { type: 'string' },
     'heap-inlining': { type: 'boolean' },
+    inlined: { type: 'boolean' },
     stalls: { type: 'boolean' },
     'stall-threshold': { type: 'string' },
   })
@@ -321,6 +325,7 @@ async function record(args) {
     flushEveryMs,
     stallThresholdMs,
     children: values.children === true,
+    inlined: values.inlined === true,
     progress: line0.on,
     // New trace files get the user's permissions (this umask), whatever the app sets its own to.
     mode: 0o666 & ~currentUmask(),
