@@ -6,7 +6,7 @@
 // (--trace-turbo-inlining) says when the mode is on and that the last consumer of all threads ends it.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { spawnSync, execFileSync } from 'node:child_process'
+import { spawn, spawnSync, execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -97,6 +97,48 @@ test('with inlining, the profile says so and jsprof report says once what it mea
   const v8 = path.join(tmp, 'other.heapprofile')
   fs.writeFileSync(v8, JSON.stringify(jsprof.toHeapProfile(JSON.parse(fs.readFileSync(recorded([], 'again'), 'utf8')))))
   assert.match(cli('report', v8).stdout.split('\n')[1], /^note: V8 inlines functions unless told not to/)
+})
+
+test('jsprof attach --heap charges the leak to the helper (inlining off by default)', async () => {
+  const child = spawn(process.execPath, ['--inspect-port=127.0.0.1:0', 'app.js'], {
+    cwd: tmp,
+    env: { ...process.env, INLINE_LEAK_SERVE: '1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  try {
+    await new Promise((resolve, reject) => {
+      child.stdout.on('data', (d) => /ready \d+/.test(String(d)) && resolve())
+      child.on('exit', (code) => reject(new Error(`the app exited (${code})`)))
+    })
+    const out = path.join(tmp, 'attach.json')
+    const r = await new Promise((resolve) => {
+      const a = spawn(
+        process.execPath,
+        [BIN, 'attach', String(child.pid), '--heap', '--heap-interval', '16384', '--duration', '2s', '-o', out],
+        { cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] },
+      )
+      let stderr = ''
+      a.stderr.on('data', (d) => (stderr += d))
+      a.on('exit', (code) => resolve({ code, stderr }))
+    })
+    assert.equal(r.code, 0, r.stderr)
+    chargesTheHelper(path.join(tmp, 'attach.heap.json'))
+  } finally {
+    child.kill('SIGTERM')
+  }
+})
+
+test("continuous mode's heap chunks take the option and say it", async () => {
+  const chunks = []
+  const c = jsprof.startContinuous({
+    chunkSeconds: 0.05,
+    heap: { inlining: false, samplingInterval: 4096 },
+    onChunk: (chunk) => chunks.push(chunk),
+  })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await c.stop()
+  assert.ok(chunks.length >= 2)
+  assert.ok(chunks.every((chunk) => chunk.heap.jsprof.heap.inlining === false))
 })
 
 test('the HeapProfiler option is read by the option rule and shown', () => {
