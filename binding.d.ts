@@ -103,6 +103,12 @@ export declare class Recording {
    * the first chunk; the trace's timestamps count from `timeOriginUs`.
    */
   streamIntoTrace(timeOriginUs: number): void
+  /**
+   * Gives the samples of code V8 inlined into a function the inlined function's frame, as V8's
+   * per-line ticks say, by the calls this thread's chunks showed (`gatherInlinedCalls`, which this
+   * starts) and the scripts' files (`jsprof_core::Recording::split_inlined`).
+   */
+  splitInlined(): void
 }
 
 /** The watched thread's side: beats, and ends the watcher thread when stopped or collected. */
@@ -185,16 +191,18 @@ export declare function clearSourceMapCache(): void
  * read as `Buffer#toString` would read it (U+FFFD for each bad sequence).
  *
  * `hideOwnCode`: leave jsprof-node's own code out of the stacks (see `setOwnCode`), for the
- * profiles jsprof-node records itself (`jsprof record`).
+ * profiles jsprof-node records itself (`jsprof record`). `inlined`: give the samples of code V8
+ * inlined into a function the inlined function's frame, as V8's per-line ticks say (the scripts read
+ * from their files: `jsprof_core::SourceFiles`).
  */
-export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
+export declare function convertCpuProfile(json: Uint8Array, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null, inlined?: boolean | undefined | null): TraceParts
 
 /**
  * `fromCpuProfile` on JSON text given as a JS string: copied once as UTF-8 (a lone surrogate becomes
  * U+FFFD, as `Buffer.from(text)` makes it), with no JS Buffer in between: the facade would otherwise
  * scan the string for its UTF-8 length and copy it into fresh memory.
  */
-export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null): TraceParts
+export declare function convertCpuProfileText(text: string, timeOriginUs?: number | undefined | null, hideOwnCode?: boolean | undefined | null, inlined?: boolean | undefined | null): TraceParts
 
 /** Reads an `ExportProfilesServiceResponse` body's `partial_success` (`cut`: only its start was read). */
 export declare function decodeOtlpPartialSuccess(body: Buffer, cut?: boolean | undefined | null): OtlpPartialSuccess | null
@@ -247,6 +255,9 @@ export declare function exportPprof(trace: TraceInput, timeOriginMs?: number | u
 /** speedscope JSON, as UTF-8 bytes. */
 export declare function exportSpeedscope(trace: TraceInput, name?: string | undefined | null, timeOriginMs?: number | undefined | null, pid?: number | undefined | null): Buffer
 
+/** From now on, every chunk this thread harvests adds the calls it shows to the thread's graph. */
+export declare function gatherInlinedCalls(): void
+
 /**
  * A heap profile converted from V8's, and the largest ordinal among V8's samples (0 for none): where a
  * profiler that starts on a running sampler, or takes the next chunk, starts.
@@ -276,6 +287,18 @@ export declare function heapProfileFromV8(text: Uint8Array, afterOrdinal: number
 export declare function heapProfileToV8(json: string, asObject: boolean): Buffer
 
 /**
+ * One more consumer keeps inlining off; the first one calls `turnOff` first (its exception is
+ * thrown, and the count is left as it was). Returns the consumers now.
+ */
+export declare function inliningOffEnter(turnOff: () => void): number
+
+/**
+ * One consumer fewer; the last one calls `turnOn` (the count drops to 0 whatever it throws). Returns
+ * the consumers left; a call without a consumer left does nothing.
+ */
+export declare function inliningOffLeave(turnOn: () => void): number
+
+/**
  * The columns the sampler packs from an inspector `Profiler.stop` reply it already holds as an
  * object (Node parsed it; going back to JSON text would cost the main thread as much again).
  */
@@ -294,6 +317,10 @@ export interface InspectorColumns {
   timeDeltas: Float64Array
   startTime: number
   endTime: number
+  /** Each node's number of `positionTicks`, then their lines and ticks, back to back (in node order). */
+  tickCounts?: Uint32Array
+  tickLines?: Int32Array
+  ticks?: Uint32Array
 }
 
 /**

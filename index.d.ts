@@ -104,6 +104,12 @@ export declare class Profiler extends EventTarget {
 export interface FromCpuProfileOptions {
   /** µs on the profile's clock that timestamps are relative to (default: the profile's `startTime`). */
   timeOrigin?: number
+  /**
+   * true: the samples V8 took in a function it had inlined into its caller go to that function (by V8's
+   * per-line ticks and the scripts' files; Node 20-24's V8 charges them to the caller). Default false:
+   * V8's trace as it is, as Chrome builds it. See docs/analysis.md.
+   */
+  inlined?: boolean
 }
 
 /** A V8 CPU profile as written by `node --cpu-prof`, Chrome DevTools or the inspector. */
@@ -415,6 +421,8 @@ export interface ContinuousOptions {
   onError?: (error: unknown) => void
   /** Each chunk also carries a heap profile: `true` (HeapProfiler's defaults) or HeapProfiler's options. */
   heap?: boolean | HeapProfilerOptions
+  /** true: the samples of functions V8 inlined go to them, as `fromCpuProfile`'s `inlined` (default false). */
+  inlined?: boolean
 }
 
 export interface ContinuousChunk {
@@ -720,6 +728,12 @@ export interface HeapProfilerOptions {
   stackDepth?: number
   /** Count collected objects too: the 'allocated' view (default false: 'inuse', live objects only). */
   includeCollected?: boolean
+  /**
+   * false: V8 does not inline while this profiler samples (its code is deoptimized once at the start and
+   * runs slower meanwhile), so a small helper keeps its own allocations instead of its caller getting
+   * them (default true: V8 inlines as usual). V8's flags are the process's: see docs/heap.md.
+   */
+  inlining?: boolean
 }
 
 /** One stack holding memory: `size` bytes (V8's estimate) in `count` of V8's samples (not objects). */
@@ -741,6 +755,11 @@ export interface HeapProfile {
       /** performance.now() ms of the thread: when sampling for this profile began, and when it was taken. */
       startTime?: number
       endTime?: number
+      /**
+       * Whether V8 could inline the thread's code while it sampled: false when its inlining was off all
+       * along (each allocation has the frame of the function that made it); absent when unknown.
+       */
+      inlining?: boolean
     }
     pid?: number
     threadId?: number
@@ -774,6 +793,7 @@ export declare class HeapProfiler {
   readonly samplingInterval: number
   readonly stackDepth: number
   readonly includeCollected: boolean
+  readonly inlining: boolean
   readonly stopped: boolean
   /** The heap profile now ('inuse': objects sampled since the start and still alive). */
   profile(): Promise<HeapProfile>

@@ -8,18 +8,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { toPprof, summarize } from 'jsprof-node'
+import { goMissing } from './helpers.mjs'
 import { realTrace, handTrace, exportedFunctionName } from './export-helpers.mjs'
 import { decodePprof } from './prod-helpers.mjs'
 
-// The real consumer: `go tool pprof` (Debian's golang-go). CI installs it and must run these checks;
-// on a developer machine without go they skip, saying so.
-let goMissing = null
-try {
-  execFileSync('go', ['version'], { stdio: 'pipe' })
-} catch {
-  if (process.env.CI) throw new Error('go is not installed, and CI must run the go tool pprof checks')
-  goMissing = 'go is not installed (apt-get install -y golang-go): go tool pprof checks skipped'
-}
+// The real consumer: `go tool pprof` (Debian's golang-go; helpers.mjs' goMissing says when it is not there).
 
 const work = mkdtempSync(join(tmpdir(), 'jsprof-pprof-'))
 const env = { ...process.env, PPROF_TMPDIR: work, HOME: process.env.HOME ?? work, GOTOOLCHAIN: 'local' }

@@ -10,6 +10,7 @@ import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
+import { goMissing } from './helpers.mjs'
 import { fileURLToPath } from 'node:url'
 
 const require = createRequire(import.meta.url)
@@ -17,14 +18,6 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const BIN = path.join(root, 'bin', 'jsprof.js')
 const FIXTURE = path.join(root, '__test__', 'fixtures', 'leak-server')
 const jsprof = require(root)
-
-let goMissing = null
-try {
-  execFileSync('go', ['version'], { stdio: 'pipe' })
-} catch {
-  if (process.env.CI) throw new Error('go is not installed, and CI must run the go tool pprof checks')
-  goMissing = 'go is not installed (apt-get install -y golang-go): go tool pprof checks skipped'
-}
 
 const cli = (...args) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' })
 

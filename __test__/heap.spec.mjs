@@ -69,7 +69,15 @@ test('a heap profile: the trace tables, 1-based positions, bytes and counts per 
   allocateKept(20000)
   const profile = await h.profile()
   assert.deepEqual(Object.keys(profile), ['frames', 'jsprof', 'resources', 'samples', 'stacks'])
-  assert.deepEqual(Object.keys(profile.jsprof.heap), ['endTime', 'samplingInterval', 'stackDepth', 'startTime', 'view'])
+  assert.deepEqual(Object.keys(profile.jsprof.heap), [
+    'endTime',
+    'inlining',
+    'samplingInterval',
+    'stackDepth',
+    'startTime',
+    'view',
+  ])
+  assert.equal(profile.jsprof.heap.inlining, true)
   assert.equal(profile.jsprof.pid, process.pid)
   assert.equal(profile.jsprof.threadId, 0)
   assert.equal(profile.jsprof.timeOrigin, performance.timeOrigin)

@@ -1,4 +1,5 @@
 // Shared helpers for the tests: the fixture workload, expected positions, and trace checks.
+import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -52,6 +53,20 @@ export async function retryCapture(times, attempt) {
 }
 
 /** Lets the event loop turn (the sampler harvests on timers and immediates). */
+/**
+ * Why the \`go tool pprof\` checks skip (null: go is installed). CI installs Debian's golang-go and must
+ * run them: there a missing go is an error; on a developer machine without go they skip, saying so.
+ */
+export const goMissing = (() => {
+  try {
+    execFileSync('go', ['version'], { stdio: 'pipe' })
+    return null
+  } catch {
+    if (process.env.CI) throw new Error('go is not installed, and CI must run the go tool pprof checks')
+    return 'go is not installed (apt-get install -y golang-go): go tool pprof checks skipped'
+  }
+})()
+
 export const tick = () => new Promise((resolve) => setImmediate(resolve))
 
 /** Runs `fn(sliceMs)` for `totalMs`, yielding to the event loop between slices, like a server. */

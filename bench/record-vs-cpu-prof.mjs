@@ -20,8 +20,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { median } from './stats.mjs'
-import { zodProject } from './real-programs.mjs'
+import { loadAvg, machine, median } from './stats.mjs'
+import { realPrograms } from './real-programs.mjs'
 
 const require = createRequire(import.meta.url)
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -30,65 +30,10 @@ const PRELOAD = path.join(root, 'lib', 'record', 'preload.js')
 const ROUNDS = Number(process.env.BENCH_ROUNDS || 1)
 const { DEFAULT_FLUSH_EVERY_MS } = require('../lib/record/spacing.js')
 const ONLY = new Set((process.env.BENCH_ONLY || 'tsc,eslint,webpack').split(','))
-const modulesDir = path.join(root, 'node_modules')
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-bench-vs-cpu-prof-'))
 
-/** The programs: { title, args (after node), cwd, ok (exit statuses that are a normal run) }. */
-function programs() {
-  const list = []
-  if (ONLY.has('tsc')) {
-    const dir = zodProject(path.join(tmp, 'zod'))
-    list.push({
-      title: "tsc --noEmit on zod's sources",
-      args: [require.resolve('typescript/lib/tsc.js'), '-p', dir],
-      cwd: dir,
-      ok: [0, 2],
-    })
-  }
-  if (ONLY.has('eslint')) {
-    const dir = path.join(tmp, 'eslint')
-    fs.mkdirSync(dir, { recursive: true })
-    fs.cpSync(path.join(path.dirname(require.resolve('webpack/package.json')), 'lib'), path.join(dir, 'lib'), {
-      recursive: true,
-    })
-    fs.writeFileSync(
-      path.join(dir, 'eslint.config.mjs'),
-      `import js from ${JSON.stringify(require.resolve('@eslint/js'))}
-export default [js.configs.recommended, { languageOptions: { sourceType: 'commonjs', ecmaVersion: 2024, globals: { require: 'readonly', module: 'writable', process: 'readonly', __dirname: 'readonly', Buffer: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' } } }]
-`,
-    )
-    list.push({
-      title: "eslint (recommended) on webpack's lib/",
-      args: [path.join(path.dirname(require.resolve('eslint/package.json')), 'bin', 'eslint.js'), 'lib'],
-      cwd: dir,
-      ok: [0, 1],
-    })
-  }
-  if (ONLY.has('webpack')) {
-    const dir = path.join(tmp, 'webpack')
-    fs.mkdirSync(dir, { recursive: true })
-    fs.writeFileSync(
-      path.join(dir, 'build.js'),
-      `const webpack = require(${JSON.stringify(require.resolve('webpack'))})
-const TerserPlugin = require(${JSON.stringify(require.resolve('terser-webpack-plugin'))})
-webpack({
-  mode: 'production',
-  context: __dirname,
-  entry: { zod: 'zod', acorn: 'acorn', scope: 'eslint-scope' },
-  resolve: { modules: [${JSON.stringify(modulesDir)}] },
-  output: { path: require('node:path').join(__dirname, 'dist') },
-  optimization: { minimizer: [new TerserPlugin({ parallel: 2 })] },
-  performance: { hints: false },
-}).run((err, stats) => {
-  if (err || stats.hasErrors()) { console.error(err || stats.toString('errors-only')); process.exitCode = 1 }
-})
-`,
-    )
-    list.push({ title: 'webpack 5 production build (terser in worker threads)', args: ['build.js'], cwd: dir, ok: [0] })
-  }
-  return list
-}
+const programs = () => realPrograms(tmp, ONLY)
 
 /** CPU ms (user + system) of this process's waited-for children, all their threads (Linux, 10 ms steps). */
 function childrenCpuMs() {
@@ -260,20 +205,10 @@ function compare(program) {
   }
 }
 
-console.log(
-  `${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${os
-    .loadavg()
-    .map((x) => x.toFixed(2))
-    .join(' ')}`,
-)
+console.log(machine())
 try {
   for (const program of programs()) compare(program)
-  console.log(
-    `\nload at the end ${os
-      .loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' ')}`,
-  )
+  console.log(`\nload at the end ${loadAvg()}`)
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true })
 }

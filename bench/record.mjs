@@ -20,7 +20,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
-import { median } from './stats.mjs'
+import { machine, median } from './stats.mjs'
 import { zodProject } from './real-programs.mjs'
 
 const require = createRequire(import.meta.url)
@@ -215,12 +215,7 @@ function startup() {
   }
 }
 
-console.log(
-  `${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${os
-    .loadavg()
-    .map((x) => x.toFixed(2))
-    .join(' ')}`,
-)
+console.log(machine())
 try {
   if (ONLY.has('startup')) startup()
   if (ONLY.has('tsc')) program(`tsc --noEmit on ${FILES} generated files`, [TSC, '-p', project], project)

@@ -1,4 +1,5 @@
 // The benchmarks' one median and the one way they print a spread.
+import os from 'node:os'
 
 /** The median (the mean of the two middle values for an even count). */
 export function median(xs) {
@@ -33,3 +34,13 @@ export function medianInterval(xs) {
   }
   return i < 0 ? null : [s[i], s[n - 1 - i]]
 }
+
+/** The load averages (1, 5, 15 min), for a benchmark's figures: on a shared machine they say how busy it was. */
+export const loadAvg = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')
+
+/** The machine's line heading a benchmark's figures: CPU model and count, Node, load. */
+export const machine = () => `${os.cpus()[0]?.model} ×${os.cpus().length}, Node ${process.version}, load ${loadAvg()}`

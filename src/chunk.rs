@@ -30,6 +30,10 @@ pub struct InspectorColumns {
     pub time_deltas: Float64Array,
     pub start_time: f64,
     pub end_time: f64,
+    /// Each node's number of `positionTicks`, then their lines and ticks, back to back (in node order).
+    pub tick_counts: Option<Uint32Array>,
+    pub tick_lines: Option<Int32Array>,
+    pub ticks: Option<Uint32Array>,
 }
 
 /// One harvest of the per-thread sampler, shared by every Recording that keeps samples from it.
@@ -67,12 +71,16 @@ impl Chunk {
             time_deltas: &c.time_deltas,
             start_time: c.start_time,
             end_time: c.end_time,
+            tick_counts: c.tick_counts.as_deref().unwrap_or_default(),
+            tick_lines: c.tick_lines.as_deref().unwrap_or_default(),
+            ticks: c.ticks.as_deref().unwrap_or_default(),
         };
         let own_windows = own_windows.unwrap_or_default();
         let (mut chunk, dropped) =
             core::Chunk::from_inspector(&columns, interval_us, &own_windows).map_err(core_error)?;
         // Each sample gets the label set current on this thread at its time (lib/labels.js).
         crate::labels::label_chunk(&mut chunk, span_ring.as_deref());
+        crate::inlined_calls::add(&chunk.profile);
         let dropped_own = dropped as u32;
         Ok(Chunk {
             inner: Arc::new(chunk),

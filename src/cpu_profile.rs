@@ -14,12 +14,15 @@ use crate::trace_parts::{PlainParts, SampleColumns, TraceParts};
 /// read as `Buffer#toString` would read it (U+FFFD for each bad sequence).
 ///
 /// `hideOwnCode`: leave jsprof-node's own code out of the stacks (see `setOwnCode`), for the
-/// profiles jsprof-node records itself (`jsprof record`).
+/// profiles jsprof-node records itself (`jsprof record`). `inlined`: give the samples of code V8
+/// inlined into a function the inlined function's frame, as V8's per-line ticks say (the scripts read
+/// from their files: `jsprof_core::SourceFiles`).
 #[napi(catch_unwind)]
 pub fn convert_cpu_profile(
     json: &[u8],
     time_origin_us: Option<f64>,
     hide_own_code: Option<bool>,
+    inlined: Option<bool>,
 ) -> Result<TraceParts> {
     // `from_utf8` checks ASCII a word at a time; the lossy reading is only for text that needs it.
     let text = match std::str::from_utf8(json) {
@@ -27,8 +30,11 @@ pub fn convert_cpu_profile(
         Err(_) => String::from_utf8_lossy(json),
     };
     let own = hide_own_code.unwrap_or(false).then(own_code).flatten();
+    let sources = inlined
+        .unwrap_or(false)
+        .then_some(&core::SourceFiles as &dyn core::ScriptSources);
     let (tables, samples) =
-        core::trace_from_json_into::<SampleColumns>(&text, time_origin_us, own.as_deref())
+        core::trace_from_json_into::<SampleColumns>(&text, time_origin_us, own.as_deref(), sources)
             .map_err(core_error)?;
     let parts = PlainParts::of_tables(&tables, samples)?;
     Ok(parts.into_js())
@@ -52,10 +58,16 @@ pub fn convert_cpu_profile_text(
     text: napi::JsString,
     time_origin_us: Option<f64>,
     hide_own_code: Option<bool>,
+    inlined: Option<bool>,
 ) -> Result<TraceParts> {
     let units = text.utf16_len()?;
     if units > TEXT_REUSE_MAX_UNITS {
-        return convert_cpu_profile(text.into_utf8()?.as_slice(), time_origin_us, hide_own_code);
+        return convert_cpu_profile(
+            text.into_utf8()?.as_slice(),
+            time_origin_us,
+            hide_own_code,
+            inlined,
+        );
     }
     TEXT.with(|cell| {
         let mut buffer = cell.borrow_mut();
@@ -83,6 +95,6 @@ pub fn convert_cpu_profile_text(
             ));
         }
         unsafe { buffer.set_len(written) };
-        convert_cpu_profile(&buffer, time_origin_us, hide_own_code)
+        convert_cpu_profile(&buffer, time_origin_us, hide_own_code, inlined)
     })
 }

@@ -16,6 +16,8 @@
 //! - `heap.rs`: heap profiles (V8's converted and written back, summaries, exporters, the CLI's reader).
 //! - `export.rs`: the exporters; `analysis.rs`: `attributeResource`, `summarizeTrace`;
 //!   `sourcemap.rs`: `resolveSourceMaps`; `text.rs`: `visibleText`, `markupText`;
+//!   `inlined_calls.rs`: each thread's calls for inlined functions' samples (`gatherInlinedCalls`);
+//!   `inlining.rs`: the process-wide count of the heap sampler's consumers that keep V8's inlining off;
 //!   `signals.rs`: the native signal watcher of `jsprof record` and `jsprof-node/register`;
 //!   `stall_watcher.rs`: the event-loop stall watcher of `watchStalls`; `labels.rs`: the label-set
 //!   registry and each thread's timeline of label changes (`internLabels`, `labelTransitions`).
@@ -34,6 +36,8 @@ mod chunk;
 mod cpu_profile;
 mod export;
 mod heap;
+mod inlined_calls;
+mod inlining;
 mod labels;
 mod map_thread;
 mod own_code;

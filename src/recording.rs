@@ -139,6 +139,16 @@ impl Recording {
     pub fn stream_into_trace(&mut self, time_origin_us: f64) {
         self.inner.stream_into_trace(time_origin_us);
     }
+
+    /// Gives the samples of code V8 inlined into a function the inlined function's frame, as V8's
+    /// per-line ticks say, by the calls this thread's chunks showed (`gatherInlinedCalls`, which this
+    /// starts) and the scripts' files (`jsprof_core::Recording::split_inlined`).
+    #[napi]
+    pub fn split_inlined(&mut self) {
+        let sources: std::sync::Arc<dyn core::ScriptSources> = std::sync::Arc::new(core::SourceFiles);
+        self.inner
+            .split_inlined(crate::inlined_calls::thread_graph(), sources);
+    }
 }
 
 pub struct BuildTrace {

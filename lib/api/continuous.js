@@ -14,7 +14,7 @@
 const { rethrowTyped } = require('../native')
 const { nowUs, timeOriginUs, traceClock } = require('../clock')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
-const { readOptions, mandatory, number, func, any } = require('../args')
+const { readOptions, mandatory, number, func, any, boolean } = require('../args')
 const { getHeapSampler } = require('../heap/sampler')
 const { readHeapOptions, infoOf } = require('./heap')
 
@@ -28,6 +28,8 @@ const OPTIONS = {
   heap: any(),
   // watchStalls' options: stall traces of this thread too, from the stalled turn's start (the sampler runs).
   stalls: any(),
+  // The samples of code V8 inlined into a function go to the inlined function (docs/analysis.md).
+  inlined: boolean(),
 }
 const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10 }
 
@@ -45,6 +47,7 @@ class ContinuousProfiler {
   /** stop()'s ending of the last chunk (the stall watcher's stop, then the cut), once started. */
   #ending = null
   #onBeforeExit = null
+  #inlined = false
   /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
   #heap = null
   /** The stall watcher (`options.stalls`), or null. */
@@ -59,6 +62,7 @@ class ContinuousProfiler {
     const expected = Math.ceil((this.#chunkMs * 1000) / this.#intervalUs)
     this.#maxSamples = Math.min(2 ** 32 - 1, o.maxBufferSize ?? expected * 2 + 1000)
     this.#onChunk = o.onChunk
+    this.#inlined = o.inlined === true
     this.#onError =
       o.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
     if (o.heap !== undefined && o.heap !== false) {
@@ -107,6 +111,7 @@ class ContinuousProfiler {
       intervalUs: this.#intervalUs,
       maxSamples: this.#maxSamples,
       exclusiveStart: exclusive,
+      inlined: this.#inlined,
       onFull() {
         chunk.truncated = true
       },

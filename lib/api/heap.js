@@ -14,6 +14,9 @@ const OPTIONS = {
   samplingInterval: number({ min: 1, max: 2 ** 31 - 1, integer: true, what: 'a number of bytes' }),
   stackDepth: number({ min: 1, max: binding.MAX_HEAP_STACK_DEPTH, integer: true, what: 'a number of frames' }),
   includeCollected: boolean(),
+  // false: V8 does not inline while this profiler samples, so a small helper keeps its allocations
+  // (lib/heap/inlining.js; docs/heap.md#inlining-off).
+  inlining: boolean(),
 }
 
 /** Whether `value` is a heap profile (its `jsprof` member has `heap`), which the exporters draw by bytes. */
@@ -84,6 +87,11 @@ class HeapProfiler {
   /** Whether profiles count collected objects too (the 'allocated' view) or only live ones ('inuse'). */
   get includeCollected() {
     return this.#settings.includeCollected
+  }
+
+  /** false: V8 does not inline while this profiler samples (its code was deoptimized at the start). */
+  get inlining() {
+    return this.#settings.inlining
   }
 
   get stopped() {

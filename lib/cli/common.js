@@ -146,8 +146,8 @@ function formatBytes(n) {
 
 /** `--heap` and `--heap-interval` of record and attach: the heap sampler's settings, or null. */
 function heapSettings(command, values) {
-  if (values['heap-interval'] !== undefined && !values.heap) {
-    throw usage(command, '--heap-interval takes --heap')
+  for (const option of ['heap-interval', 'heap-inlining']) {
+    if (values[option] !== undefined && !values.heap) throw usage(command, `--${option} takes --heap`)
   }
   if (!values.heap) return null
   const text = values['heap-interval']
@@ -155,7 +155,10 @@ function heapSettings(command, values) {
   if (text !== undefined && (!/^\d+$/.test(text.trim()) || !(bytes >= 1) || bytes > 2 ** 31 - 1)) {
     throw usage(command, `--heap-interval must be a number of bytes from 1 to ${2 ** 31 - 1}, got '${text}'`)
   }
-  return { samplingInterval: bytes, stackDepth: 64, includeCollected: false }
+  // An investigation: V8 does not inline while sampling, so each allocation has the frame of the
+  // function that made it, unless --heap-inlining keeps V8's inlining (docs/heap.md#inlining-off).
+  const inlining = values['heap-inlining'] === true
+  return { samplingInterval: bytes, stackDepth: 64, includeCollected: false, inlining }
 }
 
 /** The line about a thread's heap profile, from its status. */

@@ -19,12 +19,22 @@
 // DevTools) runs V8's sampler: stopping or reconfiguring it would break that client's profile.
 // Everything here is synchronous (an in-process session answers at once), so `jsprof record` can
 // take the last profile inside 'exit'.
+//
+// A consumer may ask V8 not to inline while it samples (`inlining: false`: lib/heap/inlining.js) —
+// not a setting of V8's sampler, so consumers that differ in it share it; every profile says whether
+// V8 inlined nothing of the thread while it was sampled (`jsprof.heap.inlining`).
 
 const { binding, callNative } = require('../native')
 const { InspectorUnavailableError, postSync } = require('../sampler/inspector-session')
+const inlining = require('./inlining')
 
 /** What V8 samples with: average bytes between samples, frames kept, collected objects kept. */
-const DEFAULT_SETTINGS = Object.freeze({ samplingInterval: 512 * 1024, stackDepth: 64, includeCollected: false })
+const DEFAULT_SETTINGS = Object.freeze({
+  samplingInterval: 512 * 1024,
+  stackDepth: 64,
+  includeCollected: false,
+  inlining: true,
+})
 
 const sameSettings = (a, b) =>
   a.samplingInterval === b.samplingInterval &&
@@ -83,6 +93,19 @@ class HeapSampler {
     this.stats.starts++
   }
 
+  /** With `settings.inlining === false`, `consumer` keeps V8's inlining off until it is released. */
+  #holdInlining(consumer, settings) {
+    if (settings.inlining !== false) return
+    inlining.enter((method, params) => this.#post(method, params))
+    consumer.holdsInlining = true
+  }
+
+  #dropInlining(consumer) {
+    if (!consumer.holdsInlining) return
+    consumer.holdsInlining = false
+    inlining.leave()
+  }
+
   /** Starts (or joins) sampling with `settings` for `consumer`, which gets its start ordinal. */
   acquire(consumer, settings) {
     this.#connect()
@@ -102,7 +125,13 @@ class HeapSampler {
           'InvalidStateError',
         )
       }
-      this.#start(settings)
+      this.#holdInlining(consumer, settings)
+      try {
+        this.#start(settings)
+      } catch (err) {
+        this.#dropInlining(consumer)
+        throw err
+      }
       this.#settings = { ...settings }
       consumer.afterOrdinal = 0
     } else if (!sameSettings(this.#settings, settings)) {
@@ -113,10 +142,18 @@ class HeapSampler {
       )
     } else {
       // Joining: only what V8 samples from now on.
-      consumer.afterOrdinal = callNative(() =>
-        binding.heapProfileFromV8(this.#profileText(), 0, undefined, true),
-      ).lastOrdinal
+      this.#holdInlining(consumer, settings)
+      try {
+        consumer.afterOrdinal = callNative(() =>
+          binding.heapProfileFromV8(this.#profileText(), 0, undefined, true),
+        ).lastOrdinal
+      } catch (err) {
+        this.#dropInlining(consumer)
+        throw err
+      }
     }
+    // The stretch of inlining off the consumer started in (null: V8 may inline).
+    consumer.inliningOffSince = inlining.current()
     this.#consumers.add(consumer)
   }
 
@@ -127,6 +164,8 @@ class HeapSampler {
   take(consumer, info) {
     if (!this.#consumers.has(consumer)) throw new Error('jsprof-node: heap take by a consumer that left')
     const started = performance.now()
+    // Whether V8 could inline the thread's code while this consumer sampled.
+    info.heap.inlining = !inlining.heldSince(consumer.inliningOffSince)
     const text = this.#profileText()
     const out = callNative(() => binding.heapProfileFromV8(text, consumer.afterOrdinal, JSON.stringify(info), true))
     this.stats.takes++
@@ -148,7 +187,9 @@ class HeapSampler {
   }
 
   release(consumer) {
-    if (!this.#consumers.delete(consumer) || this.#consumers.size > 0) return
+    if (!this.#consumers.delete(consumer)) return
+    this.#dropInlining(consumer)
+    if (this.#consumers.size > 0) return
     this.#settings = null
     try {
       this.#post('HeapProfiler.stopSampling')

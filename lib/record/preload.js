@@ -175,6 +175,7 @@ function start(config) {
       periodic: !watched,
       // A pipe or device only where the user named it (-o), never at a name jsprof picked.
       write: { mode: config.mode, streams: output === named },
+      inlined: config.inlined === true,
     })
   } catch (err) {
     stderrLine(`cannot profile this process: ${err.message}`)
@@ -378,6 +379,7 @@ function startWorkerThread(config) {
       periodic: false,
       // A worker that sampled nothing leaves no file (the CLI says so).
       write: { mode: config.mode, skipEmpty: true, streams: false },
+      inlined: config.inlined === true,
     })
   } catch (err) {
     stderrLine(`cannot profile worker thread ${threadId}: ${err.message}`)

@@ -29,7 +29,17 @@ const NO_PERIODIC = { harvestMinPeriodUs: Infinity, harvestMaxPeriodUs: Infinity
  * NODE_V8_COVERAGE, an open inspector): each harvest would then restart V8 fully, re-logging all code
  * and sampling code already running as its caller, so nothing is harvested before the end.
  */
-function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flushEveryMs, periodic, write = {} }) {
+function startRecorder({
+  intervalUs,
+  chunksFile,
+  pid,
+  threadId = 0,
+  output,
+  flushEveryMs,
+  periodic,
+  write = {},
+  inlined = false,
+}) {
   const v8IntervalUs = effectiveIntervalUs(intervalUs / 1000)
   const canFlush = flushEveryMs > 0 && !otherProfilerClientPossible(require('node:inspector'))
   const periodUs = canFlush && periodic ? flushEveryMs * 1000 : Infinity
@@ -96,6 +106,8 @@ function startRecorder({ intervalUs, chunksFile, pid, threadId = 0, output, flus
     intervalUs: v8IntervalUs,
     // Converted as the chunks come: memory stays the trace's, not every harvest's call tree.
     streamOriginUs: originUs,
+    // --inlined: the samples of code V8 inlined go to the inlined function (docs/analysis.md).
+    inlined,
     onChunk: canFlush
       ? ({ chunk }) => {
           // The last chunk, at the end, is built into the trace from memory, never written here.

@@ -90,9 +90,18 @@ function packColumns(profile) {
     return i
   }
   let childTotal = 0
-  for (let i = 0; i < n; i++) childTotal += nodes[i].children ? nodes[i].children.length : 0
+  let tickTotal = 0
+  for (let i = 0; i < n; i++) {
+    childTotal += nodes[i].children ? nodes[i].children.length : 0
+    tickTotal += nodes[i].positionTicks ? nodes[i].positionTicks.length : 0
+  }
   const children = new Int32Array(childTotal)
+  // V8's per-line ticks of each node (for inlined functions' samples: jsprof-core's convert/inlined.rs).
+  const tickCounts = new Uint32Array(tickTotal > 0 ? n : 0)
+  const tickLines = new Int32Array(tickTotal)
+  const ticks = new Uint32Array(tickTotal)
   let k = 0
+  let t = 0
   for (let i = 0; i < n; i++) {
     const node = nodes[i]
     const frame = node.callFrame
@@ -105,6 +114,14 @@ function packColumns(profile) {
     if (c) {
       childCounts[i] = c.length
       for (let j = 0; j < c.length; j++) children[k++] = c[j]
+    }
+    const p = node.positionTicks
+    if (p) {
+      tickCounts[i] = p.length
+      for (let j = 0; j < p.length; j++, t++) {
+        tickLines[t] = p[j].line
+        ticks[t] = p[j].ticks
+      }
     }
   }
   return {
@@ -120,6 +137,9 @@ function packColumns(profile) {
     timeDeltas: Float64Array.from(profile.timeDeltas || []),
     startTime: profile.startTime,
     endTime: profile.endTime,
+    tickCounts,
+    tickLines,
+    ticks,
   }
 }
 

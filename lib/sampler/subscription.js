@@ -64,6 +64,7 @@ class Subscription {
   #onFull
   #onChunk
   #streamOriginUs
+  #inlined
 
   /**
    * `record`: keep samples in a Rust Recording (false: only `onChunk` sees the chunks).
@@ -76,7 +77,8 @@ class Subscription {
    * counting from there, and lets the chunk go (`jsprof record`, hours long: see
    * Recording.streamIntoTrace); its trace is then the Recording's buildFile(). `early`: `{ originUs,
    * clock }`, what trace() will be called with: its trace may then be built at the harvest that
-   * completes it (see the header).
+   * completes it (see the header). `inlined`: the samples of code V8 inlined into a function go to the
+   * inlined function (Recording.splitInlined; jsprof-core's convert/inlined.rs).
    */
   constructor({
     startUs,
@@ -89,6 +91,7 @@ class Subscription {
     onChunk,
     streamOriginUs,
     early,
+    inlined = false,
   }) {
     this.startUs = startUs
     if (owner !== undefined) this.owner = owner
@@ -100,7 +103,10 @@ class Subscription {
     this.#onFull = onFull
     this.#onChunk = onChunk
     this.#streamOriginUs = streamOriginUs
-    if (streamOriginUs === undefined) this.#early = early
+    this.#inlined = inlined
+    // Its calls are gathered from every chunk from now on; its trace is built by a Recording.
+    if (inlined) binding.gatherInlinedCalls()
+    if (streamOriginUs === undefined && !inlined) this.#early = early
   }
 
   /** Samples kept so far. */
@@ -160,6 +166,7 @@ class Subscription {
   #makeRecording() {
     const recording = new binding.Recording(this.startUs, this.intervalUs, this.bufferLimit)
     if (this.#exclusiveStart) recording.setStartExclusive(true)
+    if (this.#inlined) recording.splitInlined()
     if (this.#streamOriginUs !== undefined) recording.streamIntoTrace(this.#streamOriginUs)
     if (this.stopUs !== Infinity) recording.stopAt(this.stopUs)
     this.recording = recording

@@ -35,6 +35,7 @@ mod label_recorder;
 mod profile_file;
 mod record_file;
 mod recording;
+mod source_functions;
 mod sourcemap;
 mod summary;
 mod text;
@@ -68,8 +69,9 @@ pub use v8::{
 
 // V8 -> trace.
 pub use convert::{
-    read_in_one_pass, trace_by_profile, trace_from_json, trace_from_json_into, trace_from_profile, OwnCode,
-    SampleSink, Straight, TraceSamples,
+    read_in_one_pass, trace_by_profile, trace_by_profile_with, trace_from_json, trace_from_json_into,
+    trace_from_json_with, trace_from_profile, CallGraph, OwnCode, SampleSink, ScriptSources, Straight,
+    TraceSamples,
 };
 
 // Recordings, jsprof record's files, and the files the CLI reads.
@@ -79,6 +81,7 @@ pub use recording::{Added, Chunk, Recording};
 
 // Reading a valid trace: attribution, summaries, source maps.
 pub use attribution::{Attribution, Attributor, Kind};
+pub use source_functions::{ScriptFunctions, ScriptKind, SourceFiles};
 pub use sourcemap::{resolve as resolve_source_maps, ExplicitMap, MapCache, MapOptions, Resolved, Stats};
 pub use summary::{summarize, summarize_by_label, By, Row, SummaryBy};
 

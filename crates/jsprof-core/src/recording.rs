@@ -11,10 +11,10 @@
 //! samples than V8 took it keeps one per interval of *its own* time, so each kept sample stands for one
 //! interval of it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::convert::sample_timestamp;
-use crate::convert::{OwnCode, ProfileConverter};
+use crate::convert::{CallGraph, OwnCode, ProfileConverter, ScriptSources};
 use crate::error::{Error, Result};
 use crate::intervals::IntervalSet;
 use crate::trace::labels::LabelSet;
@@ -209,6 +209,31 @@ pub struct Recording {
     own_code: Option<Arc<OwnCode>>,
     /// Set for a recording converted as it goes (see [`Recording::stream_into_trace`]).
     streamed: Option<Streamed>,
+    /// Set when the samples of code V8 inlined go to the inlined function (see
+    /// [`Recording::split_inlined`]).
+    inlined: Option<Inlined>,
+}
+
+/// What a recording that gives inlined functions their samples reads: the calls V8 saw (the thread's,
+/// gathered from every harvest) and the scripts' sources.
+#[derive(Clone)]
+struct Inlined {
+    graph: Arc<Mutex<CallGraph>>,
+    sources: Arc<dyn ScriptSources>,
+}
+
+impl std::fmt::Debug for Inlined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inlined").finish_non_exhaustive()
+    }
+}
+
+impl Inlined {
+    /// `converter` splitting the samples of its profile's nodes by V8's per-line ticks.
+    fn apply<'p>(&self, converter: ProfileConverter<'p>) -> ProfileConverter<'p> {
+        let graph = self.graph.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        converter.splitting_inlined(Some((&graph, &*self.sources)))
+    }
 }
 
 /// The samples a streaming recording has already converted, and the time origin they count from.
@@ -248,7 +273,16 @@ impl Recording {
             intervals: None,
             own_code: None,
             streamed: None,
+            inlined: None,
         }
+    }
+
+    /// Gives the samples of code V8 inlined into a function the inlined function's frame, as V8's
+    /// per-line ticks say (`crate::convert::inlined`): by the calls in `graph` (the caller keeps it
+    /// holding the calls of every chunk, this recording's included), the scripts read through
+    /// `sources`.
+    pub fn split_inlined(&mut self, graph: Arc<Mutex<CallGraph>>, sources: Arc<dyn ScriptSources>) {
+        self.inlined = Some(Inlined { graph, sources });
     }
 
     /// This recording, leaving an empty one of no samples in its place: for building its trace
@@ -390,8 +424,12 @@ impl Recording {
         }
         if let Some(streamed) = self.streamed.as_mut() {
             let converter = ProfileConverter::new(&chunk.profile, streamed.time_origin_us);
-            let mut converter = match &self.own_code {
+            let converter = match &self.own_code {
                 Some(own) => converter.hiding(own),
+                None => converter,
+            };
+            let mut converter = match &self.inlined {
+                Some(inlined) => inlined.apply(converter),
                 None => converter,
             };
             for &(_, sample) in &self.selected {
@@ -487,8 +525,12 @@ impl Recording {
             .iter()
             .map(|c| {
                 let converter = ProfileConverter::new(&c.profile, time_origin_us);
-                match &self.own_code {
+                let converter = match &self.own_code {
                     Some(own) => converter.hiding(own),
+                    None => converter,
+                };
+                match &self.inlined {
+                    Some(inlined) => inlined.apply(converter),
                     None => converter,
                 }
             })

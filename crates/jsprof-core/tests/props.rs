@@ -481,6 +481,7 @@ proptest! {
             time_deltas: &c.deltas,
             start_time: c.start,
             end_time: c.end,
+            ..Default::default()
         };
         match Chunk::from_inspector(&columns, 1000.0, &windows) {
             Ok((chunk, dropped)) => {

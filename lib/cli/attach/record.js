@@ -57,6 +57,7 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
   await cdp.send('Profiler.setSamplingInterval', { interval: effectiveIntervalUs(intervalMs) })
   await cdp.send('Profiler.start')
   let heapStart
+  let heapInliningOff = false
   if (heap) {
     await cdp.send('HeapProfiler.enable')
     // Another client's sampler (node --heap-prof, DevTools) answers: neither shared nor stopped.
@@ -68,6 +69,14 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
       await cdp.send('Profiler.stop', {}, PROFILE_TIMEOUT_MS).catch(() => {})
       throw new CliError(
         `pid ${pid} already runs V8's sampling heap profiler (node --heap-prof, DevTools): not touched`,
+      )
+    }
+    if (heap.inlining === false) {
+      // V8 inlines nothing while sampling, and the code optimized before is deoptimized (docs/heap.md).
+      const { remoteInliningOff } = require('../../heap/inlining')
+      heapInliningOff = await remoteInliningOff(
+        (expression) => evaluate(cdp, expression),
+        (method, params) => cdp.send(method, params),
       )
     }
     heapStart = await evaluate(cdp, 'performance.now()')
@@ -130,12 +139,22 @@ async function record(pid, inspector, { durationMs, intervalMs, heap, maxPayload
     if (heap) {
       heapEnd = await evaluate(cdp, 'performance.now()')
       heapProfile = (await cdp.send('HeapProfiler.stopSampling', {}, PROFILE_TIMEOUT_MS)).profile
+      if (heap.inlining === false) await require('../../heap/inlining').remoteInliningOn((e) => evaluate(cdp, e))
       if (heapProfile === null || typeof heapProfile !== 'object')
         throw new BadReply('it answered HeapProfiler.stopSampling without a profile')
       await cdp.send('HeapProfiler.disable')
     }
   }
-  return { profile, heapProfile, origin, epochOrigin, heapStart, heapEnd, exited: Boolean(ended && ended.exited) }
+  return {
+    profile,
+    heapProfile,
+    origin,
+    epochOrigin,
+    heapStart,
+    heapEnd,
+    heapInlining: !heapInliningOff,
+    exited: Boolean(ended && ended.exited),
+  }
 }
 
 module.exports = { record, maxReplyBytes }

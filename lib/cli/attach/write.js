@@ -44,6 +44,7 @@ function writeResult(pid, { output, heap }, r, opened, closed) {
         epochOrigin,
         heapStart: r.heapStart,
         heapEnd: r.heapEnd,
+        inlining: r.heapInlining,
       })
     } catch (err) {
       if (err instanceof CliError) throw err
@@ -65,7 +66,7 @@ function writeResult(pid, { output, heap }, r, opened, closed) {
  * `--heap`: the process's heap profile beside the trace (`t.json` -> `t.heap.json`): what it allocated
  * while attached and still holds, converted as `jsprof record --heap` writes it.
  */
-function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, heapEnd }) {
+function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, heapEnd, inlining }) {
   const { binding, callNative } = require('../../native')
   const { writeHeapBeside } = require('../../record/heap')
   const info = {
@@ -73,6 +74,7 @@ function writeHeap(output, v8Profile, settings, { pid, epochOrigin, heapStart, h
       samplingInterval: settings.samplingInterval,
       stackDepth: settings.stackDepth,
       view: 'inuse',
+      inlining,
       ...(Number.isFinite(heapStart) && { startTime: heapStart }),
       ...(Number.isFinite(heapEnd) && { endTime: heapEnd }),
     },

@@ -46,8 +46,12 @@ Options:
       --interval <ms>    sampling interval in ms (default: ${DEFAULT_INTERVAL_MS}, smallest: ${MIN_INTERVAL_MS})
       --heap             also write the process's heap profile beside the trace (t.json -> t.heap.json):
                          what it allocated while attached and still holds at the end, by the code
-                         that allocated it (V8's sampling heap profiler)
+                         that allocated it (V8's sampling heap profiler). V8 does not inline
+                         meanwhile, so a small helper keeps its own allocations (its code is
+                         deoptimized at the start and runs slower while attached: docs/heap.md)
       --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
+      --heap-inlining    let V8 inline as usual (no deoptimization; a function inlined into its
+                         caller has no frame: its allocations are its caller's)
       --close            close the process's inspector (whoever opened it) and exit
   -h, --help             show this help
 
@@ -85,6 +89,7 @@ async function attach(args) {
       interval: { type: 'string' },
       heap: { type: 'boolean' },
       'heap-interval': { type: 'string' },
+      'heap-inlining': { type: 'boolean' },
       close: { type: 'boolean' },
     },
     { positionals: 1 },

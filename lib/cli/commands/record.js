@@ -59,7 +59,14 @@ Options:
                          the objects allocated while recording that are still alive at the end, by
                          the code that allocated them (V8's sampling heap profiler; jsprof report,
                          diff, flamegraph and convert read it). Not for a process killed without warning.
+                         V8 does not inline meanwhile, so a small helper keeps its own allocations
+                         (the code runs slower: docs/heap.md)
       --heap-interval <bytes>  average bytes between heap samples (default: 524288, 512 KiB)
+      --heap-inlining    let V8 inline as usual (a function inlined into its caller has no frame:
+                         its allocations are its caller's)
+      --inlined          give the samples of a function V8 inlined into its caller to that function
+                         (Node 20-24's V8 charges them to the caller; its per-line ticks say where
+                         they go, and the scripts' files which function holds each line: docs/analysis.md)
       --stalls           also write the trace of each event-loop stall of the main thread beside the
                          trace (t.trace.json -> t.trace.stall-<n>.json): a turn that blocked longer than
                          --stall-threshold, from its start; one still blocking is written as it is then
@@ -265,6 +272,8 @@ async function record(args) {
     'flush-every': { type: 'string' },
     heap: { type: 'boolean' },
     'heap-interval': { type: 'string' },
+    'heap-inlining': { type: 'boolean' },
+    inlined: { type: 'boolean' },
     stalls: { type: 'boolean' },
     'stall-threshold': { type: 'string' },
   })
@@ -316,6 +325,7 @@ async function record(args) {
     flushEveryMs,
     stallThresholdMs,
     children: values.children === true,
+    inlined: values.inlined === true,
     progress: line0.on,
     // New trace files get the user's permissions (this umask), whatever the app sets its own to.
     mode: 0o666 & ~currentUmask(),

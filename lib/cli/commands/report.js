@@ -152,9 +152,9 @@ async function heapReport(file, read, by, top, values) {
   const view = settings.view === 'allocated' ? 'allocated' : 'inuse'
   if (values.json) {
     const thread = read.thread ?? undefined
-    const { samplingInterval } = settings
+    const { samplingInterval, inlining } = settings
     await writeStdout(
-      `${JSON.stringify({ file, thread, by, view, size: totalSize, samples, samplingInterval, rows }, null, 2)}\n`,
+      `${JSON.stringify({ file, thread, by, view, size: totalSize, samples, samplingInterval, inlining, rows }, null, 2)}\n`,
     )
     return 0
   }
@@ -180,8 +180,24 @@ async function heapReport(file, read, by, top, values) {
   const lines = table(header, cells, ['r', 'r', 'r', 'r', 'r', 'l', 'l'])
   if (process.stdout.isTTY && !('NO_COLOR' in process.env)) lines[0] = `\x1b[1m${lines[0]}\x1b[22m`
   if (cells.length === 0) lines.push('(no samples)')
-  await writeStdout(`${summary}\n\n${lines.join('\n')}\n`)
+  const note = inliningNote(settings.inlining)
+  await writeStdout(`${summary}\n${note ? `${note}\n` : ''}\n${lines.join('\n')}\n`)
   return 0
+}
+
+/**
+ * What a heap profile taken while V8 inlined means for small helpers, said once above the rows; none
+ * for one taken with inlining off (jsprof.heap.inlining false).
+ */
+function inliningNote(inlining) {
+  if (inlining === false) return ''
+  const when =
+    inlining === true ? 'V8 inlined functions while this profile was taken' : 'V8 inlines functions unless told not to'
+  return (
+    `note: ${when}: a small function inlined into its caller has no frame of its own, so what it ` +
+    `allocated is charged to its caller (and its caller's package). jsprof record --heap and ` +
+    `new HeapProfiler({ inlining: false }) charge each allocation to the function that made it (docs/heap.md)`
+  )
 }
 
 module.exports = { report, HELP }

@@ -64,6 +64,7 @@ fuzz_target!(|input: Input| {
         time_deltas: &time_deltas,
         start_time: input.start,
         end_time: input.end,
+        ..Default::default()
     };
     if let Ok((chunk, dropped)) = Chunk::from_inspector(&c, input.interval, &input.own_windows) {
         assert_eq!(chunk.profile.samples.len() + dropped, samples.len());

@@ -15,17 +15,20 @@
 //!   profiler's): with an [`OwnCode`], its frames, and the builtins and internals it calls, are left
 //!   out of every stack, so their time goes to the code that called the profiler.
 
+pub(crate) mod inlined;
 mod one_pass;
 
 pub use one_pass::{
-    read_in_one_pass, trace_by_profile, trace_from_json, trace_from_json_into, SampleSink, Straight,
-    TraceSamples,
+    read_in_one_pass, trace_by_profile, trace_by_profile_with, trace_from_json, trace_from_json_into,
+    trace_from_json_with, SampleSink, Straight, TraceSamples,
 };
 
 use foldhash::HashMap;
 
 use crate::trace::{us_to_ms, Frame, Marker, ProfilerTrace, TraceBuilder, TraceSample};
 use crate::v8::{NodeKind, Profile, Sample};
+pub use inlined::{CallGraph, ScriptSources};
+use inlined::{FunctionKey, InlinedPlan};
 
 /// The profiler's own code: the script URLs (or paths) it runs from, as prefixes. A node is the
 /// profiler's when its URL starts with one of them.
@@ -73,7 +76,13 @@ pub(crate) struct ProfileConverter<'p> {
     hidden: Vec<bool>,
     own: Option<&'p OwnCode>,
     time_origin_us: f64,
+    /// The nodes whose samples go in part to functions V8 inlined into them (see [`inlined`]), and the
+    /// stack of each (node, target) once built.
+    inlined: Option<(InlinedPlan, BuiltStacks)>,
 }
+
+/// The stack of each (node, target) of an [`InlinedPlan`], once built.
+type BuiltStacks = HashMap<(u32, usize), Option<u32>>;
 
 impl<'p> ProfileConverter<'p> {
     pub(crate) fn new(profile: &'p Profile, time_origin_us: f64) -> Self {
@@ -85,7 +94,35 @@ impl<'p> ProfileConverter<'p> {
             hidden: Vec::new(),
             own: None,
             time_origin_us,
+            inlined: None,
         }
+    }
+
+    /// Gives the samples of code V8 inlined into a node's function that function's frame, as V8's
+    /// per-line ticks say (see [`inlined`]): by the calls of `graph` (which holds the profile's), the
+    /// scripts read through `sources`.
+    pub(crate) fn splitting_inlined(mut self, inlined: Option<(&CallGraph, &dyn ScriptSources)>) -> Self {
+        if let Some(plan) = inlined.and_then(|(graph, sources)| InlinedPlan::of(self.profile, graph, sources))
+        {
+            self.inlined = Some((plan, HashMap::default()));
+        }
+        self
+    }
+
+    /// The frame id of a function of the plan's, as [`Self::frame_id`] makes a node's.
+    fn function_frame_id(
+        &mut self,
+        builder: &mut TraceBuilder,
+        (name, url, line, column): &FunctionKey,
+    ) -> u32 {
+        let position = |v: i32| (v >= 0).then(|| v as u32 + 1);
+        let resource_id = (!url.is_empty()).then(|| builder.resource_id(url));
+        builder.frame_id(Frame {
+            name: name.clone(),
+            resource_id,
+            line: position(*line),
+            column: position(*column),
+        })
     }
 
     /// Leaves `own` code out of the stacks (see [`OwnCode`]); its time goes to its caller.
@@ -106,6 +143,21 @@ impl<'p> ProfileConverter<'p> {
             resource_id: (!url.is_empty()).then(|| builder.resource_id(url)),
             line: position(n.line),
             column: position(n.column),
+        }
+    }
+
+    /// The frame id of `node`'s frame, built once per distinct frame.
+    fn frame_id(&mut self, builder: &mut TraceBuilder, node: u32) -> u32 {
+        let n = &self.profile.nodes[node as usize];
+        let key = (n.name, n.url, n.line, n.column);
+        match self.frames.get(&key) {
+            Some(&id) => id,
+            None => {
+                let frame = self.frame(builder, node);
+                let id = builder.frame_id(frame);
+                self.frames.insert(key, id);
+                id
+            }
         }
     }
 
@@ -154,16 +206,7 @@ impl<'p> ProfileConverter<'p> {
                     hidden = own.contains(url) || (hidden && !is_user_code(url));
                 }
                 if !hidden && !self.is_nameless_builtin(n) {
-                    let key = (node.name, node.url, node.line, node.column);
-                    let frame_id = match self.frames.get(&key) {
-                        Some(&id) => id,
-                        None => {
-                            let frame = self.frame(builder, n);
-                            let id = builder.frame_id(frame);
-                            self.frames.insert(key, id);
-                            id
-                        }
-                    };
+                    let frame_id = self.frame_id(builder, n);
                     stack = Some(builder.stack_id(frame_id, stack));
                 }
             }
@@ -193,12 +236,50 @@ impl<'p> ProfileConverter<'p> {
         node: u32,
     ) -> (Option<u32>, Option<Marker>) {
         let leaf = self.leaves[node as usize];
-        if leaf != Leaf::UNKNOWN {
-            return leaf.get();
+        let (stack, marker) = if leaf != Leaf::UNKNOWN {
+            leaf.get()
+        } else {
+            let (stack, marker) = self.first_leaf(builder, node);
+            self.leaves[node as usize] = Leaf::new(stack, marker);
+            (stack, marker)
+        };
+        match &self.inlined {
+            Some((plan, _)) if stack.is_some() && plan.splits(node) => {
+                self.inlined_leaf(builder, node, stack)
+            }
+            _ => (stack, marker),
         }
-        let (stack, marker) = self.first_leaf(builder, node);
-        self.leaves[node as usize] = Leaf::new(stack, marker);
-        (stack, marker)
+    }
+
+    /// The stack of a sample of `node` that goes to a function V8 inlined into it (or stays the node's:
+    /// `stack`), by the plan's round robin.
+    #[cold]
+    fn inlined_leaf(
+        &mut self,
+        builder: &mut TraceBuilder,
+        node: u32,
+        stack: Option<u32>,
+    ) -> (Option<u32>, Option<Marker>) {
+        let Some((plan, built)) = self.inlined.as_mut() else {
+            return (stack, Some(Marker::Script));
+        };
+        let target = plan.next_target(node);
+        if target == 0 {
+            return (stack, Some(Marker::Script));
+        }
+        if let Some(&known) = built.get(&(node, target)) {
+            return (known, Some(Marker::Script));
+        }
+        let path = plan.path(node, target).to_vec();
+        let mut below = stack;
+        for function in &path {
+            let frame_id = self.function_frame_id(builder, function);
+            below = Some(builder.stack_id(frame_id, below));
+        }
+        if let Some((_, built)) = self.inlined.as_mut() {
+            built.insert((node, target), below);
+        }
+        (below, Some(Marker::Script))
     }
 
     #[cold]
@@ -250,7 +331,7 @@ pub(crate) fn sample_timestamp(time_us: f64, time_origin_us: f64) -> f64 {
 
 /// The whole profile as a trace, timestamps in ms relative to `time_origin_us` (V8's clock, µs).
 pub fn trace_from_profile(profile: &Profile, time_origin_us: f64) -> ProfilerTrace {
-    trace_from_profile_hiding(profile, time_origin_us, None)
+    trace_from_profile_hiding(profile, time_origin_us, None, None)
 }
 
 /// [`trace_from_profile`], with `own` code left out of the stacks (see [`OwnCode`]).
@@ -258,13 +339,15 @@ pub(crate) fn trace_from_profile_hiding(
     profile: &Profile,
     time_origin_us: f64,
     own: Option<&OwnCode>,
+    inlined: Option<(&CallGraph, &dyn ScriptSources)>,
 ) -> ProfilerTrace {
     let mut builder = TraceBuilder::new();
     let converter = ProfileConverter::new(profile, time_origin_us);
-    let mut converter = match own {
+    let converter = match own {
         Some(own) => converter.hiding(own),
         None => converter,
     };
+    let mut converter = converter.splitting_inlined(inlined);
     for sample in &profile.samples {
         let s = converter.sample(&mut builder, sample);
         builder.push_sample(s);

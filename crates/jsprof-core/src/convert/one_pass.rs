@@ -13,10 +13,12 @@
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{sample_timestamp, trace_from_profile_hiding, OwnCode, ProfileConverter};
+use super::{
+    sample_timestamp, trace_from_profile_hiding, CallGraph, OwnCode, ProfileConverter, ScriptSources,
+};
 use crate::error::Result;
 use crate::trace::{Marker, ProfilerTrace, TraceBuilder, TraceSample};
-use crate::v8::{NodeIds, Profile, ProfileBuilder, RawCallFrame, SampleClock};
+use crate::v8::{NodeIds, Profile, ProfileBuilder, RawCallFrame, RawLineTicks, SampleClock};
 
 /// Where the pass puts the samples: each one's stack and marker as `samples` is read, then each one's
 /// timestamp, in the same order, as `timeDeltas` is read.
@@ -84,7 +86,19 @@ pub fn trace_from_json(
     time_origin_us: Option<f64>,
     own: Option<&OwnCode>,
 ) -> Result<ProfilerTrace> {
-    match read_straight::<TraceSamples>(text, time_origin_us, own) {
+    trace_from_json_with(text, time_origin_us, own, None)
+}
+
+/// [`trace_from_json`], with the samples of code V8 inlined into a node's function given that
+/// function's frame when `inlined` (its scripts' sources) says where V8's per-line ticks go
+/// (`crate::convert::inlined`).
+pub fn trace_from_json_with(
+    text: &str,
+    time_origin_us: Option<f64>,
+    own: Option<&OwnCode>,
+    inlined: Option<&dyn ScriptSources>,
+) -> Result<ProfilerTrace> {
+    match read_straight::<TraceSamples>(text, time_origin_us, own, inlined) {
         Some(read) => {
             let mut trace = read.tables;
             trace.samples = read.samples.samples;
@@ -92,7 +106,7 @@ pub fn trace_from_json(
             trace.samples.shrink_to_fit();
             Ok(trace)
         }
-        None => trace_by_profile(text, time_origin_us, own),
+        None => trace_by_profile_with(text, time_origin_us, own, inlined),
     }
 }
 
@@ -102,11 +116,12 @@ pub fn trace_from_json_into<S: SampleSink>(
     text: &str,
     time_origin_us: Option<f64>,
     own: Option<&OwnCode>,
+    inlined: Option<&dyn ScriptSources>,
 ) -> Result<(ProfilerTrace, S)> {
-    match read_straight::<S>(text, time_origin_us, own) {
+    match read_straight::<S>(text, time_origin_us, own, inlined) {
         Some(read) => Ok((read.tables, read.samples)),
         None => {
-            let mut trace = trace_by_profile(text, time_origin_us, own)?;
+            let mut trace = trace_by_profile_with(text, time_origin_us, own, inlined)?;
             let samples = std::mem::take(&mut trace.samples);
             Ok((trace, S::of_samples(&samples)))
         }
@@ -120,9 +135,21 @@ pub fn trace_by_profile(
     time_origin_us: Option<f64>,
     own: Option<&OwnCode>,
 ) -> Result<ProfilerTrace> {
+    trace_by_profile_with(text, time_origin_us, own, None)
+}
+
+/// [`trace_by_profile`], inlined functions' samples as [`trace_from_json_with`] gives them.
+pub fn trace_by_profile_with(
+    text: &str,
+    time_origin_us: Option<f64>,
+    own: Option<&OwnCode>,
+    inlined: Option<&dyn ScriptSources>,
+) -> Result<ProfilerTrace> {
     let profile = Profile::from_json(text)?;
     let origin = time_origin_us.unwrap_or(profile.start_time);
-    Ok(trace_from_profile_hiding(&profile, origin, own))
+    let graph = inlined.map(|_| CallGraph::of(&profile));
+    let inlined = graph.as_ref().zip(inlined);
+    Ok(trace_from_profile_hiding(&profile, origin, own, inlined))
 }
 
 /// What the one pass read.
@@ -140,9 +167,14 @@ pub(crate) fn read_straight<S: SampleSink>(
     text: &str,
     time_origin_us: Option<f64>,
     own: Option<&OwnCode>,
+    inlined: Option<&dyn ScriptSources>,
 ) -> Option<Straight<S>> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let read = read_in_one_pass(&mut de, time_origin_us, own)?;
+    let seed = ProfileSeed::<S> {
+        inlined,
+        ..ProfileSeed::new(time_origin_us, own)
+    };
+    let read = seed.deserialize(&mut de).ok()??;
     de.end().ok()?;
     Some(read)
 }
@@ -186,6 +218,7 @@ const MAX_WRAPPERS: u8 = 2;
 struct ProfileSeed<'o, S> {
     time_origin_us: Option<f64>,
     own: Option<&'o OwnCode>,
+    inlined: Option<&'o dyn ScriptSources>,
     wrappers: u8,
     sink: std::marker::PhantomData<S>,
 }
@@ -195,6 +228,7 @@ impl<'o, S> ProfileSeed<'o, S> {
         ProfileSeed {
             time_origin_us,
             own,
+            inlined: None,
             wrappers: 0,
             sink: std::marker::PhantomData,
         }
@@ -244,6 +278,8 @@ impl<'de, S: SampleSink> Visitor<'de> for ProfileSeed<'_, S> {
                         Some(own) => converter.hiding(own),
                         None => converter,
                     };
+                    let graph = self.inlined.map(|_| CallGraph::of(profile));
+                    let converter = converter.splitting_inlined(graph.as_ref().zip(self.inlined));
                     sink = Some(map.next_value_seed(SampleIds {
                         ids,
                         converter,
@@ -265,6 +301,7 @@ impl<'de, S: SampleSink> Visitor<'de> for ProfileSeed<'_, S> {
                 Member::Profile if inner.is_none() && self.wrappers < MAX_WRAPPERS => {
                     let seed = ProfileSeed {
                         wrappers: self.wrappers + 1,
+                        inlined: self.inlined,
                         ..ProfileSeed::new(self.time_origin_us, self.own)
                     };
                     inner = Some(map.next_value_seed(seed)?);
@@ -352,6 +389,7 @@ enum NodeMember {
     CallFrame,
     Children,
     Parent,
+    PositionTicks,
     #[serde(other)]
     Other,
 }
@@ -380,6 +418,7 @@ impl<'de> Visitor<'de> for Node<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Link, A::Error> {
         let (mut id, mut call_frame) = (None::<i64>, None::<RawCallFrame<'de>>);
         let (mut children, mut parent) = (None, None);
+        let mut ticks: Option<Vec<RawLineTicks>> = None;
         while let Some(member) = map.next_key::<NodeMember>()? {
             match member {
                 NodeMember::Id if id.is_none() => id = Some(map.next_value()?),
@@ -390,6 +429,7 @@ impl<'de> Visitor<'de> for Node<'_> {
                     children = Some((start, self.children.len()));
                 }
                 NodeMember::Parent if parent.is_none() => parent = Some(map.next_value::<i64>()?),
+                NodeMember::PositionTicks if ticks.is_none() => ticks = Some(map.next_value()?),
                 NodeMember::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -399,6 +439,7 @@ impl<'de> Visitor<'de> for Node<'_> {
         let (Some(id), Some(frame)) = (id, call_frame) else {
             return Err(give_up());
         };
+        let index = self.builder.node_count();
         self.builder
             .add_node(
                 id,
@@ -408,6 +449,11 @@ impl<'de> Visitor<'de> for Node<'_> {
                 frame.column_number,
             )
             .map_err(de::Error::custom)?;
+        for t in ticks.iter().flatten() {
+            self.builder
+                .add_line_ticks(index, t.line, t.ticks)
+                .map_err(de::Error::custom)?;
+        }
         Ok(Link { children, parent })
     }
 }
@@ -523,7 +569,7 @@ mod tests {
 
     /// The one pass, if it takes the text.
     fn straight(text: &str, origin: Option<f64>) -> Option<ProfilerTrace> {
-        read_straight::<TraceSamples>(text, origin, None).map(|read| {
+        read_straight::<TraceSamples>(text, origin, None, None).map(|read| {
             let mut trace = read.tables;
             trace.samples = read.samples.samples;
             trace

@@ -22,7 +22,10 @@
 //!   `includeObjectsCollectedByMajorGC`/`MinorGC`); `samplingInterval` (bytes) and `stackDepth` as V8
 //!   sampled; `startTime`/`endTime` in ms from `timeOrigin` (when sampling for this profile began, and
 //!   when it was taken). `pid`, `threadId`, `timeOrigin` are the same clock fields as a recorded
-//!   trace's `jsprof` member.
+//!   trace's `jsprof` member. `inlining` says whether V8 could inline functions while it sampled
+//!   (`false`: V8's inlining was off and the code optimized before had been deoptimized, so every
+//!   allocation has the frame of the function that made it); absent when unknown (a `.heapprofile`:
+//!   V8 inlines unless told not to).
 //!
 //! The one validation ([`HeapProfile::from_json`], [`HeapProfile::validate`]) is the trace's for the
 //! tables ([`ProfilerTrace::validate`]) plus the samples' own: the views index the tables without
@@ -75,6 +78,11 @@ pub enum HeapView {
 pub struct HeapSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end_time: Option<f64>,
+    /// Whether V8 could inline functions while it sampled: `Some(false)` when its inlining was off
+    /// for the whole profile (code optimized before deoptimized at the start), so a function V8 would
+    /// have inlined into its caller still has a frame of its own and its allocations; `None`: unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inlining: Option<bool>,
     /// Average bytes between samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling_interval: Option<f64>,
@@ -606,6 +614,7 @@ pub(crate) mod tests {
                 stack_depth: Some(64),
                 start_time: Some(1.5),
                 end_time: Some(99.25),
+                inlining: Some(false),
                 view: HeapView::Allocated,
             },
             clock: Extension {
@@ -620,7 +629,7 @@ pub(crate) mod tests {
             json.starts_with(r#"{"frames":[{"column":1,"line":1,"name":"main","resourceId":0}"#),
             "{json}"
         );
-        assert!(json.contains(r#""jsprof":{"heap":{"endTime":99.25,"samplingInterval":524288.0,"stackDepth":64,"startTime":1.5,"view":"allocated"},"pid":42,"threadId":0,"timeOrigin":1700000000000.0}"#), "{json}");
+        assert!(json.contains(r#""jsprof":{"heap":{"endTime":99.25,"inlining":false,"samplingInterval":524288.0,"stackDepth":64,"startTime":1.5,"view":"allocated"},"pid":42,"threadId":0,"timeOrigin":1700000000000.0}"#), "{json}");
         assert!(
             json.contains(r#""samples":[{"count":2,"size":300,"stackId":1}"#)
                 || json.contains(r#"{"count":2,"size":300,"stackId":1}"#),

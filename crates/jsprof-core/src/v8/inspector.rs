@@ -26,6 +26,11 @@ pub struct InspectorColumns<'a> {
     pub time_deltas: &'a [f64],
     pub start_time: f64,
     pub end_time: f64,
+    /// For each node, how many of its `positionTicks` follow in `tick_lines`/`ticks` (in node order);
+    /// empty: no node has any.
+    pub tick_counts: &'a [u32],
+    pub tick_lines: &'a [i32],
+    pub ticks: &'a [u32],
 }
 
 impl Profile {
@@ -69,6 +74,20 @@ impl Profile {
             builder.set_children(i, &ids)?;
             offset = end;
         }
+        if !c.tick_counts.is_empty() {
+            if c.tick_counts.len() != n || c.tick_lines.len() != c.ticks.len() {
+                return Err(Error::invalid("inspector columns have different lengths"));
+            }
+            let mut at = 0usize;
+            for (i, &count) in c.tick_counts.iter().enumerate() {
+                let end = at.checked_add(count as usize).filter(|&e| e <= c.ticks.len());
+                let end = end.ok_or_else(|| Error::invalid("tick counts exceed the ticks"))?;
+                for k in at..end {
+                    builder.add_line_ticks(i, c.tick_lines[k] as i64, c.ticks[k] as i64)?;
+                }
+                at = end;
+            }
+        }
         let samples: Vec<i64> = c.samples.iter().map(|&id| id as i64).collect();
         builder.finish(&samples, c.time_deltas, c.start_time, c.end_time)
     }
@@ -101,11 +120,14 @@ mod tests {
             time_deltas: &[10.0, 20.0, -5.0],
             start_time: 1000.0,
             end_time: 2000.0,
+            tick_counts: &[0, 2],
+            tick_lines: &[5, 9],
+            ticks: &[1, 1],
         };
         let text = r#"{"nodes":[
             {"id":1,"callFrame":{"functionName":"(root)","url":""},"children":[2]},
             {"id":2,"callFrame":{"functionName":"main","url":"file:///app/a.js",
-                "lineNumber":4,"columnNumber":13}}],
+                "lineNumber":4,"columnNumber":13},"positionTicks":[{"line":5,"ticks":1},{"line":9,"ticks":1}]}],
             "startTime":1000,"endTime":2000,"samples":[2,2,1],"timeDeltas":[10,20,-5]}"#;
         assert_eq!(
             Profile::from_inspector(&columns).unwrap(),
@@ -128,6 +150,12 @@ mod tests {
             ..Default::default()
         };
         assert!(Profile::from_inspector(&good).is_ok());
+        let ticked = |tick_counts, tick_lines, ticks| InspectorColumns {
+            tick_counts,
+            tick_lines,
+            ticks,
+            ..good
+        };
         let cases = [
             (
                 InspectorColumns { urls: &[1], ..good },
@@ -153,6 +181,19 @@ mod tests {
                     ..good
                 },
                 "child counts exceed children",
+            ),
+            (
+                ticked(&[1], &[3], &[1]),
+                "inspector columns have different lengths",
+            ),
+            (
+                ticked(&[0, 1], &[3], &[1, 1]),
+                "inspector columns have different lengths",
+            ),
+            (ticked(&[0, 3], &[3, 4], &[1, 1]), "tick counts exceed the ticks"),
+            (
+                ticked(&[1, 0], &[0], &[1]),
+                "node id 1: positionTicks line 0 is not a line number",
             ),
             (
                 InspectorColumns {

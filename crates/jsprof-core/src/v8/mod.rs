@@ -24,6 +24,7 @@ pub(crate) use heap::{heap_bytes, heap_bytes_in_range, heap_file_kind, HeapFileK
 pub use heap::{write_heap_profile, HeapNodeOut, HeapTree, HeapTreeSample};
 pub use inspector::InspectorColumns;
 pub(crate) use read::RawCallFrame;
+pub(crate) use read::RawLineTicks;
 pub use write::{CallFrame, CpuProfile, CpuProfileNode};
 
 use crate::error::{Error, Result};
@@ -79,6 +80,16 @@ pub struct Sample {
     pub time: f64,
 }
 
+/// V8's per-line ticks of a node (its `positionTicks`): `ticks` of the node's own samples were taken on
+/// 1-based `line` — of the innermost function V8 ran there, which may be a function inlined into the
+/// node's (`crate::convert::inlined`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineTicks {
+    pub node: u32,
+    pub line: u32,
+    pub ticks: u32,
+}
+
 /// A validated V8 CPU profile: a tree whose parents are known and acyclic, samples naming real nodes,
 /// sample times rebuilt from the signed running sum of `timeDeltas`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -88,6 +99,8 @@ pub struct Profile {
     pub strings: Vec<String>,
     pub start_time: f64,
     pub end_time: f64,
+    /// Every node's `positionTicks`, in node order.
+    pub line_ticks: Vec<LineTicks>,
 }
 
 impl Profile {
@@ -102,6 +115,7 @@ pub struct ProfileBuilder {
     ids: Vec<i64>,
     index_of: HashMap<i64, u32>,
     strings: Interner<String>,
+    line_ticks: Vec<LineTicks>,
 }
 
 impl ProfileBuilder {
@@ -111,7 +125,36 @@ impl ProfileBuilder {
             ids: Vec::with_capacity(nodes),
             index_of: HashMap::with_capacity_and_hasher(nodes, Default::default()),
             strings: Interner::new(),
+            line_ticks: Vec::new(),
         }
+    }
+
+    /// How many nodes were added.
+    pub(crate) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Adds one of the `positionTicks` of the node at `index` (in insertion order): `ticks` samples on
+    /// 1-based `line`. A line below 1 or past 2^32, or ticks below 0 or past 2^32, is an error.
+    pub fn add_line_ticks(&mut self, index: usize, line: i64, ticks: i64) -> Result<()> {
+        self.check_index(index)?;
+        let id = self.ids[index];
+        let line = u32::try_from(line).ok().filter(|&l| l >= 1).ok_or_else(|| {
+            Error::invalid(format!(
+                "invalid V8 CPU profile: node id {id}: positionTicks line {line} is not a line number (1 or more)"
+            ))
+        })?;
+        let ticks = u32::try_from(ticks).map_err(|_| {
+            Error::invalid(format!(
+                "invalid V8 CPU profile: node id {id}: positionTicks ticks {ticks} is not a count"
+            ))
+        })?;
+        self.line_ticks.push(LineTicks {
+            node: index as u32,
+            line,
+            ticks,
+        });
+        Ok(())
     }
 
     /// Adds a node; `line`/`column` are the inspector's 0-based values (negative = unknown).
@@ -258,12 +301,15 @@ impl ProfileBuilder {
             dense: self.dense_index(),
             index_of: self.index_of,
         };
+        let mut line_ticks = self.line_ticks;
+        line_ticks.sort_by_key(|t| t.node);
         let profile = Profile {
             nodes: self.nodes,
             samples: Vec::new(),
             strings: self.strings.into_values(),
             start_time: 0.0,
             end_time: 0.0,
+            line_ticks,
         };
         Ok((profile, ids))
     }

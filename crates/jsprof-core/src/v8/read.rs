@@ -80,6 +80,16 @@ struct RawNode<'a> {
     /// The older DevTools form names the parent instead of the children.
     #[serde(default)]
     parent: Option<i64>,
+    /// V8's per-line ticks of the node's own samples.
+    #[serde(default)]
+    position_ticks: Option<Vec<RawLineTicks>>,
+}
+
+/// One of a node's `positionTicks`.
+#[derive(Deserialize)]
+pub(crate) struct RawLineTicks {
+    pub(crate) line: i64,
+    pub(crate) ticks: i64,
 }
 
 #[derive(Deserialize)]
@@ -149,6 +159,9 @@ impl ProfileBuilder {
             }
             if let Some(parent) = node.parent {
                 builder.set_parent(index, parent)?;
+            }
+            for t in node.position_ticks.iter().flatten() {
+                builder.add_line_ticks(index, t.line, t.ticks)?;
             }
         }
         Ok(builder)
