@@ -870,6 +870,7 @@ module.exports.internTransientLabels = nativeBinding.internTransientLabels
 module.exports.labelSetCount = nativeBinding.labelSetCount
 module.exports.labelTransitions = nativeBinding.labelTransitions
 module.exports.listenStalls = nativeBinding.listenStalls
+module.exports.loopTurnAgeMs = nativeBinding.loopTurnAgeMs
 module.exports.markupText = nativeBinding.markupText
 module.exports.readHeapProfileFile = nativeBinding.readHeapProfileFile
 module.exports.readProfileFile = nativeBinding.readProfileFile
