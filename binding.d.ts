@@ -464,6 +464,14 @@ export interface StallState {
   seq: number
 }
 
+/**
+ * The CPU time (ms) the thread watched by watcher `id` has run so far, read from any thread: between
+ * the helper's request and the stack the watched thread took, how long it ran without taking the
+ * interrupt (JS takes one at once; native code only once it returns), whatever the machine's load.
+ * Null where a thread's CPU clock cannot be read by another (Linux only), or no such watcher runs.
+ */
+export declare function stallThreadCpuMs(id: number): number | null
+
 /** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
 export declare function summarizeHeapProfile(json: string, by: string): string
 

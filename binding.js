@@ -883,6 +883,7 @@ module.exports.SPAN_RING_ID_BASE = nativeBinding.SPAN_RING_ID_BASE
 module.exports.SPAN_RING_SLOTS = nativeBinding.SPAN_RING_SLOTS
 module.exports.SPAN_RING_WORDS = nativeBinding.SPAN_RING_WORDS
 module.exports.stallState = nativeBinding.stallState
+module.exports.stallThreadCpuMs = nativeBinding.stallThreadCpuMs
 module.exports.summarizeHeapProfile = nativeBinding.summarizeHeapProfile
 module.exports.summarizeTrace = nativeBinding.summarizeTrace
 module.exports.traceFileFromCpuProfile = nativeBinding.traceFileFromCpuProfile

@@ -67,6 +67,8 @@ struct Shared {
     /// The last beat before the reported stall (`u64::MAX`: none): a later beat ends it at once for
     /// `stall_state`, before the watcher thread next looks.
     stall_beat_ns: AtomicU64,
+    /// The watched thread's CPU-time clock, which other threads can read (Linux); None elsewhere.
+    cpu_clock: Option<CpuClock>,
 }
 
 fn epoch() -> Instant {
@@ -193,6 +195,7 @@ impl StallWatcher {
             listening: Mutex::new(Listening::default()),
             stalled_seq: AtomicU32::new(0),
             stall_beat_ns: AtomicU64::new(u64::MAX),
+            cpu_clock: this_thread_cpu_clock(),
         });
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let for_thread = Arc::clone(&shared);
@@ -345,4 +348,49 @@ pub fn loop_turn_age_ms(env: Env) -> Result<Option<f64>> {
     // SAFETY: the calling thread's own loop (napi_get_uv_event_loop), read on that thread.
     let (now_ns, loop_ms) = unsafe { (uv_hrtime(), uv_now(uv_loop.cast_const().cast())) };
     Ok(Some((now_ns as f64 / 1e6 - loop_ms as f64).max(0.0)))
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+type CpuClock = libc::clockid_t;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+type CpuClock = ();
+
+/// The calling thread's CPU-time clock, readable from any thread of the process (Linux).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn this_thread_cpu_clock() -> Option<CpuClock> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: pthread_self() is the calling thread, and `clock` a valid place for the answer.
+    let status = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    (status == 0).then_some(clock)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn this_thread_cpu_clock() -> Option<CpuClock> {
+    None
+}
+
+/// The CPU time (ms) a thread's clock reads now.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn cpu_ms(clock: CpuClock) -> Option<f64> {
+    let mut time = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `time` is a valid place for the answer; a clock of a thread that ended is an error.
+    let status = unsafe { libc::clock_gettime(clock, &mut time) };
+    (status == 0).then(|| time.tv_sec as f64 * 1e3 + time.tv_nsec as f64 / 1e6)
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn cpu_ms(_clock: CpuClock) -> Option<f64> {
+    None
+}
+
+/// The CPU time (ms) the thread watched by watcher `id` has run so far, read from any thread: between
+/// the helper's request and the stack the watched thread took, how long it ran without taking the
+/// interrupt (JS takes one at once; native code only once it returns), whatever the machine's load.
+/// Null where a thread's CPU clock cannot be read by another (Linux only), or no such watcher runs.
+#[napi(catch_unwind)]
+pub fn stall_thread_cpu_ms(id: u32) -> Option<f64> {
+    cpu_ms(shared_of(id)?.cpu_clock?)
 }

@@ -86,8 +86,9 @@ pub struct Stall {
     /// its frames: `name (url:line:column)`), when the detection reached it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<Vec<String>>,
-    /// How long (ms) after the detection `stack` was taken: the thread takes the detection's interrupt
-    /// only in JS, so a long delay means it was in native code, and `stack` shows the JS run after.
+    /// How long (ms of the thread's CPU time) the stalled thread ran between the detection and the
+    /// taking of `stack`: it takes the detection's interrupt only in JS, so a long run means it was in
+    /// native code, and `stack` shows the JS run after. Where it can be read (Linux).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack_delay_ms: Option<f64>,
     /// When the stalled turn began (ms, the timestamps' clock).
@@ -324,10 +325,10 @@ mod tests {
                 .contains("jsprof.stall.thresholdMs")
         );
         assert!(message(r#"{"stall":{"durationMs":1,"start":0,"thresholdMs":1}}"#).contains("ended"));
-        assert!(
-            message(r#"{"stall":{"durationMs":1,"ended":true,"stackDelayMs":-2,"start":0,"thresholdMs":1}}"#)
-                .contains("jsprof.stall.stackDelayMs")
-        );
+        assert!(message(
+            r#"{"stall":{"durationMs":1,"ended":true,"stackDelayMs":-2,"start":0,"thresholdMs":1}}"#
+        )
+        .contains("jsprof.stall.stackDelayMs"));
     }
 
     #[test]
