@@ -17,6 +17,7 @@ const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
 const { readOptions, mandatory, number, func, any } = require('../args')
 const { getHeapSampler } = require('../heap/sampler')
 const { readHeapOptions, infoOf } = require('./heap')
+const { settleWithin } = require('./deliveries')
 
 const OPTIONS = {
   onChunk: mandatory(func()),
@@ -28,8 +29,10 @@ const OPTIONS = {
   heap: any(),
   // watchStalls' options: stall traces of this thread too, from the stalled turn's start (the sampler runs).
   stalls: any(),
+  // How long stop() waits for onChunk's promises (ms); those still pending then are counted, not awaited.
+  stopTimeoutMs: number({ min: 0, max: 3_600_000, what: 'a number of ms' }),
 }
-const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10 }
+const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10, stopTimeoutMs: 5000 }
 
 class ContinuousProfiler {
   #intervalUs
@@ -40,14 +43,15 @@ class ContinuousProfiler {
   #current = null
   #timer = null
   #index = 0
-  #stopped = false
+  #stopping = null
+  #stopTimeoutMs
   #deliveries = new Set()
   #onBeforeExit = null
   /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
   #heap = null
   /** The stall watcher (`options.stalls`), or null. */
   #stalls = null
-  stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
+  stats = { chunks: 0, samples: 0, truncated: 0, errors: 0, undelivered: 0 }
 
   constructor(options) {
     const o = readOptions('startContinuous', options, OPTIONS, { defaults: DEFAULTS, required: true })
@@ -57,6 +61,7 @@ class ContinuousProfiler {
     const expected = Math.ceil((this.#chunkMs * 1000) / this.#intervalUs)
     this.#maxSamples = Math.min(2 ** 32 - 1, o.maxBufferSize ?? expected * 2 + 1000)
     this.#onChunk = o.onChunk
+    this.#stopTimeoutMs = o.stopTimeoutMs
     this.#onError =
       o.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
     if (o.heap !== undefined && o.heap !== false) {
@@ -75,6 +80,7 @@ class ContinuousProfiler {
         sampleInterval: o.sampleInterval,
         onError: o.onError,
         onStall: (stall) => this.#onChunk(stall),
+        stopTimeoutMs: o.stopTimeoutMs,
         ...given,
       })
     }
@@ -185,16 +191,25 @@ class ContinuousProfiler {
     }
   }
 
-  /** Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled). */
-  async stop() {
-    if (!this.#stopped) {
-      this.#stopped = true
-      process.off('beforeExit', this.#onBeforeExit)
-      if (this.#stalls) await this.#stalls.stop()
-      clearTimeout(this.#timer)
-      this.#rotate(true)
-    }
-    while (this.#deliveries.size > 0) await Promise.all([...this.#deliveries])
+  /**
+   * Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled),
+   * or `stopTimeoutMs` after the call: chunks (and stall traces) still pending then are counted in
+   * `stats.undelivered` (and the stall watcher's), not awaited.
+   */
+  stop() {
+    this.#stopping ??= this.#stop()
+    return this.#stopping
+  }
+
+  async #stop() {
+    process.off('beforeExit', this.#onBeforeExit)
+    const stalls = this.#stalls
+    const stallsStopped = stalls ? stalls.stop() : null
+    clearTimeout(this.#timer)
+    this.#rotate(true)
+    const [, undelivered] = await Promise.all([stallsStopped, settleWithin(this.#deliveries, this.#stopTimeoutMs)])
+    // A stall trace is one of this profiler's chunks: its loss is counted here too.
+    this.stats.undelivered += undelivered + (stalls ? stalls.stats.undelivered : 0)
   }
 }
 
