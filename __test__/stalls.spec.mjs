@@ -426,6 +426,34 @@ test('a stall from the first instant (watchStalls, then an endless loop at once)
   assert.match(found.trace.jsprof.stall.stack[0], /^spinFromStart /)
 })
 
+test('jsprof record --stalls: a stall from start-up is traced as t.stall-1.json, and named', async (t) => {
+  const dir = tempDir(t, 'record-first')
+  const app = path.join(dir, 'spin.js')
+  fs.writeFileSync(app, 'function spin() { for (;;) {} }\nspin()\n')
+  const output = path.join(dir, 't.json')
+  // A file of an earlier run with this -o is not this run's stall.
+  fs.writeFileSync(path.join(dir, 't.stall-7.json'), '{}')
+  fs.utimesSync(path.join(dir, 't.stall-7.json'), new Date(2000, 0, 1), new Date(2000, 0, 1))
+  const args = [cli, 'record', '--stalls', '--stall-threshold', '50', '-o', output, '--', process.execPath, app]
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  t.after(() => child.kill('SIGKILL'))
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const found = await fileIn(dir, (n) => /^t\.stall-\d+\.json$/.test(n) && n !== 't.stall-7.json')
+  assert.ok(found, `no stall trace; stderr: ${stderr}`)
+  assert.equal(found.name, 't.stall-1.json')
+  assert.equal(found.trace.jsprof.stall.ended, false)
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  const [code] = await exited
+  assert.equal(code, 143, stderr)
+  assert.match(stderr, /wrote .*t\.stall-1\.json \(an event-loop stall/)
+  assert.doesNotMatch(stderr, /no event-loop stall/)
+  assert.doesNotMatch(stderr, /stall-7/)
+})
+
 test('past the rate limit, a stall still running is traced: the hang (issue 42 script)', async (t) => {
   const dir = tempDir(t, 'stall-limit')
   const child = spawn(
@@ -751,4 +779,28 @@ test("dir: the helper thread's failures go to onError and stats.errors, naming t
     files.some((f) => files.filter((g) => g === f).length === 2),
     errors.join('\n'),
   )
+})
+
+test('jsprof record --interval 1 --stalls: the stall traces are sampled at --interval', async (t) => {
+  const dir = tempDir(t, 'record-interval')
+  const app = path.join(dir, 'app.js')
+  fs.writeFileSync(
+    app,
+    'setTimeout(function hold() { const e = performance.now() + 400; while (performance.now() < e) {} }, 100)\n',
+  )
+  const output = path.join(dir, 't.json')
+  const args = [cli, 'record', '--interval', '1', '--stall-threshold', '100', '-o', output, '--', process.execPath, app]
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => (stderr += d))
+  const [code] = await once(child, 'exit')
+  assert.equal(code, 0, stderr)
+  const trace = JSON.parse(fs.readFileSync(path.join(dir, 't.stall-1.json'), 'utf8'))
+  assert.equal(trace.jsprof.sampleInterval, 1)
+  // Samples about 1 ms apart (V8's own rate), not watchStalls' default of 10 ms.
+  const gaps = trace.samples.slice(1).map((s, i) => s.timestamp - trace.samples[i].timestamp)
+  gaps.sort((a, b) => a - b)
+  assert.ok(gaps[gaps.length >> 1] < 5, `median gap ${gaps[gaps.length >> 1]} ms`)
 })
