@@ -572,8 +572,8 @@ test("the detection's stack in native code says how late it was taken (stackDela
   let stalls
   for (let attempt = 0; attempt < 3; attempt++) {
     stalls = await measuredStalls(pbkdf2, { keepWarm: true, thresholdMs: 100, stalls: 1, size: pbkdf2Size(800) })
-    // The interrupt waited for the native call to return: the thread ran on for more than the 50 ms
-    // from which jsprof report calls it native code (its CPU time: load does not count).
+    // The interrupt waited for the native call to return: the thread ran on for 50 ms or more (its CPU
+    // time: load does not count), well past the 10 ms from which jsprof report calls it native code.
     if (stalls[0].stall?.stackDelayMs >= 50) break
   }
   const [{ stall, measured }] = stalls

@@ -372,15 +372,17 @@ class StallWatch {
         return Math.ceil(early)
       }
       this.stats.detected++
+      // First, before any work of ours (a cold V8 start): the stack, and how long the thread ran since
+      // it was asked. Native code takes no interrupt: a stack taken after the thread ran on shows the
+      // JS that ran once it returned. (CPU time, not wall time: a thread descheduled by a loaded
+      // machine is late without having run.)
+      const cpuMs = Number.isFinite(askedAt) ? binding.stallThreadCpuMs(this.#watcher.id) : null
+      const stack = stackBelow(this.#hookFn)
       // The interrupt landed inside the sampler's own work: this stall is the profiler's.
       const current = this.#begin(seq, { own: engine.busy })
       if (current.own) return 'skip'
-      current.stack = stackBelow(this.#hookFn)
-      // Native code takes no interrupt: a stack taken after the thread ran on shows the JS that ran
-      // once it returned. (CPU time, not wall time: a thread descheduled by a loaded machine is late
-      // without having run.)
-      const cpuMs = Number.isFinite(askedAt) ? binding.stallThreadCpuMs(this.#watcher.id) : null
-      if (current.stack && cpuMs !== null) current.stackDelayMs = Math.max(0, Math.round(cpuMs - askedAt))
+      current.stack = stack
+      if (stack && cpuMs !== null) current.stackDelayMs = Math.max(0, Math.round(cpuMs - askedAt))
       return 'ok'
     }
     if (what === 'snapshot') {

@@ -123,7 +123,7 @@ function holder(rows) {
  * How long (ms of its CPU time) a stalled thread may run before its `stack` is taken and the stack
  * still be the stalled code's (`stackDelayMs`: JS takes the interrupt at once).
  */
-const LATE_STACK_MS = 50
+const LATE_STACK_MS = 10
 
 /**
  * A stall trace's line: how long the event loop was blocked, and which function and package held it
