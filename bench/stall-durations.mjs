@@ -152,14 +152,19 @@ async function measureSpin(keepWarm) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'jsprof-stall-bench-'))
   const { c, out, exited } = runChild(['spin', String(keepWarm), dir])
   try {
+    // The endless loop's trace: written while it spins (a loaded machine may stall the child's
+    // start-up too, in a trace of its own that ended).
     let trace = null
     for (let waited = 0; !trace && waited < 60_000; waited += 20) {
       await sleep(20)
-      const file = fs.readdirSync(dir).find((f) => f.endsWith('.json'))
-      if (file) trace = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))
+      for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+        const read = JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8'))
+        if (read.jsprof.stall.ended === false) trace = read
+      }
     }
     if (!trace) throw new Error('no trace of the endless loop')
     const began = Number(out().trim())
+    if (!(began > 0)) throw new Error(`the endless loop did not say when it began: ${JSON.stringify(out())}`)
     const { stall, timeOrigin } = trace.jsprof
     const taken = timeOrigin + stall.start + stall.durationMs
     const killedAt = performance.now()
