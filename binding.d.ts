@@ -348,9 +348,19 @@ export declare function labelTransitions(times: Float64Array, ids: Uint32Array, 
 
 /**
  * Sends the stall watcher `id`'s events to `onEvent` on the calling thread's event loop (replacing an
- * earlier listener). Returns false when no such watcher runs (stopped already).
+ * earlier listener), starting with the stall told before it listened, if that still lasts. Returns
+ * false when no such watcher runs (stopped already).
  */
 export declare function listenStalls(id: number, onEvent: (event: StallEvent) => void): boolean
+
+/**
+ * How long ago (ms) the calling thread's event loop last updated its time: when it woke from its
+ * wait for I/O (an I/O callback runs in that turn), or just before it ran its timers (a timer's
+ * callback) — the start of the turn running now, unless code in the turn asked for the loop's time
+ * since (Node's timers do when one is set). Called inside a stalled turn (watchStalls' detection),
+ * it tells when the turn began. Null when libuv's clocks cannot be found.
+ */
+export declare function loopTurnAgeMs(): number | null
 
 /**
  * The mapped tables as [`TableColumns`], where each old stack went (`stackMap[old] = new`), and the
@@ -483,6 +493,7 @@ export interface StallSidecar {
   durationMs: number
   ended: boolean
   stack?: Array<string>
+  stackDelayMs?: number
   start: number
   thresholdMs: number
 }
@@ -491,12 +502,20 @@ export declare function stallState(id: number): StallState | null
 
 /**
  * How long (ms) the watched thread of watcher `id` has not beaten, and the stall being reported
- * (`seq`, 0 when none); null when no such watcher runs.
+ * (`seq`, 0 when none, or when the thread beat since); null when no such watcher runs.
  */
 export interface StallState {
   blockedMs: number
   seq: number
 }
+
+/**
+ * The CPU time (ms) the thread watched by watcher `id` has run so far, read from any thread: between
+ * the helper's request and the stack the watched thread took, how long it ran without taking the
+ * interrupt (JS takes one at once; native code only once it returns), whatever the machine's load.
+ * Null where a thread's CPU clock cannot be read by another (Linux only), or no such watcher runs.
+ */
+export declare function stallThreadCpuMs(id: number): number | null
 
 /** Rows of a heap profile by `package`, `function` or `resource`, as JSON text. */
 export declare function summarizeHeapProfile(json: string, by: string): string

@@ -423,6 +423,13 @@ export interface ContinuousOptions {
   heap?: boolean | HeapProfilerOptions
   /** true: the samples of functions V8 inlined go to them, as `fromCpuProfile`'s `inlined` (default false). */
   inlined?: boolean
+  /** Stall traces of this thread to onChunk too (`chunk.stall` set): `true` or watchStalls' options. */
+  stalls?: boolean | StallOptions
+  /**
+   * How long `stop()` waits for what onChunk returns (ms, default 5000); chunks whose promise has not
+   * settled by then are counted in `stats.undelivered`, not awaited.
+   */
+  stopTimeoutMs?: number
 }
 
 export interface ContinuousChunk {
@@ -444,8 +451,8 @@ export interface ContinuousChunk {
 
 export interface ContinuousProfiler {
   readonly sampleInterval: number
-  readonly stats: { chunks: number; samples: number; truncated: number; errors: number }
-  /** Ends the last (partial) chunk; resolves once every chunk was delivered. */
+  readonly stats: { chunks: number; samples: number; truncated: number; errors: number; undelivered: number }
+  /** Ends the last (partial) chunk; resolves once every chunk was delivered, or after `stopTimeoutMs`. */
   stop(): Promise<void>
   /**
    * Ends the last chunk at once, without a turn of the event loop (the process's 'exit' event), and
@@ -459,16 +466,22 @@ export declare function startContinuous(options: ContinuousOptions): ContinuousP
 
 /** `jsprof.stall` of a stall trace. */
 export interface StallInfo {
-  /** ms the event loop did not turn: the whole stall when `ended`, else until the trace was taken. */
+  /** ms the stalled turn ran: the whole stall when `ended`, else until the trace was taken. */
   durationMs: number
-  /** Whether the loop turned again before the trace was taken. */
+  /** Whether the turn ended (the loop turned again) before the trace was taken. */
   ended: boolean
   /**
    * The stalled thread's JS stack at the detection, innermost first, as `Error.stack` writes its frames
    * (`name (file:line:column)`, at most 32), when the detection reached the thread (a V8 interrupt).
    */
   stack?: string[]
-  /** When the loop was last seen turning before the stall (performance.now() ms, the timestamps' clock). */
+  /**
+   * How long (ms of its CPU time) the thread ran between the detection and the taking of `stack`
+   * (Linux). The interrupt runs only in JS: a long run means the thread was in native code
+   * (JSON.parse, crypto.pbkdf2Sync, an addon) and `stack` shows the JS that ran once it returned.
+   */
+  stackDelayMs?: number
+  /** When the stalled turn began (performance.now() ms, the timestamps' clock). */
   start: number
   /** The threshold (ms) the turn exceeded. */
   thresholdMs: number
@@ -481,13 +494,21 @@ export interface StallOptions {
   onStall?: (stall: StallTrace) => unknown
   onError?: (error: unknown) => void
   /**
-   * Each stall's trace is written there as `stall-<pid>-<seq>.json`, by a helper thread while the loop still
-   * blocks (`ended: false`, `stuckMs` after the detection), then replaced by the whole stall's once it ends.
+   * Each stall's trace is written there as `stall-<pid>-<n>.json` (n = 1, 2, …), by a helper thread while
+   * the loop still blocks (`ended: false`, `stuckMs` after the detection), then replaced by the whole
+   * stall's once it ends. Checked (made if missing) when watching starts.
    */
   dir?: string
+  /** Name of the files in `dir` instead of `stall-<pid>`: `<prefix>-<n>.json`. */
+  prefix?: string
+  /** Most stall traces kept in `dir` (default 100): the oldest of this naming are removed. */
+  maxFiles?: number
   /** Keep the sampler running, so a trace holds the stalled turn from its start (default false: from detection). */
   keepWarm?: boolean
-  /** Stall traces per minute at most (default 6); more are counted in `stats.limited`. */
+  /**
+   * Traces of ended stalls per minute at most (default 6); more are counted in `stats.limited`. A stall
+   * still running `stuckMs` after its detection (the hang) is traced whatever the limit.
+   */
   maxPerMinute?: number
   /** ms between samples (default 10). */
   sampleInterval?: number
@@ -495,6 +516,11 @@ export interface StallOptions {
   maxBufferSize?: number
   /** How long after the detection a stall still running is traced so far (ms, default 100). */
   stuckMs?: number
+  /**
+   * How long `stop()` waits for what onStall returns (ms, default 5000); traces whose promise has not
+   * settled by then are counted in `stats.undelivered`, not awaited.
+   */
+  stopTimeoutMs?: number
 }
 
 /** A stall's trace, shaped as a continuous chunk so an exporter's `push` takes it. */
@@ -512,8 +538,9 @@ export interface StallWatch {
     own: number
     snapshots: number
     errors: number
+    undelivered: number
   }
-  /** Stops watching; resolves once every stall trace taken was delivered. */
+  /** Stops watching; resolves once every stall trace taken was delivered, or after `stopTimeoutMs`. */
   stop(): Promise<void>
 }
 

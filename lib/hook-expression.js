@@ -7,9 +7,13 @@
 
 const SOURCE_URL = require('node:url').pathToFileURL(__filename).href
 
-/** The expression calling `globalThis[Symbol.for(hook)](what, arg)`, when that hook is there. */
-function hookExpression(hook, what, arg) {
-  return `globalThis[Symbol.for(${JSON.stringify(hook)})]?.(${JSON.stringify(what)}, ${arg | 0})\n//# sourceURL=${SOURCE_URL}`
+/**
+ * The expression calling `globalThis[Symbol.for(hook)](what, arg)` (an integer), or `(what, arg, extra)`
+ * with `extra` a finite number, when that hook is there.
+ */
+function hookExpression(hook, what, arg, extra) {
+  const more = Number.isFinite(extra) ? `, ${extra}` : ''
+  return `globalThis[Symbol.for(${JSON.stringify(hook)})]?.(${JSON.stringify(what)}, ${arg | 0}${more})\n//# sourceURL=${SOURCE_URL}`
 }
 
 /** Whether a line of `Error.stack` (without "at ") is the evaluated expression's frame. */

@@ -27,6 +27,7 @@ pub struct StallSidecar {
     pub duration_ms: f64,
     pub ended: bool,
     pub stack: Option<Vec<String>>,
+    pub stack_delay_ms: Option<f64>,
     pub start: f64,
     pub threshold_ms: f64,
 }
@@ -38,6 +39,7 @@ impl TraceSidecar {
                 duration_ms: s.duration_ms,
                 ended: s.ended,
                 stack: s.stack.clone(),
+                stack_delay_ms: s.stack_delay_ms,
                 start: s.start,
                 threshold_ms: s.threshold_ms,
             }),

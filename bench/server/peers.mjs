@@ -1,4 +1,4 @@
-// Peers installed on demand for the server bench (bench/server/run.mjs), not as devDependencies:
+// Peers installed on demand for the server bench (bench/server/run.mjs) and others, not as devDependencies:
 // dd-trace with its optional native parts is ~100 MB (libdatadog, appsec, IAST, the wasm rewriter)
 // that CI and `npm ci` would pay for a benchmark nobody runs there. The pinned version is installed
 // once per version into .cache/peers/ (gitignored) with `npm install --ignore-scripts` (its native
@@ -16,20 +16,29 @@ export const DD_TRACE = (major) => (major >= 22 ? '6.21.0' : '5.132.0')
 
 /** The directory of dd-trace@version (installed on first use); throws with npm's message when it cannot. */
 export function ddTrace(version) {
-  const dir = path.join(root, '.cache', 'peers', `dd-trace-${version}`)
-  const module = path.join(dir, 'node_modules', 'dd-trace')
+  return peer('dd-trace', version)
+}
+
+/**
+ * The directory of the package `name@version`, installed on first use into .cache/peers/<name>-<version>/
+ * (`npm install --ignore-scripts`, nothing saved); throws with npm's message when it cannot. For the
+ * benches' peers and the real programs they run (bench/stall-durations.mjs).
+ */
+export function peer(name, version) {
+  const dir = path.join(root, '.cache', 'peers', `${name.replace('/', '+')}-${version}`)
+  const module = path.join(dir, 'node_modules', name)
   if (existsSync(path.join(module, 'package.json'))) return module
   mkdirSync(dir, { recursive: true })
   writeFileSync(path.join(dir, 'package.json'), '{"private":true}\n')
-  console.error(`# installing dd-trace@${version} into ${path.relative(root, dir)} (once)`)
+  console.error(`# installing ${name}@${version} into ${path.relative(root, dir)} (once)`)
   const r = spawnSync(
     'npm',
-    ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--no-save', '--prefix', dir, `dd-trace@${version}`],
+    ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--no-save', '--prefix', dir, `${name}@${version}`],
     { encoding: 'utf8' },
   )
   if (r.status !== 0 || !existsSync(path.join(module, 'package.json'))) {
     throw new Error(
-      `npm install dd-trace@${version} failed: ${(r.stderr || r.error?.message || '').trim().split('\n').at(-1)}`,
+      `npm install ${name}@${version} failed: ${(r.stderr || r.error?.message || '').trim().split('\n').at(-1)}`,
     )
   }
   return module

@@ -17,6 +17,7 @@ const { getSampler, effectiveIntervalUs, Subscription } = require('../sampler')
 const { readOptions, mandatory, number, func, any, boolean } = require('../args')
 const { getHeapSampler } = require('../heap/sampler')
 const { readHeapOptions, infoOf } = require('./heap')
+const { settleWithin } = require('./deliveries')
 
 const OPTIONS = {
   onChunk: mandatory(func()),
@@ -30,8 +31,10 @@ const OPTIONS = {
   stalls: any(),
   // The samples of code V8 inlined into a function go to the inlined function (docs/analysis.md).
   inlined: boolean(),
+  // How long stop() waits for onChunk's promises (ms); those still pending then are counted, not awaited.
+  stopTimeoutMs: number({ min: 0, max: 3_600_000, what: 'a number of ms' }),
 }
-const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10 }
+const DEFAULTS = { sampleInterval: 10, chunkSeconds: 10, stopTimeoutMs: 5000 }
 
 class ContinuousProfiler {
   #intervalUs
@@ -42,17 +45,18 @@ class ContinuousProfiler {
   #current = null
   #timer = null
   #index = 0
+  /** Whether the last chunk was cut (by stop() or stopSync()); stop()'s one promise, once called. */
   #stopped = false
+  #stopping = null
+  #stopTimeoutMs
   #deliveries = new Set()
-  /** stop()'s ending of the last chunk (the stall watcher's stop, then the cut), once started. */
-  #ending = null
   #onBeforeExit = null
   #inlined = false
   /** The heap side (`options.heap`): its settings, its consumer of the thread's heap sampler, since when. */
   #heap = null
   /** The stall watcher (`options.stalls`), or null. */
   #stalls = null
-  stats = { chunks: 0, samples: 0, truncated: 0, errors: 0 }
+  stats = { chunks: 0, samples: 0, truncated: 0, errors: 0, undelivered: 0 }
 
   constructor(options) {
     const o = readOptions('startContinuous', options, OPTIONS, { defaults: DEFAULTS, required: true })
@@ -63,6 +67,7 @@ class ContinuousProfiler {
     this.#maxSamples = Math.min(2 ** 32 - 1, o.maxBufferSize ?? expected * 2 + 1000)
     this.#onChunk = o.onChunk
     this.#inlined = o.inlined === true
+    this.#stopTimeoutMs = o.stopTimeoutMs
     this.#onError =
       o.onError || ((err) => process.emitWarning(`jsprof-node: continuous chunk failed: ${err && err.message}`))
     if (o.heap !== undefined && o.heap !== false) {
@@ -81,6 +86,7 @@ class ContinuousProfiler {
         sampleInterval: o.sampleInterval,
         onError: o.onError,
         onStall: (stall) => this.#onChunk(stall),
+        stopTimeoutMs: o.stopTimeoutMs,
         ...given,
       })
     }
@@ -219,20 +225,30 @@ class ContinuousProfiler {
     return this.#chunk(old, this.#index++, endUs, endUnixMs, origin, old.sub.traceSync(origin, traceClock()), heap)
   }
 
-  /** Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled). */
-  async stop() {
+  /**
+   * Ends the last chunk and resolves once every chunk was handed to onChunk (and its promise settled),
+   * or `stopTimeoutMs` after the call: chunks (and stall traces) still pending then are counted in
+   * `stats.undelivered` (and the stall watcher's), not awaited. Every caller (the app's, beside
+   * 'beforeExit''s) gets the one promise: it waits for the last chunk too.
+   */
+  stop() {
+    this.#stopping ??= this.#stop()
+    return this.#stopping
+  }
+
+  async #stop() {
+    let stallsStopped = null
+    // After stopSync() the last chunk is cut already: only the deliveries are left to wait for.
     if (!this.#stopped) {
       this.#stopped = true
       process.off('beforeExit', this.#onBeforeExit)
-      this.#ending = (async () => {
-        if (this.#stalls) await this.#stalls.stop()
-        clearTimeout(this.#timer)
-        this.#rotate(true)
-      })()
+      stallsStopped = this.#stalls ? this.#stalls.stop() : null
+      clearTimeout(this.#timer)
+      this.#rotate(true)
     }
-    // A second caller (the app's, beside 'beforeExit''s) waits for the last chunk too.
-    await this.#ending
-    while (this.#deliveries.size > 0) await Promise.all([...this.#deliveries])
+    const [, undelivered] = await Promise.all([stallsStopped, settleWithin(this.#deliveries, this.#stopTimeoutMs)])
+    // A stall trace is one of this profiler's chunks: its loss is counted here too.
+    this.stats.undelivered += undelivered + (this.#stalls && stallsStopped ? this.#stalls.stats.undelivered : 0)
   }
 }
 

@@ -513,6 +513,8 @@ function startStalls(config, output) {
   try {
     return require('../api/stalls').watchStalls({
       thresholdMs: config.stallThresholdMs,
+      // Stall traces sampled as the recording is (--interval), not at watchStalls' default.
+      sampleInterval: config.intervalUs / 1000,
       dir: path.dirname(output),
       prefix: `${path.basename(output).replace(/\.json$/, '')}.stall`,
       onError: (err) => stderrLine(`stall trace: ${err && err.message}`),

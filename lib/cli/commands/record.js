@@ -68,8 +68,9 @@ Options:
                          (Node 20-24's V8 charges them to the caller; its per-line ticks say where
                          they go, and the scripts' files which function holds each line: docs/analysis.md)
       --stalls           also write the trace of each event-loop stall of the main thread beside the
-                         trace (t.trace.json -> t.trace.stall-<n>.json): a turn that blocked longer than
-                         --stall-threshold, from its start; one still blocking is written as it is then
+                         trace (t.trace.json -> t.trace.stall-<n>.json, n = 1, 2, ...): a turn that blocked
+                         longer than --stall-threshold, from its start, sampled at --interval; one still
+                         blocking is written as it is then, also from start-up
                          (jsprof report says which function and package held the loop, and how long)
       --stall-threshold <ms>  what a stall is (default: 300; implies --stalls)
   -h, --help             show this help
@@ -248,13 +249,21 @@ function parseFlushEvery(text) {
   return ms === 0 ? 0 : Math.max(ms, MIN_FLUSH_MS)
 }
 
-/** --stalls: names the stall traces written beside the trace at `tracePath`. */
-function stallLines(tracePath) {
+/**
+ * --stalls: names the stall traces written beside the trace at `tracePath` since `sinceMs` (a file of
+ * an earlier run with the same -o is not this run's).
+ */
+function stallLines(tracePath, sinceMs) {
   const dir = path.dirname(tracePath)
   const prefix = `${path.basename(tracePath).replace(/\.json$/, '')}.stall-`
   let names = []
   try {
-    names = fs.readdirSync(dir).filter((n) => n.startsWith(prefix) && /^\d+\.json$/.test(n.slice(prefix.length)))
+    names = fs.readdirSync(dir).filter((n) => {
+      if (!n.startsWith(prefix) || !/^\d+\.json$/.test(n.slice(prefix.length))) return false
+      const stat = fs.lstatSync(path.join(dir, n))
+      // (A file system's times can be a few ms coarse.)
+      return stat.isFile() && stat.mtimeMs >= sinceMs - 1000
+    })
   } catch {
     // The directory went away: nothing to name.
   }
@@ -333,6 +342,7 @@ async function record(args) {
   const env = { ...process.env, JSPROF_RECORD: JSON.stringify(config) }
   const line = commandLine(command, env, config.children)
 
+  const startedMs = Date.now()
   try {
     const { code, signal, spawnError } = await new Promise((resolve) => {
       // `-o -`: stdout is the trace's; the command's own output goes to stderr.
@@ -414,7 +424,7 @@ async function record(args) {
         : `; written at exit in ${result.writeMs} ms`
       wrote(result, shown, `${which}${result.samples} samples, ${formatDuration(result.durationMs)}${how}`)
       heapLine(result, 'main thread')
-      if (stallThresholdMs > 0) stallLines(result.path)
+      if (stallThresholdMs > 0) stallLines(result.path, startedMs)
     } else if (result && result.samples === 0) {
       info('no trace was written: the main thread sampled nothing before it ended')
     } else if (!(result && result.error)) {

@@ -119,6 +119,12 @@ function holder(rows) {
 }
 
 /**
+ * How long (ms of its CPU time) a stalled thread may run before its `stack` is taken and the stack
+ * still be the stalled code's (`stackDelayMs`: JS takes the interrupt at once).
+ */
+const LATE_STACK_MS = 10
+
+/**
  * A stall trace's line: how long the event loop was blocked, and which function and package held it
  * (the rows with the most self time among those with a JS stack) with their share of the trace's time.
  */
@@ -135,8 +141,15 @@ function describeStall(stall, trace, by, rows) {
       ? `; held by ${label(fn)} (${percent(fn.selfTime, total)} of the trace)` +
         (pkg ? `, package ${label(pkg)} (${percent(pkg.selfTime, total)})` : '')
       : '; no JS stack sampled (native code, or the trace began at the detection: see keepWarm)'
+  // The detection's interrupt runs only in JS: a stack taken this late waited for native code (a C++
+  // builtin such as JSON.parse, a synchronous call such as crypto.pbkdf2Sync) to return, and shows
+  // the JS that ran next (docs/production.md#event-loop-stalls-watchstalls).
+  const when =
+    stall.stackDelayMs >= LATE_STACK_MS
+      ? `${formatDuration(stall.stackDelayMs)} after the detection, once native code returned`
+      : 'at the detection'
   const stack = Array.isArray(stall.stack)
-    ? `\nstack at the detection (innermost first): ${stall.stack.slice(0, 4).map(visible).join(' < ')}`
+    ? `\nstack ${when} (innermost first): ${stall.stack.slice(0, 4).map(visible).join(' < ')}`
     : ''
   return `event-loop stall: blocked ${formatDuration(stall.durationMs)} (threshold ${formatDuration(stall.thresholdMs)}; ${how})${held}${stack}`
 }

@@ -14,8 +14,9 @@
 //!   cap of distinct sets), and
 //!   one index into the table per sample (`null`: no labels).
 //!
-//! - `stall`: a stall trace's event-loop stall (`watchStalls`): when the loop was last seen turning,
-//!   how long it did not, whether it turned again before the trace was taken, the threshold.
+//! - `stall`: a stall trace's event-loop stall (`watchStalls`): when the stalled turn began, how long
+//!   it ran, whether it ended before the trace was taken, the threshold, the stack at the detection
+//!   and how late that stack was taken.
 //!
 //! Parsed and checked with the trace ([`Extension::validate`], called by `ProfilerTrace::validate`).
 //! Members it does not know are ignored (a newer writer's), `null` reads as absent (`JSON.stringify`
@@ -76,16 +77,21 @@ const MAX_STALL_FRAME_BYTES: usize = 4096;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Stall {
-    /// How long (ms) the event loop did not turn: the whole stall when `ended`, else until the trace
-    /// was taken (the loop still blocked).
+    /// How long (ms) the stalled turn ran: the whole stall when `ended`, else until the trace was taken
+    /// (the loop still blocked).
     pub duration_ms: f64,
-    /// Whether the loop turned again before the trace was taken.
+    /// Whether the turn ended (the loop turned again) before the trace was taken.
     pub ended: bool,
     /// The JS stack of the stalled thread at the detection (innermost first, as `Error.stack` writes
     /// its frames: `name (url:line:column)`), when the detection reached it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<Vec<String>>,
-    /// When the loop was last seen turning before the stall (ms, the timestamps' clock).
+    /// How long (ms of the thread's CPU time) the stalled thread ran between the detection and the
+    /// taking of `stack`: it takes the detection's interrupt only in JS, so a long run means it was in
+    /// native code, and `stack` shows the JS run after. Where it can be read (Linux).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_delay_ms: Option<f64>,
+    /// When the stalled turn began (ms, the timestamps' clock).
     pub start: f64,
     /// The threshold (ms) a turn had to exceed to be reported.
     pub threshold_ms: f64,
@@ -105,6 +111,13 @@ impl Stall {
                 return Err(Error::invalid(format!(
                     "jsprof.stall.stack must hold at most {MAX_STALL_FRAMES} frames of at most \
                      {MAX_STALL_FRAME_BYTES} bytes each"
+                )));
+            }
+        }
+        if let Some(delay) = self.stack_delay_ms {
+            if !(ok(delay) && delay >= 0.0) {
+                return Err(Error::invalid(format!(
+                    "jsprof.stall.stackDelayMs must be a finite number of ms, at least 0, got {delay}"
                 )));
             }
         }
@@ -304,15 +317,20 @@ mod tests {
                 .contains("jsprof.stall.thresholdMs")
         );
         assert!(message(r#"{"stall":{"durationMs":1,"start":0,"thresholdMs":1}}"#).contains("ended"));
+        assert!(message(
+            r#"{"stall":{"durationMs":1,"ended":true,"stackDelayMs":-2,"start":0,"thresholdMs":1}}"#
+        )
+        .contains("jsprof.stall.stackDelayMs"));
     }
 
     #[test]
     fn a_stall_round_trips() {
-        let text = r#"{"frames":[],"jsprof":{"pid":3,"stall":{"durationMs":1002.5,"ended":false,"stack":["spin (file:///a.js:1:2)"],"start":12.25,"thresholdMs":300.0},"threadId":0},"resources":[],"samples":[{"timestamp":1.0}],"stacks":[]}"#;
+        let text = r#"{"frames":[],"jsprof":{"pid":3,"stall":{"durationMs":1002.5,"ended":false,"stack":["spin (file:///a.js:1:2)"],"stackDelayMs":412.0,"start":12.25,"thresholdMs":300.0},"threadId":0},"resources":[],"samples":[{"timestamp":1.0}],"stacks":[]}"#;
         let trace = ProfilerTrace::from_json(text).unwrap();
         let stall = trace.jsprof.as_ref().unwrap().stall.as_ref().unwrap();
         assert_eq!(stall.duration_ms, 1002.5);
         assert!(!stall.ended);
+        assert_eq!(stall.stack_delay_ms, Some(412.0));
         assert_eq!(
             stall.stack.as_deref(),
             Some(&["spin (file:///a.js:1:2)".to_string()][..])
