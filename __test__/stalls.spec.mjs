@@ -722,7 +722,7 @@ test('dir: refused up front when unusable; "" a TypeError; stale temporaries of 
   // Temporaries of writers that died mid-write: ours (our naming, a pid that no longer runs) go.
   const dead = spawn(process.execPath, ['-e', '0'])
   await once(dead, 'exit')
-  const stale = [`stall-1-3.json.${dead.pid}-0.tmp`, `.stall-1-3.json.${dead.pid}-9f3a0c.tmp`]
+  const stale = [`stall-1-3.json.${dead.pid}-0.tmp`, `.stall-1-3.json.${dead.pid}-9f3a0c41d2b7e856.tmp`]
   const kept = [
     `stall-1-3.json.${process.pid}-0.tmp`,
     `notes.${dead.pid}-0.tmp`,
