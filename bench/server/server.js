@@ -7,7 +7,7 @@
 //   | ddlabels | ddnolabels (dd-trace with profiling, code hotspots and endpoint profiling on, and off)
 //   | otelspans | otelnospans (the OpenTelemetry SDK tracing every request, labels with span ids, and without)
 //   | switch | labelswitch | otelswitch (in-process.mjs: prof*, contlabels and otelspans modes in turns)
-//   (and the diagnostics sampler1 | sampler10 | track | als | hook)
+//   (and the diagnostics sampler1 | sampler10 | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
 const mode = process.argv[2] || 'none'
@@ -222,18 +222,6 @@ if (mode === 'continuous') {
   // Diagnostic: only the sampler running (one long Profiler), no request tracking.
   const { Profiler } = require(root)
   figures.profiler = new Profiler({ sampleInterval: mode === 'sampler1' ? 1 : 10, maxBufferSize: 1e7 })
-} else if (mode === 'track') {
-  // Diagnostic: the request tracker (context, hook, intervals) on every request, no sampler.
-  const { openContext, closeContext, runIn, bindEmitter } = require(`${root}/lib/api/requests/context.js`)
-  listener = (req, res) => {
-    const ctx = openContext()
-    const unbind = bindEmitter(ctx, req)
-    res.once('finish', () => {
-      unbind()
-      closeContext(ctx, 0)
-    })
-    runIn(ctx, handler, null, [req, res])
-  }
 } else if (mode === 'als') {
   // Diagnostic: only AsyncLocalStorage.run per request (its init hook propagates the store).
   const { AsyncLocalStorage } = require('node:async_hooks')

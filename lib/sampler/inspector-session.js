@@ -15,7 +15,7 @@
 // (see engine.js): the bridge's own profile is not converted.
 
 const { binding } = require('../native')
-const { flushLabels, spanRing } = require('../labels')
+const { beforeHarvest, contextRing, samplingChanged } = require('../labels')
 
 /**
  * V8 reports a console profile to every inspector session with the Profiler domain enabled, not only
@@ -171,6 +171,8 @@ class InspectorSession {
     }
     this.#post('Profiler.setSamplingInterval', { interval: intervalUs })
     this.#post('Profiler.start')
+    // Samples are taken from now on: labels are read (lib/labels.js: the hooks run meanwhile).
+    samplingChanged(true)
   }
 
   take() {
@@ -195,6 +197,7 @@ class InspectorSession {
 
   stop() {
     const { profile } = this.#post('Profiler.stop')
+    samplingChanged(false)
     // Disabled, the domain ignores a user's console.profile() (no events parsed for nothing).
     this.#post('Profiler.disable')
     this.#enabled = false
@@ -203,6 +206,7 @@ class InspectorSession {
 
   /** After an inspector failure: forget V8's state so the next start begins afresh. */
   reset() {
+    samplingChanged(false)
     this.#enabled = false
     try {
       this.#post('Profiler.disable')
@@ -210,10 +214,11 @@ class InspectorSession {
   }
 
   toChunks(profiles, intervalUs, ownWindows = []) {
-    // The thread's label changes so far go to Rust first: each chunk's samples get their labels.
-    flushLabels()
-    const spans = spanRing()
-    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows, spans))
+    // The thread's context changes so far go to Rust first: each chunk's samples get their labels
+    // and request contexts, as the context ring says them now.
+    beforeHarvest()
+    const ring = contextRing()
+    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows, ring))
   }
 }
 
