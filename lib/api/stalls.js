@@ -27,6 +27,7 @@ const { readOptions, number, func, boolean, string } = require('../args')
 const { emptyTrace } = require('../trace')
 const { isHookFrame } = require('../hook-expression')
 const { stallFile, writeAtomic } = require('./stall-files')
+const { watchContexts } = require('../labels')
 
 const HOOK = 'jsprof.stalls'
 
@@ -119,6 +120,9 @@ class StallWatch {
       this.#release()
       rethrowTyped(err)
     }
+    // A stall's trace carries the labels of the code it caught (a request's route): the request
+    // integrations enter their contexts while a watcher looks (lib/labels.js).
+    watchContexts(1)
     this.#lastBeatMs = performance.now()
     this.#lastBeatUs = nowUs()
     this.#beatTimer = setInterval(() => this.#beat(), beatMsFor(o.thresholdMs))
@@ -206,9 +210,9 @@ class StallWatch {
     const engine = getSampler()
     const fromStart = engine.running
     const startUs = fromStart ? this.#lastBeatUs : nowUs()
-    // Seam for request labels (issue 25): at a detection through the interrupt this runs on the stalled
-    // thread inside the stalled request's code, so the request context active now is the stall's; read
-    // it here into `current`, and pass it on with `stall` (jsprof.stall, onStall's chunk).
+    // At a detection through the interrupt this runs on the stalled thread inside the stalled code: a
+    // sampler started here records the context of that code first (lib/labels.js), so the stall's
+    // samples carry its labels (a request's route).
     const current = { seq, startMs: this.#lastBeatMs, startUs, sub: null, snapshotSub: null, own, truncated: false }
     this.#current = current
     if (own) {
@@ -361,6 +365,7 @@ class StallWatch {
   async stop() {
     if (!this.#stopped) {
       this.#stopped = true
+      watchContexts(-1)
       clearInterval(this.#beatTimer)
       this.#watcher.stop()
       process.off('exit', this.#onExit)

@@ -170,9 +170,10 @@ class InspectorSession {
       this.#enabled = true
     }
     this.#post('Profiler.setSamplingInterval', { interval: intervalUs })
-    this.#post('Profiler.start')
-    // Samples are taken from now on: labels are read (lib/labels.js: the hooks run meanwhile).
+    // Samples are taken from now on: labels are read (lib/labels.js: the hooks run meanwhile), the
+    // code running now's first, before V8's first sample (the stack it stamps at its start).
     samplingChanged(true)
+    this.#post('Profiler.start')
   }
 
   take() {
