@@ -4,8 +4,10 @@
 //! timeline of label-set changes, joined to a chunk's samples when the sampler harvests.
 //!
 //! Ids: 0 is "no labels", [`DROPPED`] a set past the cap (its samples show none and are counted in
-//! the trace's `jsprof.labelsDropped`), 1..2^31 the registered sets, ids with the top bit set the
-//! rings' (bit 30 set: the context ring's; bits 16-29 the generation, 0-15 the slot).
+//! the trace's `jsprof.labelsDropped`), 1..=[`MAX_LABEL_SETS`] the registered sets, ids with bit 29
+//! set the context ring's and with the top bit set the transient ring's (bits 16-28 the generation,
+//! 0-15 the slot). A context id stays below 2^30, a small integer in V8 (no number boxed when JS
+//! records one, which it does at nearly every context switch).
 //!
 //! Two rings of 65,536 slots hold what is not kept for good, the oldest overwritten first; an id names
 //! its slot and the slot's generation, so an id whose slot was reused since reads as "no labels" (a
@@ -41,13 +43,16 @@ pub const RING_SLOTS: u32 = 1 << 16;
 /// else 0; the span's trace id, 32 hex digits as four 8-digit numbers, and its span id, 16 as two
 /// (read from the request's own slot, whichever context of the request a sample is in).
 pub const CONTEXT_RING_WORDS: usize = 10;
-/// Generations run below this (14 bits), so no id of either ring is [`DROPPED`].
-pub const RING_GENERATIONS: u32 = 0x3fff;
+/// Generations run below this (13 bits), so no id of either ring is [`DROPPED`] and a context id
+/// stays below 2^30.
+pub const RING_GENERATIONS: u32 = 0x1fff;
 const TRANSIENT_BIT: u32 = 1 << 31;
-const CONTEXT_RING_BIT: u32 = 1 << 30;
+const CONTEXT_RING_BIT: u32 = 1 << 29;
 /// The context ring's ids are `CONTEXT_RING_ID_BASE + generation * RING_SLOTS + slot`.
-pub const CONTEXT_RING_ID_BASE: u32 = TRANSIENT_BIT | CONTEXT_RING_BIT;
+pub const CONTEXT_RING_ID_BASE: u32 = CONTEXT_RING_BIT;
 const GENERATION_SHIFT: u32 = 16;
+// Registered ids stay below the context ring's.
+const _: () = assert!(MAX_LABEL_SETS < CONTEXT_RING_BIT as usize);
 
 /// How long (µs) a timeline keeps changes before the latest: a harvest takes samples at most about
 /// 10 s old (sampler/schedule.js), so 30 s keeps every change a chunk can need, and bounds memory when
@@ -66,7 +71,7 @@ fn slot_of(id: u32) -> (usize, u32) {
 }
 
 fn is_context_id(id: u32) -> bool {
-    id != DROPPED && id & CONTEXT_RING_ID_BASE == CONTEXT_RING_ID_BASE
+    id & (TRANSIENT_BIT | CONTEXT_RING_BIT) == CONTEXT_RING_BIT
 }
 
 /// The distinct label sets of a process: registered ones for good (at most [`MAX_LABEL_SETS`]), and
@@ -424,8 +429,10 @@ mod tests {
         // Without a span: the set alone; no set either: a context in a request, with no labels.
         write(&mut ring, 2, 5, 0, None, false);
         assert_eq!(r.context(&ring, context_id(5, 2)), Some((None, context_id(5, 2))));
-        // The largest id of either ring is not DROPPED.
+        // The largest id of either ring is not DROPPED; a context id is a small integer in V8.
         assert_ne!(context_id(RING_GENERATIONS - 1, RING_SLOTS - 1), DROPPED);
+        assert!(context_id(RING_GENERATIONS - 1, RING_SLOTS - 1) < 1 << 30);
+        assert!(!is_context_id(DROPPED) && !is_context_id(MAX_LABEL_SETS as u32));
     }
 
     #[test]
