@@ -3,7 +3,7 @@
 //
 //   node bench/matrix/run.mjs [--nodes 20,24,26] [--kinds http-sync,http-async,express,fastify]
 //       [--connections 10,100] [--pin no,yes]
-//       [--modes none,prof10,profall,req10,sentry10,contlabels,ddlabels,pyrolabels]
+//       [--modes none,prof10,profall,req10,reqall,sentry10,contlabels,ddlabels,pyrolabels]
 //       (a mode may carry the engine's stop gap, prof10~250, or a tag: none#2 is a second baseline whose
 //       ratio to none is the noise floor; see server.js)
 //       [--rounds 3] [--duration 5] [--warmup 2] [--json out.json]
@@ -27,8 +27,8 @@
 //   whose request objects V8 pretenured in its first moments under load runs slower for its whole life,
 //   whatever its mode (docs/bench.md#http-async-at-100-connections-v8s-pretenuring-lottery): those rounds
 //   show scavenges of several times the usual pause.
-// - Targets (targets.mjs; issue 28): prof10 and req10 >= 0.95x CPU, profall >= 0.90x, all ahead of sentry10
-//   in the same cell; (issue 26) heap, V8's sampling heap profiler at 512 KiB for the whole run, >= 0.97x.
+// - Targets (targets.mjs; issues 28, 41): prof10 and req10 >= 0.95x CPU, profall and reqall >= 0.90x, all
+//   ahead of sentry10 in the same cell; (issue 26) heap, V8's sampling heap profiler at 512 KiB for the whole run, >= 0.97x.
 
 import { spawn, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -50,7 +50,7 @@ const CONNECTIONS = list('connections', '10,100').map(Number)
 const PINS = list('pin', 'no,yes')
 // req10 is profileRequests' default (labels on); contlabels (ours, continuous, every request labelled)
 // beside the peers' labelling, ddlabels and pyrolabels, in the same rounds (issue 41).
-const MODES = list('modes', 'none,prof10,profall,req10,sentry10,contlabels,ddlabels,pyrolabels')
+const MODES = list('modes', 'none,prof10,profall,req10,reqall,sentry10,contlabels,ddlabels,pyrolabels')
 const ROUNDS = Number(arg('rounds', 3))
 const DURATION = Number(arg('duration', 5))
 const WARMUP = Number(arg('warmup', 2))

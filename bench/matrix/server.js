@@ -16,7 +16,8 @@
 //               stopped when the response finishes (in a middleware / hook for Express and Fastify)
 //   profall     the same around every request
 //   req10       profileRequests({ sampleRate: 0.1 }) (its wrap / express() / fastify plugin)
-//   req10nolabels  the same with `labels: false`: no method/route label on every request (docs/labels.md),
+//   reqall      profileRequests({ sampleRate: 1 }): every request profiled, labels on
+//   req10nolabels  the same as req10 with `labels: false`: no method/route label on every request (docs/labels.md),
 //               so req10 against it is what the labels cost
 //   contlabels  continuous profiling at 10 ms (chunks of 4 s, each encoded to pprof) with every request
 //               labelled with its method and route (profileRequests({ sampleRate: 0 })): what the peers'
@@ -149,10 +150,11 @@ if (mode === 'prof10' || mode === 'profall') {
       profiler.stop().then(() => {})
     })
   }
-} else if (mode === 'req10' || mode === 'req10nolabels') {
+} else if (mode === 'req10' || mode === 'req10nolabels' || mode === 'reqall') {
   const { profileRequests } = require(root)
-  const labels = mode === 'req10'
-  requestProfiler = profileRequests({ sampleRate: 0.1, sampleInterval: 10, labels, onProfile() {} })
+  const labels = mode !== 'req10nolabels'
+  const sampleRate = mode === 'reqall' ? 1 : 0.1
+  requestProfiler = profileRequests({ sampleRate, sampleInterval: 10, labels, onProfile() {} })
 } else if (mode === 'contlabels') {
   const { profileRequests, startContinuous, toPprof } = require(root)
   startContinuous({ sampleInterval: 10, chunkSeconds: 4, onChunk: (chunk) => toPprof(chunk.trace) })
