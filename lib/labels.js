@@ -718,7 +718,15 @@ function beginRequest(req, method, template) {
       context.span = root.span
       context.spanLabels = { trace_id: root.traceId, span_id: root.spanId }
       context.spanName = spanName(root.span)
-      spanned.push(context)
+      // Read again at each harvest while it records; harvests come only while the sampler runs.
+      if (sampling) {
+        if (spanned.length >= RING_SLOTS) {
+          spanned = spanned.filter((c) => c.live && isRecording(c.span))
+          // As many spans open at once as the ring holds: the oldest are named as they are.
+          if (spanned.length >= RING_SLOTS / 2) spanned = spanned.slice(-RING_SLOTS / 4)
+        }
+        spanned.push(context)
+      }
     }
     context.relabel()
   }
