@@ -371,6 +371,42 @@ test('nothing reads labels: no request enters a context; a Profiler started: req
   }
 })
 
+test('request profiles alone read only their requests: the sampled ones are labelled, the others enter no context', async () => {
+  const { createRequire } = await import('node:module')
+  const { getSampler } = createRequire(import.meta.url)('../lib/sampler/index.js')
+  // The sampler of earlier tests winds down (its warm grace) first: nothing else keeps samples.
+  for (let i = 0; i < 100 && getSampler().running; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  const profiles = []
+  // Deterministic: the 2nd and the 4th request are sampled.
+  const rp = profileRequests({ sampleRate: 0.5, sampleInterval: 1, keepWarm: 0, onProfile: (p) => profiles.push(p) })
+  const app = express()
+  app.use(rp.express())
+  app.get('/users/:id', async (req, res) => {
+    await null
+    burn(5)
+    res.json(getLabels())
+  })
+  const server = http.createServer(app)
+  const base = await listen(server)
+  const bodies = []
+  try {
+    for (let i = 0; i < 4; i++) bodies.push(await (await fetch(`${base}/users/${i}`)).json())
+  } finally {
+    await rp.close()
+    server.close()
+  }
+  const own = { method: 'GET', route: 'GET /users/:id' }
+  assert.deepEqual(bodies, [{}, own, {}, own])
+  assert.equal(profiles.length, 2)
+  for (const p of profiles) {
+    const sets = p.trace.jsprof?.labelSets ?? []
+    assert.ok(
+      sets.every((set) => set.route === own.route),
+      JSON.stringify(sets),
+    )
+  }
+})
+
 test('Fastify plugin: overlapping requests separated (POST bodies too), route and status recorded', async () => {
   await retryCapture(3, async () => {
     const { rp, profiles } = everyRequest()

@@ -167,9 +167,18 @@ let appLabelled = false
 let sampling = false
 /** Stall watchers of this thread: each reads the labels of the code a stall caught. */
 let watchers = 0
+/**
+ * Whether a subscription of the sampler keeps every sample now (a Profiler, continuous mode, a stall's
+ * trace, `jsprof record`): every request's labels are read. Request profiles alone read only the
+ * samples of the requests they sample.
+ */
+let recording = false
 
-/** Whether request contexts are read now: the sampler takes samples, or a stall watcher looks. */
-const contextsRead = () => sampling || watchers > 0
+/**
+ * Whether every request's context is read now: a subscription keeps every sample, or a stall watcher
+ * looks. (A sampled request has its context whatever this says: its profile reads it.)
+ */
+const contextsRead = () => recording || watchers > 0
 
 /** Labels are wanted: the hooks run from now on whenever the sampler takes samples. */
 function enableTracking() {
@@ -231,6 +240,11 @@ function samplingChanged(on) {
   sampling = false
   hooksOff()
   if (!appLabelled && watchers === 0) storage.disable()
+}
+
+/** The sampler's subscriptions that keep samples: some (true), or none any more (false). */
+function recordingChanged(on) {
+  recording = on
 }
 
 /** A stall watcher starts (+1) or stops (-1) looking: request contexts are read meanwhile. */
@@ -732,7 +746,7 @@ function beginRequest(req, method, template) {
   }
   const emit = req.emit
   req.emit = function emitInContext(event, ...args) {
-    if (!contextsRead() || !runsAppCode(this, event)) return emit.call(this, event, ...args)
+    if (!(sampling || watchers > 0) || !runsAppCode(this, event)) return emit.call(this, event, ...args)
     return runWithLabels(context.latest, emit, this, [event, ...args])
   }
   return context
@@ -784,6 +798,7 @@ module.exports = {
   flushLabels,
   beforeHarvest,
   samplingChanged,
+  recordingChanged,
   watchContexts,
   contextsRead,
   /** Whether the hooks run now (tests, benches). */

@@ -15,7 +15,7 @@
 // (see engine.js): the bridge's own profile is not converted.
 
 const { binding } = require('../native')
-const { beforeHarvest, contextRing, samplingChanged } = require('../labels')
+const { beforeHarvest, contextRing, samplingChanged, recordingChanged } = require('../labels')
 
 /**
  * V8 reports a console profile to every inspector session with the Profiler domain enabled, not only
@@ -203,6 +203,14 @@ class InspectorSession {
     this.#post('Profiler.disable')
     this.#enabled = false
     return [profile]
+  }
+
+  /**
+   * A subscription that keeps samples arrived (true; a Profiler, continuous mode, a stall, `jsprof
+   * record`) or the last left (false): every request's labels are read meanwhile (lib/labels.js).
+   */
+  recordingChanged(on) {
+    recordingChanged(on)
   }
 
   /** After an inspector failure: forget V8's state so the next start begins afresh. */

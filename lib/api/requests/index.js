@@ -372,13 +372,14 @@ class RequestProfiler {
    * its method, and `template` when known), and profiled when this request is sampled. `info`
    * describes a sampled request at its end (default: node:http's view); `onLabelled(context)` is told
    * a labelled request's context before its code runs. A request that is not sampled, while nothing
-   * reads labels, enters no context at all (docs/labels.md#cost). Returns what `fn` returns.
+   * reads every request's labels (a Profiler, continuous mode, a stall watcher), enters no context at
+   * all (docs/labels.md#cost). Returns what `fn` returns.
    */
   #enter(req, res, fn, thisArg, args, info, template, onLabelled) {
     const sampled = this.#shouldSample()
-    // The collector first: the sampler runs from here, so the request's labels are read.
+    // The collector first: the sampler runs from here, so the request's profile reads its context.
     if (sampled) this.#ensureCollector()
-    const labelled = this.#labels && contextsRead()
+    const labelled = this.#labels && (sampled || contextsRead())
     if (!sampled && !labelled) return Reflect.apply(fn, thisArg, args)
     const context = beginRequest(req, labelled ? req.method : undefined, template)
     if (labelled && onLabelled !== undefined) onLabelled(context)
