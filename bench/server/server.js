@@ -6,7 +6,8 @@
 //   | pyrolabels | pyronolabels (Pyroscope's Node SDK with wrapWithLabels on every request, and without)
 //   | ddlabels | ddnolabels (dd-trace with profiling, code hotspots and endpoint profiling on, and off)
 //   | otelspans | otelnospans (the OpenTelemetry SDK tracing every request, labels with span ids, and without)
-//   | switch | labelswitch | otelswitch (in-process.mjs: prof*, contlabels and otelspans modes in turns)
+//   | switch | labelswitch | otelswitch | reqswitch (in-process.mjs: prof*, contlabels, otelspans and
+//     the per-request modes in turns)
 //   (and the diagnostics sampler1 | sampler10 | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
@@ -217,6 +218,40 @@ if (mode === 'continuous') {
       })
     })
     handler(req, res)
+  }
+} else if (mode === 'reqswitch') {
+  // in-process.mjs --set requests: every 10th request profiled by a plain Profiler (prof10), by
+  // profileRequests at its defaults (req10: labels on), or by Sentry's native profiler per transaction
+  // (sentry10, as bench/matrix/server.js), and none, in turns in one process. profileRequests keeps V8
+  // warm for 0 ms here (its default 1 s would keep V8 sampling into the next `none` slice).
+  const { Profiler, profileRequests } = require(root)
+  const { CpuProfilerBindings, ProfileFormat } = sentryCpuProfiler()
+  let seen = 0
+  const listeners = {
+    none: handler,
+    prof10(req, res) {
+      if (seen++ % 10 !== 0) return handler(req, res)
+      const profiler = new Profiler({ sampleInterval: 10, maxBufferSize: 1000 })
+      res.once('finish', () => profiler.stop().then(() => figures.profiles++))
+      handler(req, res)
+    },
+    req10: profileRequests({ keepWarm: 0, onProfile: () => figures.profiles++ }).wrap(handler),
+    sentry10(req, res) {
+      if (seen++ % 10 !== 0) return handler(req, res)
+      const id = `tx-${seen}`
+      CpuProfilerBindings.startProfiling(id)
+      res.once('finish', () => {
+        const profile = CpuProfilerBindings.stopProfiling(id, ProfileFormat.THREAD)
+        if (profile) JSON.stringify(profile)
+        figures.profiles++
+      })
+      handler(req, res)
+    },
+  }
+  figures.switchTo = (to) => {
+    if (!listeners[to]) throw new Error(`cannot switch to ${to}`)
+    listener = listeners[to]
+    server.removeAllListeners('request').on('request', listener)
   }
 } else if (mode === 'sampler1' || mode === 'sampler10') {
   // Diagnostic: only the sampler running (one long Profiler), no request tracking.
