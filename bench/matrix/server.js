@@ -48,24 +48,9 @@ const root = path.join(__dirname, '..', '..')
 // `none#2`: a second `none` under another name, so the matrix shows none against none: the noise floor.
 const [mode, stopGapMs] = modeArg.split('#')[0].split('~')
 if (mode === 'ddlabels') {
-  // Tracers first (before node:http is loaded), as their users start them: dd-trace's profiler at its
-  // defaults (wall and CPU time) to an agent that is not there (exports fail quietly), code hotspots and
-  // endpoint collection on.
-  Object.assign(process.env, {
-    DD_TRACE_AGENT_URL: 'http://127.0.0.1:9',
-    DD_PROFILING_ENABLED: 'true',
-    DD_PROFILING_CODEHOTSPOTS_ENABLED: 'true',
-    DD_PROFILING_ENDPOINT_COLLECTION_ENABLED: 'true',
-    DD_PROFILING_UPLOAD_PERIOD: '12',
-    DD_TRACE_STARTUP_LOGS: 'false',
-    DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false',
-    DD_REMOTE_CONFIGURATION_ENABLED: 'false',
-    DD_RUNTIME_METRICS_ENABLED: 'false',
-  })
-  require(process.env.DD_TRACE_MODULE).init({
-    logLevel: 'error',
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
-  })
+  // Tracers first (before node:http is loaded), as their users start them: code hotspots and endpoint
+  // collection on (DD_TRACE_MODULE from run.mjs).
+  require('../server/datadog.cjs').startDatadog(process.env.DD_TRACE_MODULE, { labels: true, uploadSeconds: 12 })
 }
 const http = require('node:http')
 if (stopGapMs !== undefined) {

@@ -17,25 +17,11 @@ const root = require('node:path').join(__dirname, '..', '..')
 
 // Tracers first (before node:http is loaded), as their users start them.
 if (mode === 'ddlabels' || mode === 'ddnolabels') {
-  // dd-trace (installed on demand by run.mjs: DD_TRACE_MODULE), its tracer on, its profiler on at its
-  // defaults (wall and CPU time), to an agent that is not there (a dead local port: exports fail
-  // quietly). ddlabels: code hotspots and endpoint profiling on (its profiler's context per span and
-  // endpoint: Datadog's labels); ddnolabels: both off, its pair.
-  const on = String(mode === 'ddlabels')
-  Object.assign(process.env, {
-    DD_TRACE_AGENT_URL: 'http://127.0.0.1:9',
-    DD_PROFILING_ENABLED: 'true',
-    DD_PROFILING_CODEHOTSPOTS_ENABLED: on,
-    DD_PROFILING_ENDPOINT_COLLECTION_ENABLED: on,
-    DD_PROFILING_UPLOAD_PERIOD: String(CHUNK_SECONDS * 3),
-    DD_TRACE_STARTUP_LOGS: 'false',
-    DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false',
-    DD_REMOTE_CONFIGURATION_ENABLED: 'false',
-    DD_RUNTIME_METRICS_ENABLED: 'false',
-  })
-  require(process.env.DD_TRACE_MODULE).init({
-    logLevel: 'error',
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  // dd-trace (installed on demand by run.mjs: DD_TRACE_MODULE); ddlabels: code hotspots and endpoint
+  // profiling on, ddnolabels: off, its pair.
+  require('./datadog.cjs').startDatadog(process.env.DD_TRACE_MODULE, {
+    labels: mode === 'ddlabels',
+    uploadSeconds: CHUNK_SECONDS * 3,
   })
 } else if (mode === 'otelspans' || mode === 'otelnospans' || mode === 'otelswitch') {
   // The OpenTelemetry SDK as an app that already traces has it: a NodeTracerProvider (its
