@@ -14,10 +14,10 @@ export declare class Chunk {
   /**
    * A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
    * `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
-   * dropped (see `Chunk::drop_samples_within`); `spanRing`: the thread's span ring, where the
-   * request integration keeps each request's span (jsprof-core label_recorder.rs).
+   * dropped (see `Chunk::drop_samples_within`); `contextRing`: the thread's context ring, which
+   * says what each request context's labels are now (jsprof-core label_recorder.rs).
    */
-  static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null, spanRing?: Uint32Array | undefined | null): Chunk
+  static fromInspector(columns: InspectorColumns, intervalUs: number, ownWindows?: Array<number> | undefined | null, contextRing?: Uint32Array | undefined | null): Chunk
   get sampleCount(): number
   /** How many of V8's samples were dropped as the sampler's own (see `ownWindows`). */
   get droppedOwnSamples(): number
@@ -28,12 +28,11 @@ export declare class Chunk {
    */
   sortedSampleTimes(): Float64Array
   /**
-   * For many requests in one call, how many of the chunk's samples lie inside each one's
-   * `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
-   * …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
+   * For many requests in one call, how many of the chunk's samples each one holds (`requests[i]`:
+   * the id of request i's own context, lib/labels.js). Lets the request profiler skip every
    * request that has no sample in a chunk, without a native object per request.
    */
-  countInMany(flat: Float64Array, ends: Uint32Array): Uint32Array
+  countInRequests(requests: Uint32Array): Uint32Array
   /**
    * The trace of one subscription's window of this chunk, for a subscription whose whole window
    * lies in it (its samples from `startUs`, after it when `startExclusive`, to `stopUs`, at
@@ -71,10 +70,17 @@ export declare class Recording {
    */
   build(timeOriginUs: number, clock?: TraceSidecar | undefined | null): Promise<TraceParts>
   /**
-   * Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
-   * times a request's own code ran. Drops samples already kept outside them.
+   * Keeps only the samples of request `request` (the id of its own context, lib/labels.js: its own
+   * code, what it started, and the contexts its code entered). Drops samples already kept of others.
    */
-  keepIntervals(flat: Float64Array): void
+  keepRequest(request: number): void
+  /**
+   * Gives the kept samples taken in a request context the labels that context has now in the
+   * thread's context ring `ring` (lib/labels.js): called just before the trace is built, so that
+   * a request that learned its route after some of its samples were harvested says it on all of
+   * them (`jsprof_core::Recording::relabel`).
+   */
+  relabel(ring: Uint32Array): void
   /** A sample exactly at the start time belongs to the recording this one takes over from. */
   setStartExclusive(exclusive: boolean): void
   /**
@@ -184,6 +190,19 @@ export declare function clearLabelTransitions(): void
 
 /** Forgets every map read so far. */
 export declare function clearSourceMapCache(): void
+
+export declare const CONTEXT_RING_GENERATIONS: number
+
+export declare const CONTEXT_RING_ID_BASE: number
+
+/**
+ * The context ring's layout, which lib/labels.js reads from here (jsprof-core's `label_recorder` says
+ * what the words are): ids are `CONTEXT_RING_ID_BASE + generation * CONTEXT_RING_SLOTS + slot`, the
+ * generation below `CONTEXT_RING_GENERATIONS`; slot `s` is the words `s * CONTEXT_RING_WORDS ..`.
+ */
+export declare const CONTEXT_RING_SLOTS: number
+
+export declare const CONTEXT_RING_WORDS: number
 
 /**
  * `fromCpuProfile` on JSON text given as UTF-8 bytes (a Buffer or typed array, a file's contents),
@@ -461,19 +480,6 @@ export declare function setOwnCode(prefixes: Array<string>): void
 
 /** Test hook: how many files the process-wide source-map cache has read from disk. */
 export declare function sourceMapReads(): number
-
-export declare const SPAN_RING_GENERATIONS: number
-
-export declare const SPAN_RING_ID_BASE: number
-
-/**
- * The span ring's layout, which lib/labels.js reads from here (jsprof-core's `label_recorder` says
- * what the words are): ids are `SPAN_RING_ID_BASE + generation * SPAN_RING_SLOTS + slot`, the
- * generation below `SPAN_RING_GENERATIONS`; slot `s` is the words `s * SPAN_RING_WORDS ..`.
- */
-export declare const SPAN_RING_SLOTS: number
-
-export declare const SPAN_RING_WORDS: number
 
 /** What the listener is told. */
 export interface StallEvent {

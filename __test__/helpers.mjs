@@ -87,6 +87,53 @@ export function stackNames(trace, stackId) {
   return names
 }
 
+/**
+ * For each function name: how many of the samples with it on the stack carry each value of label
+ * `key` ('(none)' without it), or without `key` each whole label set (as JSON).
+ */
+export function labelsByFunction(trace, names, key) {
+  const out = Object.fromEntries(names.map((n) => [n, {}]))
+  const ext = trace.jsprof ?? {}
+  trace.samples.forEach((s, i) => {
+    if (s.stackId === undefined) return
+    const onStack = stackNames(trace, s.stackId)
+    const id = ext.sampleLabels?.[i]
+    const set = id == null ? undefined : ext.labelSets[id]
+    const value = key === undefined ? (set ? JSON.stringify(set) : '(none)') : (set?.[key] ?? '(none)')
+    for (const n of names) if (onStack.includes(n)) out[n][value] = (out[n][value] || 0) + 1
+  })
+  return out
+}
+
+/**
+ * The label sets of a chunk of one function sampled at `sampleTimes` (µs), labelled from this thread's
+ * timeline and context `ring` through the binding as the sampler makes chunks, after `beforeHarvest()`
+ * when given: one set or null per sample.
+ */
+export function chunkLabels(sampleTimes, ring, beforeHarvest) {
+  const binding = require('../binding.js')
+  const { packColumns } = require('../lib/sampler/inspector-session.js')
+  const frame = (name) => ({ functionName: name, url: 'file:///w.js', lineNumber: 0, columnNumber: 0, scriptId: '1' })
+  const profile = {
+    nodes: [
+      { id: 1, callFrame: frame('(root)'), children: [2] },
+      { id: 2, callFrame: frame('f'), children: [] },
+    ],
+    startTime: 0,
+    endTime: sampleTimes.at(-1),
+    samples: sampleTimes.map(() => 2),
+    timeDeltas: sampleTimes.map((t, i) => t - (i === 0 ? 0 : sampleTimes[i - 1])),
+  }
+  if (beforeHarvest) beforeHarvest()
+  const line = binding.Chunk.fromInspector(packColumns(profile), 1000, [], ring ?? null)
+    .toLine()
+    .toString()
+  const tab = line.indexOf('\t')
+  if (tab < 0) return sampleTimes.map(() => null)
+  const { labelSets, sampleLabels } = JSON.parse(line.slice(tab + 1))
+  return sampleLabels.map((i) => (i === null ? null : labelSets[i]))
+}
+
 /** The names of every function that appears on any sampled stack. */
 export function sampledNames(trace) {
   const names = new Set()

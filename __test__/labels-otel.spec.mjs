@@ -14,6 +14,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 import { toPprof, toOtlpProfiles, summarize } from 'jsprof-node'
+import { chunkLabels } from './helpers.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..')
@@ -166,17 +167,20 @@ test("a sample's span labels are its request's root span: ids, name and route", 
     assert.equal(set.trace_id, span.traceId)
     assert.match(set.trace_id, /^[0-9a-f]{32}$/)
     assert.match(set.span_id, /^[0-9a-f]{16}$/)
-    // The name the span had when the request began: the http instrumentation names a server span
-    // `GET`, and renames it `GET /users/:id` once the route is known.
+    // The http instrumentation names a server span `GET` and renames it `GET /users/:id` when the
+    // response finishes: the name a harvest found, the final one for a request harvested after its end.
     assert.ok(span.name.startsWith(set.span_name), `${set.span_name} / ${span.name}`)
-    // Before the router matched, the request's method alone.
     assert.equal(set.method, 'GET')
     assert.ok(set.route === undefined || [USERS, ORDERS].includes(set.route), `route ${set.route}`)
   }
-  assert.ok(
-    sets.some((set) => set.route !== undefined),
-    'span labels beside a route',
-  )
+  // Most samples are harvested after their request ended: its route, and its span's final name.
+  const ext = trace.jsprof
+  const spanned = ext.sampleLabels.filter((i) => i !== null && ext.labelSets[i].span_id !== undefined)
+  const final = spanned.filter((i) => {
+    const set = ext.labelSets[i]
+    return set.route !== undefined && set.span_name === roots.get(set.span_id).name
+  })
+  assert.ok(final.length >= 0.9 * spanned.length, `${final.length} of ${spanned.length} samples`)
 })
 
 test('jsprof report --by route ranks the expensive route first; jsprof diff --by route compares', () => {
@@ -221,31 +225,43 @@ test('jsprof report escapes hostile label values', () => {
   assert.match(r.stdout, /GET \/\\x1b\[2J\\x1b\]0;pwned\\x07\\x0a\\u\{202e\}evil/)
 })
 
-test('a request with an active span reads its route and span labels; a hostile span name drops only the name', async () => {
+/**
+ * Runs `fn(inRequest)` with an OpenTelemetry SDK tracer; `inRequest(name, template, method)`: a request's
+ * context begun in a new span of that name.
+ */
+async function withTracer(fn) {
   const { createRequire } = await import('node:module')
   const { EventEmitter } = await import('node:events')
   const require = createRequire(import.meta.url)
   const api = require('@opentelemetry/api')
   const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks')
   const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base')
-  const { RequestLabels } = require('../lib/labels.js')
-  const { getLabels } = require('jsprof-node')
+  const { beginRequest } = require('../lib/labels.js')
   api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
   try {
     const tracer = new BasicTracerProvider().getTracer('t')
-    const inRequest = (name) => {
+    return fn((name, template, method = 'GET') => {
       const span = tracer.startSpan(name)
-      try {
-        return api.context.with(api.trace.setSpan(api.context.active(), span), () => {
-          const labels = new RequestLabels('GET', new EventEmitter())
-          labels.run(() => labels.route('/users/:id'), null, [])
-          return [labels.run(getLabels, null, []), span]
-        })
-      } finally {
-        span.end()
-      }
+      const context = api.context.with(api.trace.setSpan(api.context.active(), span), () =>
+        beginRequest(new EventEmitter(), method, template),
+      )
+      return { context, span }
+    })
+  } finally {
+    api.context.disable()
+  }
+}
+
+test('a request with an active span reads its route and span labels; a hostile span name drops only the name', async () => {
+  const { getLabels } = await import('jsprof-node')
+  await withTracer((inRequest) => {
+    const named = (name) => {
+      const { context, span } = inRequest(name)
+      context.run(() => context.route('/users/:id'), null, [])
+      span.end()
+      return [context.run(getLabels, null, []), span]
     }
-    const [got, span] = inRequest('GET /users/:id')
+    const [got, span] = named('GET /users/:id')
     const { traceId, spanId } = span.spanContext()
     assert.deepEqual(got, {
       method: 'GET',
@@ -258,32 +274,71 @@ test('a request with an active span reads its route and span labels; a hostile s
     assert.ok(Object.isFrozen(got))
     assert.equal(span.attributes['pyroscope.profile.id'], spanId)
     // A span name past the value limit: the request keeps its route and the span's ids, not its name.
-    const [hostile, hostileSpan] = inRequest('x'.repeat(100_000))
+    const [hostile, hostileSpan] = named('x'.repeat(100_000))
     assert.deepEqual(hostile, {
       method: 'GET',
       route: 'GET /users/:id',
       span_id: hostileSpan.spanContext().spanId,
       trace_id: hostileSpan.spanContext().traceId,
     })
+  })
+})
+
+test("a span renamed after the request began: what a harvest reads says the span's name then", async () => {
+  const { createRequire } = await import('node:module')
+  const require = createRequire(import.meta.url)
+  const { beforeHarvest, contextRing, samplingChanged } = require('../lib/labels.js')
+  const binding = require('../binding.js')
+  // One chunk of one sample in `id`'s context, harvested now.
+  const labelsOf = (id) => {
+    const t = 5e6
+    binding.clearLabelTransitions()
+    binding.labelTransitions(Float64Array.of(t), Uint32Array.of(id), 1)
+    return chunkLabels([t + 10], contextRing(), beforeHarvest)[0]
+  }
+  samplingChanged(true)
+  try {
+    await withTracer((inRequest) => {
+      // The http instrumentation names a server span `GET` and renames it once the route is known.
+      const { context, span } = inRequest('GET', undefined)
+      assert.equal(labelsOf(context.id).span_name, 'GET')
+      context.route('/users/:id')
+      span.updateName('GET /users/:id')
+      assert.deepEqual(labelsOf(context.id), {
+        method: 'GET',
+        route: 'GET /users/:id',
+        span_id: span.spanContext().spanId,
+        span_name: 'GET /users/:id',
+        trace_id: span.spanContext().traceId,
+      })
+      // Once ended, a span is named for good: harvests no longer ask it.
+      span.end()
+      labelsOf(context.id)
+      span.name = 'renamed behind its back'
+      assert.equal(labelsOf(context.id).span_name, 'GET /users/:id')
+    })
   } finally {
-    api.context.disable()
+    samplingChanged(false)
+    binding.clearLabelTransitions()
   }
 })
 
 test('past 10,000 distinct routes a new route is labelled by its method, past 10,000 span names a span by its ids', async () => {
   const { createRequire } = await import('node:module')
   const require = createRequire(import.meta.url)
-  const { requestLabelsId, spanLabels } = require('../lib/labels.js')
+  const { requestLabelsId } = require('../lib/labels.js')
   const method = requestLabelsId('PATCH', undefined)
   const routes = new Set()
   for (let i = 0; i < 10_000; i++) routes.add(requestLabelsId('PATCH', `/cap/${i}`))
   assert.ok(routes.size > 9_000, 'distinct routes, distinct sets, up to the cap')
   assert.equal(requestLabelsId('PATCH', '/cap/one-more'), method)
   assert.equal(requestLabelsId('PATCH', '/cap/7'), [...routes][7], 'a known route keeps its set')
-  const ids = { trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', span_id: '00f067aa0ba902b7' }
-  for (let i = 0; i < 10_000; i++) spanLabels('PATCH', '/cap/0', { ...ids, span_name: `name ${i}` })
-  const past = spanLabels('PATCH', '/cap/0', { ...ids, span_name: 'one more name' })
-  assert.equal(past.labels().span_name, undefined)
-  assert.equal(past.labels().span_id, ids.span_id)
-  assert.equal(past.labels().route, 'PATCH /cap/0')
+  await withTracer((inRequest) => {
+    for (let i = 0; i < 10_000; i++) inRequest(`name ${i}`, '/cap/0', 'PATCH').span.end()
+    const { context, span } = inRequest('one more name', '/cap/0', 'PATCH')
+    const labels = context.labels()
+    assert.equal(labels.span_name, undefined)
+    assert.equal(labels.span_id, span.spanContext().spanId)
+    assert.equal(labels.route, 'PATCH /cap/0')
+  })
 })

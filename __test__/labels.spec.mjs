@@ -8,8 +8,8 @@ import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { createRequire } from 'node:module'
 import { Profiler, withLabels, setLabels, getLabels, summarize, toPprof } from 'jsprof-node'
-import { retryCapture, stackNames } from './helpers.mjs'
-import { decodePprof } from './prod-helpers.mjs'
+import { retryCapture, labelsByFunction, chunkLabels } from './helpers.mjs'
+import { decodePprof, whileSampling } from './prod-helpers.mjs'
 
 const internals = createRequire(import.meta.url)
 
@@ -22,20 +22,6 @@ function spin(ms) {
   let x = 0
   while (performance.now() < end) x += Math.sqrt(x + 1)
   return x
-}
-
-/** For each function name: how many of the samples with it on the stack carry each value of `key`. */
-function labelsOf(trace, names, key) {
-  const out = Object.fromEntries(names.map((n) => [n, {}]))
-  const ext = trace.jsprof ?? {}
-  trace.samples.forEach((s, i) => {
-    if (s.stackId === undefined) return
-    const onStack = stackNames(trace, s.stackId)
-    const id = ext.sampleLabels?.[i]
-    const value = id == null ? '(none)' : (ext.labelSets[id][key] ?? '(none)')
-    for (const n of names) if (onStack.includes(n)) out[n][value] = (out[n][value] || 0) + 1
-  })
-  return out
 }
 
 /** Asserts that `name`'s samples (at least one) carry `value` at least `share` of the time. */
@@ -120,7 +106,7 @@ test('labels follow every kind of async hand-off', async () => {
       for (const [name, run] of Object.entries(HANDOFFS)) await withLabels({ handoff: name }, run)
       outside()
     })
-    const counts = labelsOf(trace, [...names, 'outside'], 'handoff')
+    const counts = labelsByFunction(trace, [...names, 'outside'], 'handoff')
     for (const name of names) assertLabelled(counts, name, name)
     assertLabelled(counts, 'outside', '(none)')
   })
@@ -144,7 +130,7 @@ test('labels switched off (the in-process bench) and on again: none while off, e
       // The next labelled code turns them on again.
       for (const [name, run] of Object.entries(HANDOFFS)) await withLabels({ handoff: name }, run)
     })
-    const counts = labelsOf(trace, [...names, 'whileOff'], 'handoff')
+    const counts = labelsByFunction(trace, [...names, 'whileOff'], 'handoff')
     assertLabelled(counts, 'whileOff', '(none)')
     for (const name of names) assertLabelled(counts, name, name)
   })
@@ -171,7 +157,7 @@ test('concurrent labelled requests never get each other’s labels', async () =>
       for (let i = 0; i < 4; i++) all.push(request('/a', routeA), request('/b', routeB))
       await Promise.all(all)
     })
-    const counts = labelsOf(trace, ['routeA', 'routeB'], 'route')
+    const counts = labelsByFunction(trace, ['routeA', 'routeB'], 'route')
     assertLabelled(counts, 'routeA', '/a')
     assertLabelled(counts, 'routeB', '/b')
     // The summary by route shows both, and every sample once.
@@ -213,7 +199,7 @@ test('a callback run synchronously from labelled code hands the caller its label
       await wait(1)
       laterUnlabelled()
     })
-    const counts = labelsOf(trace, ['inNested', 'afterNested', 'laterUnlabelled'], 'route')
+    const counts = labelsByFunction(trace, ['inNested', 'afterNested', 'laterUnlabelled'], 'route')
     // Node 24+ (AsyncContextFrame) runs runInAsyncScope's `before` hooks before it enters the
     // resource's context frame, so there the nested callback reads its caller's labels (a known gap).
     if (Number(process.versions.node.split('.')[0]) < 24) assertLabelled(counts, 'inNested', '/b')
@@ -248,7 +234,7 @@ test('setLabels adds to the current labels for the rest of the code and what it 
     assert.deepEqual(inside, { route: '/r', tenant: 'acme' })
     assert.ok(Object.isFrozen(inside))
     assert.deepEqual(after, {})
-    const counts = labelsOf(trace, ['beforeSet', 'afterSet'], 'tenant')
+    const counts = labelsByFunction(trace, ['beforeSet', 'afterSet'], 'tenant')
     assertLabelled(counts, 'afterSet', 'acme')
     assertLabelled(counts, 'beforeSet', '(none)')
   })
@@ -310,7 +296,7 @@ test('hostile labels: clear errors for what breaks the rule, well-formed exports
   }
   await retryCapture(5, async () => {
     const trace = await capture(() => withLabels({ route: hostile }, async () => hostileWork()))
-    const counts = labelsOf(trace, ['hostileWork'], 'route')
+    const counts = labelsByFunction(trace, ['hostileWork'], 'route')
     const values = Object.keys(counts.hostileWork)
     assert.ok(values.length >= 1, 'a sample of hostileWork')
     // The lone surrogate becomes U+FFFD (well-formed UTF-8 everywhere); every other character stays.
@@ -437,7 +423,7 @@ test('continuous chunks carry labels', async () => {
     await handle.stop()
     const counts = { chunkWork: {} }
     for (const c of chunks) {
-      const one = labelsOf(c.trace, ['chunkWork'], 'tenant').chunkWork
+      const one = labelsByFunction(c.trace, ['chunkWork'], 'tenant').chunkWork
       for (const [k, v] of Object.entries(one)) counts.chunkWork[k] = (counts.chunkWork[k] || 0) + v
     }
     assertLabelled(counts, 'chunkWork', 'acme')
@@ -471,7 +457,7 @@ test('jsprof record carries the app’s labels into its trace file', async () =>
     )
     assert.equal(r.status, 0, r.stderr)
     const trace = JSON.parse(fs.readFileSync(out, 'utf8'))
-    assertLabelled(labelsOf(trace, ['recordedWork'], 'job'), 'recordedWork', 'nightly')
+    assertLabelled(labelsByFunction(trace, ['recordedWork'], 'job'), 'recordedWork', 'nightly')
   })
 })
 
@@ -514,16 +500,18 @@ test("a request's own 'end' listener runs with its labels; node:http's own liste
   )
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
   try {
-    for (let i = 0; i < 3; i++) {
-      await new Promise((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port: server.address().port, path: `/x?i=${i}` }, (res) => {
-            res.resume()
-            res.on('end', resolve)
-          })
-          .on('error', reject)
-      })
-    }
+    await whileSampling(async () => {
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve, reject) => {
+          http
+            .get({ host: '127.0.0.1', port: server.address().port, path: `/x?i=${i}` }, (res) => {
+              res.resume()
+              res.on('end', resolve)
+            })
+            .on('error', reject)
+        })
+      }
+    })
   } finally {
     server.close()
   }
@@ -532,44 +520,22 @@ test("a request's own 'end' listener runs with its labels; node:http's own liste
 })
 
 const binding = internals('../binding.js')
-const { packColumns } = internals('../lib/sampler/inspector-session.js')
 
-/**
- * The label sets of a chunk (one function sampled at `sampleTimes`, µs) labelled from this thread's
- * timeline and `spanRing`, through the binding as the sampler makes chunks: one set or null per sample.
- */
-function chunkLabels(sampleTimes, spanRing) {
-  const frame = (name) => ({ functionName: name, url: 'file:///w.js', lineNumber: 0, columnNumber: 0, scriptId: '1' })
-  const profile = {
-    nodes: [
-      { id: 1, callFrame: frame('(root)'), children: [2] },
-      { id: 2, callFrame: frame('f'), children: [] },
-    ],
-    startTime: 0,
-    endTime: sampleTimes.at(-1),
-    samples: sampleTimes.map(() => 2),
-    timeDeltas: sampleTimes.map((t, i) => t - (i === 0 ? 0 : sampleTimes[i - 1])),
-  }
-  const line = binding.Chunk.fromInspector(packColumns(profile), 1000, [], spanRing).toLine().toString()
-  const tab = line.indexOf('\t')
-  if (tab < 0) return sampleTimes.map(() => null)
-  const { labelSets, sampleLabels } = JSON.parse(line.slice(tab + 1))
-  return sampleLabels.map((i) => (i === null ? null : labelSets[i]))
-}
-
-test('a chunk takes its labels from its own window of a long timeline, span-ring sets included', () => {
+test('a chunk takes its labels from its own window of a long timeline, request contexts included', () => {
   const a = binding.internLabels(['window'], ['a'])
   const b = binding.internLabels(['window'], ['b'])
-  // Slot 7 of a span ring holds a span over set a at generation 3; slot 8 was written at generation 4.
-  const ring = new Uint32Array(binding.SPAN_RING_SLOTS * binding.SPAN_RING_WORDS)
+  const W = binding.CONTEXT_RING_WORDS
+  const contextId = (generation, slot) => binding.CONTEXT_RING_ID_BASE + generation * binding.CONTEXT_RING_SLOTS + slot
+  // Slot 7 of a context ring holds a request's context over set a at generation 3, with a span; slot 8
+  // was written at generation 4.
+  const ring = new Uint32Array(binding.CONTEXT_RING_SLOTS * W)
   ring.set(
-    [3 + 1, a, 0x4bf92f35, 0x77b34da6, 0xa3ce929d, 0x0e0e4736, 0x00f067aa, 0x0ba902b7],
-    7 * binding.SPAN_RING_WORDS,
+    [3 + 1, a, contextId(3, 7), 1, 0x4bf92f35, 0x77b34da6, 0xa3ce929d, 0x0e0e4736, 0x00f067aa, 0x0ba902b7],
+    7 * W,
   )
-  ring.set([4 + 1, a, 1, 2, 3, 4, 5, 6], 8 * binding.SPAN_RING_WORDS)
-  const spanId = (generation, slot) => binding.SPAN_RING_ID_BASE + generation * binding.SPAN_RING_SLOTS + slot
+  ring.set([4 + 1, a, contextId(4, 8), 0], 8 * W)
   // 200,000 changes, one every 100 µs from t = 1 s (20 s: the timeline keeps 30): a, b, a, b, … and
-  // two span-ring ones.
+  // two contexts.
   const n = 200_000
   const times = new Float64Array(n)
   const ids = new Uint32Array(n)
@@ -577,8 +543,8 @@ test('a chunk takes its labels from its own window of a long timeline, span-ring
     times[i] = 1e6 + i * 100
     ids[i] = i % 2 === 0 ? a : b
   }
-  ids[150_000] = spanId(3, 7)
-  ids[150_002] = spanId(3, 8) // its slot holds generation 4 now: reused, no labels
+  ids[150_000] = contextId(3, 7)
+  ids[150_002] = contextId(3, 8) // its slot holds generation 4 now: reused, no labels
   const labelsAt = (sampleTimes) => chunkLabels(sampleTimes, ring)
   try {
     binding.clearLabelTransitions()
@@ -592,7 +558,7 @@ test('a chunk takes its labels from its own window of a long timeline, span-ring
         { window: 'a' },
         { window: 'b' },
         { span_id: '00f067aa0ba902b7', trace_id: '4bf92f3577b34da6a3ce929d0e0e4736', window: 'a' },
-        null, // a reused span-ring slot
+        null, // a reused slot
         { window: 'b' }, // long after the last change: still the last set
       ],
     )
@@ -601,45 +567,38 @@ test('a chunk takes its labels from its own window of a long timeline, span-ring
   }
 })
 
-test("the span ring: a request's span reads back through a harvest, a slot 65,536 spans later is another's, bad ids are ignored", () => {
-  const { spanLabels, spanRing, requestLabelsId } = internals('../lib/labels.js')
-  const hex = (n, digits) => n.toString(16).padStart(digits, '0')
-  const span = (n) => ({ trace_id: hex(n, 32), span_id: hex(n, 16), span_name: 'GET /ring/:id' })
-  const base = requestLabelsId('GET', '/ring/:id')
-  // Ids that are not 32 and 16 hex digits: the request's registered set, no span.
-  for (const bad of [
-    { trace_id: 'g'.repeat(32), span_id: hex(1, 16) },
-    { trace_id: hex(1, 31), span_id: hex(1, 16) },
-    { trace_id: hex(1, 32), span_id: `${hex(1, 15)}:` },
-    { trace_id: hex(1, 32), span_id: `${hex(1, 15)}\`` },
-    { trace_id: undefined, span_id: hex(1, 16) },
-  ])
-    assert.equal(spanLabels('GET', '/ring/:id', bad), base, JSON.stringify(bad))
-  const first = spanLabels('GET', '/ring/:id', span(0xabc))
-  assert.equal(first.labels().span_id, hex(0xabc, 16))
-  assert.equal(first.labels().span_name, 'GET /ring/:id')
-  // One chunk whose single sample lands in `id`'s set.
+test("the context ring: a request's context reads back through a harvest as it is then, and 65,536 contexts later records its set", () => {
+  const { beginRequest, contextRing, samplingChanged } = internals('../lib/labels.js')
+  // One chunk whose single sample lands in what `id` says now.
   const labelsOf = (id) => {
     const t = 5e6
     binding.clearLabelTransitions()
     binding.labelTransitions(Float64Array.of(t), Uint32Array.of(id), 1)
-    return chunkLabels([t + 10], spanRing())[0]
+    return chunkLabels([t + 10], contextRing())[0]
   }
+  samplingChanged(true) // as the sampler says when its V8 profile starts
   try {
-    assert.deepEqual(labelsOf(first.id), {
-      method: 'GET',
-      route: 'GET /ring/:id',
-      span_id: hex(0xabc, 16),
-      span_name: 'GET /ring/:id',
-      trace_id: hex(0xabc, 32),
-    })
-    // 65,536 spans later the first's slot holds the newest: the first reads as no labels, never as it.
+    const first = beginRequest(new EventEmitter(), 'GET', undefined)
+    assert.deepEqual(labelsOf(first.id), { method: 'GET' })
+    // The route learned later: what a harvest from now on says of every sample of the request.
+    first.route('/ring/:id')
+    assert.deepEqual(labelsOf(first.id), { method: 'GET', route: 'GET /ring/:id' })
+    assert.deepEqual(first.labels(), { method: 'GET', route: 'GET /ring/:id' })
+    // A context without labels (a sampled request of `labels: false`) is a request's all the same.
+    const bare = beginRequest(new EventEmitter(), undefined, undefined)
+    assert.equal(labelsOf(bare.id), null)
+    assert.equal(bare.current(), bare.id)
+    // 65,536 contexts later the first's slot holds the newest: the first reads as no labels, never
+    // as it, and the first context records its registered set from then on.
     let last
-    for (let i = 1; i <= binding.SPAN_RING_SLOTS; i++) last = spanLabels('GET', '/ring/:id', span(i))
-    assert.equal(last.id - first.id, binding.SPAN_RING_SLOTS, 'same slot, next generation')
+    for (let i = 1; i <= binding.CONTEXT_RING_SLOTS - 1; i++) last = beginRequest(new EventEmitter(), 'PUT', '/x')
+    assert.equal(last.id - first.id, binding.CONTEXT_RING_SLOTS, 'same slot, next generation')
     assert.equal(labelsOf(first.id), null)
-    assert.equal(labelsOf(last.id).span_id, hex(binding.SPAN_RING_SLOTS, 16))
+    assert.deepEqual(labelsOf(last.id), { method: 'PUT', route: 'PUT /x' })
+    assert.equal(first.current(), first.set)
+    assert.deepEqual(labelsOf(first.current()), { method: 'GET', route: 'GET /ring/:id' })
   } finally {
+    samplingChanged(false)
     binding.clearLabelTransitions()
   }
 })

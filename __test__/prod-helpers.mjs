@@ -12,6 +12,20 @@ export function burn(ms) {
   return x
 }
 
+/**
+ * Runs `fn` while a Profiler samples this thread, and returns what it returns: the request
+ * integrations label requests only while something reads labels (docs/labels.md#cost).
+ */
+export async function whileSampling(fn) {
+  const { Profiler } = require('..')
+  const reader = new Profiler({ sampleInterval: 10, maxBufferSize: 100_000 })
+  try {
+    return await fn()
+  } finally {
+    await reader.stop()
+  }
+}
+
 /** Names of the frames on the stacks of the trace's samples, with how many samples hold each. */
 export function sampledFunctions(trace) {
   const counts = new Map()

@@ -82,6 +82,30 @@ test('a lone stop resolves after one harvest, with exactly the samples of its wi
   assert.deepEqual(timesOf(a.trace(0)), [1001, 1002], 'before the window and after the stop are left out')
 })
 
+test('the session is told when the first subscription that keeps samples arrives and when the last leaves', async () => {
+  const { clock, session, engine, sub } = setup()
+  const told = []
+  session.recordingChanged = (on) => told.push(on)
+  // A listener (a request profiler's collector) keeps no samples: nothing said.
+  const listener = sub(clock.us, { record: false })
+  engine.add(listener)
+  assert.deepEqual(told, [])
+  const a = sub(clock.us)
+  const b = sub(clock.us)
+  engine.add(a)
+  engine.add(b)
+  assert.deepEqual(told, [true])
+  clock.us += 1000
+  a.stopAt(clock.us)
+  await engine.finish(a)
+  assert.deepEqual(told, [true], 'b still keeps samples')
+  engine.remove(b)
+  assert.deepEqual(told, [true, false])
+  engine.remove(b)
+  assert.deepEqual(told, [true, false], 'said once')
+  engine.remove(listener)
+})
+
 test('frequent stops share harvests: at most one per minStopGapUs', async () => {
   const gapUs = 20_000
   const clock = { now: () => performance.now() * 1000 }

@@ -11,6 +11,7 @@ import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { createRequire } from 'node:module'
 import { burn, sampledFunctions } from './prod-helpers.mjs'
+import { labelsByFunction } from './helpers.mjs'
 
 const require = createRequire(import.meta.url)
 const { watchStalls, summarize, startContinuous } = require('..')
@@ -803,4 +804,37 @@ test('jsprof record --interval 1 --stalls: the stall traces are sampled at --int
   const gaps = trace.samples.slice(1).map((s, i) => s.timestamp - trace.samples[i].timestamp)
   gaps.sort((a, b) => a - b)
   assert.ok(gaps[gaps.length >> 1] < 5, `median gap ${gaps[gaps.length >> 1]} ms`)
+})
+
+test("a stall inside a request: its trace carries the request's labels, with no other profiler running", async () => {
+  const http = require('node:http')
+  const express = require('express')
+  const { profileRequests } = require('..')
+  // No consumer but the watcher (no keepWarm): the integration enters each request's context while it
+  // looks, and the sampler the stall starts records the stalled request's context first.
+  const requests = profileRequests({ sampleRate: 0, keepWarm: 0, onProfile() {} })
+  const app = express()
+  app.use(requests.express())
+  app.get('/slow/:id', function stallingHandler(req, res) {
+    burn(700)
+    res.end('done')
+  })
+  const server = http.createServer(app)
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const c = collector(1, holding('stallingHandler'))
+  const watch = watchStalls({ thresholdMs: 150, onStall: c.onStall })
+  try {
+    await sleep(100)
+    await fetch(`http://127.0.0.1:${server.address().port}/slow/7`).then((r) => r.text())
+    const [stall] = await c.all
+    // Every sample of the stalled handler: the request's labels (the loop's own work after it
+    // returned is in no request).
+    const { stallingHandler } = labelsByFunction(stall.trace, ['stallingHandler'])
+    const total = Object.values(stallingHandler).reduce((a, b) => a + b, 0)
+    assert.deepEqual(stallingHandler, { [JSON.stringify({ method: 'GET', route: 'GET /slow/:id' })]: total })
+  } finally {
+    await watch.stop()
+    await requests.close()
+    server.close()
+  }
 })

@@ -1,11 +1,11 @@
 // Labels' cost per context switch (docs/bench.md#labels-on-every-request): a loop of `await`s, plain
 // (labels never used: no async hook) and inside withLabels (the hook records each change of label
-// set), each in a child process of its own, modes alternated over rounds; ns per await (median) and
-// the heap growth per await (the ring is preallocated: a context switch allocates nothing of ours).
+// set), each in a child process of its own with a Profiler sampling at 10 ms (labels are followed only
+// while something samples), modes alternated over rounds; ns per await (median) and the heap growth
+// per await (the ring is preallocated: a context switch allocates nothing of ours).
 //
-// Then what a request's span ids cost (docs/labels.md#span-profiles-opentelemetry): one span per
-// request written into the span ring (lib/labels.js spanLabels: numbers, no call into Rust), beside
-// the whole set converted and checked natively through internTransientLabels; ns per request, best of 3.
+// Then what a request's context costs (lib/labels.js beginRequest: a slot of the context ring, written
+// in JS with no call into Rust, and the request's events routed into it), ns per request, best of 3.
 //
 //   node bench/labels.mjs [--awaits 200000] [--rounds 5]
 
@@ -27,7 +27,8 @@ async function awaits(n) {
 }
 
 if (mode !== null) {
-  const { withLabels } = await import('../index.js')
+  const { withLabels, Profiler } = await import('../index.js')
+  const sampling = new Profiler({ sampleInterval: 10, maxBufferSize: 1e6 })
   const run = mode === 'labelled' ? () => withLabels({ route: 'GET /users/:id' }, awaits, AWAITS) : () => awaits(AWAITS)
   await run() // warm-up
   globalThis.gc()
@@ -36,6 +37,7 @@ if (mode !== null) {
   await run()
   const ns = Number(process.hrtime.bigint() - start)
   const grown = process.memoryUsage().heapUsed - heap
+  await sampling.stop()
   process.stdout.write(JSON.stringify({ nsPerAwait: ns / AWAITS, heapBytesPerAwait: grown / AWAITS }))
 } else {
   const self = fileURLToPath(import.meta.url)
@@ -62,10 +64,9 @@ if (mode !== null) {
 
   const { createRequire } = await import('node:module')
   const require = createRequire(import.meta.url)
-  const { binding } = require('../lib/native.js')
-  const { spanLabels } = require('../lib/labels.js')
+  const { EventEmitter } = require('node:events')
+  const { beginRequest } = require('../lib/labels.js')
   const N = 100_000
-  const hex = (n, len) => n.toString(16).padStart(len, '0')
   const best = (f) => {
     let ns = Infinity
     for (let r = 0; r < 3; r++) {
@@ -75,17 +76,8 @@ if (mode !== null) {
     }
     return ns
   }
-  const ids = best((i) => ({ trace_id: hex(i, 32), span_id: hex(i, 16), span_name: 'GET /users/:id' }))
-  const span = best((i) =>
-    spanLabels('GET', '/users/:id', { trace_id: hex(i, 32), span_id: hex(i, 16), span_name: 'GET /users/:id' }),
-  )
-  const whole = best((i) =>
-    binding.internTransientLabels(
-      ['method', 'route', 'span_id', 'span_name', 'trace_id'],
-      ['GET', 'GET /users/:id', hex(i, 16), 'GET /users/:id', hex(i, 32)],
-    ),
-  )
-  console.log(
-    `span set per request: the span ring ${(span - ids).toFixed(0)} ns; the whole set through internTransientLabels ${(whole - ids).toFixed(0)} ns`,
-  )
+  const emitter = () => new EventEmitter()
+  const plain = best(emitter)
+  const context = best(() => beginRequest(emitter(), 'GET', '/users/:id'))
+  console.log(`a request's context: ${(context - plain).toFixed(0)} ns per request (a ring slot, its events routed)`)
 }

@@ -44,6 +44,14 @@ function timeOriginUs() {
   return originUs
 }
 
+/**
+ * µs on the hrtime clock (V8's sample clock) from performance.now(): cheaper than hrtime.bigint on a
+ * hot path (each label change, each sampled request's start and stop).
+ */
+function fastNowUs() {
+  return performance.now() * 1000 + (originUs ?? timeOriginUs())
+}
+
 let clock
 /**
  * This thread's clock as a trace's `jsprof` member states it: `{ pid, threadId, timeOrigin }`, the
@@ -60,4 +68,4 @@ function traceClock() {
   return clock
 }
 
-module.exports = { nowUs, timeOriginUs, traceClock, TIME_ORIGIN_SOURCE }
+module.exports = { nowUs, fastNowUs, timeOriginUs, traceClock, TIME_ORIGIN_SOURCE }

@@ -15,6 +15,7 @@
 // `jsprof` where that order puts it, after `frames` (crates/jsprof-core/src/trace/extension.rs).
 
 const { binding } = require('./native')
+const { contextRing } = require('./labels')
 
 const MARKERS = [undefined, 'script', 'gc', 'other', 'style', 'layout', 'paint']
 
@@ -146,9 +147,12 @@ function windowTrace(chunk, window, exclusiveStart, originUs, clock, onFilled) {
  * else off the main thread (a promise). The recording is empty afterwards. With `clock` (`{ pid,
  * threadId, timeOrigin }`) the trace has the `jsprof` member: the clock, and what weighing its samples
  * needs, which the recording knows (the interval, a request's windows); without, it is a plain spec
- * trace (a Profiler's).
+ * trace (a Profiler's). Samples taken in a request context carry the labels the context has now (a
+ * route learned after a harvest took some of them: lib/labels.js).
  */
 function buildTrace(recording, originUs, clock) {
+  const ring = contextRing()
+  if (ring !== null) recording.relabel(ring)
   if (recording.sampleCount <= SYNC_BUILD_MAX_SAMPLES)
     return readColumns((table, i, f) => recording.buildColumns(table, i, f, originUs, clock))
   return recording.build(originUs, clock).then(assembleTrace)

@@ -48,14 +48,14 @@ pub struct Chunk {
 impl Chunk {
     /// A chunk from packed inspector columns; `intervalUs` is the interval V8 sampled at;
     /// `ownWindows`: `[from, to, from, to, …]` µs of the sampler's own harvests, whose samples are
-    /// dropped (see `Chunk::drop_samples_within`); `spanRing`: the thread's span ring, where the
-    /// request integration keeps each request's span (jsprof-core label_recorder.rs).
+    /// dropped (see `Chunk::drop_samples_within`); `contextRing`: the thread's context ring, which
+    /// says what each request context's labels are now (jsprof-core label_recorder.rs).
     #[napi(factory, catch_unwind)]
     pub fn from_inspector(
         columns: InspectorColumns,
         interval_us: f64,
         own_windows: Option<Vec<f64>>,
-        span_ring: Option<Uint32Array>,
+        context_ring: Option<Uint32Array>,
     ) -> Result<Chunk> {
         let c = &columns;
         let columns = core::InspectorColumns {
@@ -78,8 +78,9 @@ impl Chunk {
         let own_windows = own_windows.unwrap_or_default();
         let (mut chunk, dropped) =
             core::Chunk::from_inspector(&columns, interval_us, &own_windows).map_err(core_error)?;
-        // Each sample gets the label set current on this thread at its time (lib/labels.js).
-        crate::labels::label_chunk(&mut chunk, span_ring.as_deref());
+        // Each sample gets the label set and request context current on this thread at its time
+        // (lib/labels.js).
+        crate::labels::label_chunk(&mut chunk, context_ring.as_deref());
         crate::inlined_calls::add(&chunk.profile);
         let dropped_own = dropped as u32;
         Ok(Chunk {
@@ -107,14 +108,12 @@ impl Chunk {
         Float64Array::new(self.inner.sorted_sample_times())
     }
 
-    /// For many requests in one call, how many of the chunk's samples lie inside each one's
-    /// `[begin, end]` µs intervals: `flat` holds every request's intervals back to back (begin0, end0,
-    /// …), `ends[i]` is where request i's values end in `flat`. Lets the request profiler skip every
+    /// For many requests in one call, how many of the chunk's samples each one holds (`requests[i]`:
+    /// the id of request i's own context, lib/labels.js). Lets the request profiler skip every
     /// request that has no sample in a chunk, without a native object per request.
     #[napi(catch_unwind)]
-    pub fn count_in_many(&self, flat: Float64Array, ends: Uint32Array) -> Result<Uint32Array> {
-        let counts = self.inner.count_in_many(&flat, &ends).map_err(core_error)?;
-        Ok(Uint32Array::new(counts))
+    pub fn count_in_requests(&self, requests: Uint32Array) -> Uint32Array {
+        Uint32Array::new(self.inner.count_in_requests(&requests))
     }
 
     /// The trace of one subscription's window of this chunk, for a subscription whose whole window

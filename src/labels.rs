@@ -1,7 +1,8 @@
 //! Labels on samples, the native half (`lib/labels.js` is the JS half): the process-wide registry of
 //! distinct label sets (`internLabels`: each set checked once by the core's label rule and given an
 //! id) and each thread's timeline of label-set changes (`labelTransitions`: what the JS ring held,
-//! appended at every flush), which [`label_chunk`] joins to a chunk's samples when the sampler
+//! appended at every flush), which [`label_chunk`] joins to a chunk's samples (with the thread's
+//! context ring, which says each request context's labels as the harvest finds them) when the sampler
 //! harvests. What they are and how ids are made: jsprof-core's `label_recorder`; here they are only
 //! held (one registry per process, one timeline per thread) and given their JS types.
 
@@ -15,17 +16,17 @@ use napi_derive::napi;
 
 use crate::core_error;
 
-/// The span ring's layout, which lib/labels.js reads from here (jsprof-core's `label_recorder` says
-/// what the words are): ids are `SPAN_RING_ID_BASE + generation * SPAN_RING_SLOTS + slot`, the
-/// generation below `SPAN_RING_GENERATIONS`; slot `s` is the words `s * SPAN_RING_WORDS ..`.
+/// The context ring's layout, which lib/labels.js reads from here (jsprof-core's `label_recorder` says
+/// what the words are): ids are `CONTEXT_RING_ID_BASE + generation * CONTEXT_RING_SLOTS + slot`, the
+/// generation below `CONTEXT_RING_GENERATIONS`; slot `s` is the words `s * CONTEXT_RING_WORDS ..`.
 #[napi]
-pub const SPAN_RING_SLOTS: u32 = core::SPAN_RING_SLOTS;
+pub const CONTEXT_RING_SLOTS: u32 = core::RING_SLOTS;
 #[napi]
-pub const SPAN_RING_WORDS: u32 = core::SPAN_RING_WORDS as u32;
+pub const CONTEXT_RING_WORDS: u32 = core::CONTEXT_RING_WORDS as u32;
 #[napi]
-pub const SPAN_RING_ID_BASE: u32 = core::SPAN_RING_ID_BASE;
+pub const CONTEXT_RING_ID_BASE: u32 = core::CONTEXT_RING_ID_BASE;
 #[napi]
-pub const SPAN_RING_GENERATIONS: u32 = core::SPAN_RING_GENERATIONS;
+pub const CONTEXT_RING_GENERATIONS: u32 = core::RING_GENERATIONS;
 
 static REGISTRY: LazyLock<Mutex<LabelRegistry>> = LazyLock::new(Mutex::default);
 
@@ -70,14 +71,20 @@ pub fn label_transitions(times: Float64Array, ids: Uint32Array, count: u32) {
     TIMELINE.with(|timeline| timeline.borrow_mut().append(&times[..n], &ids[..n]));
 }
 
-/// Gives the chunk's samples the label sets of this thread's timeline; `span_ring`: this thread's
-/// span ring (lib/labels.js).
-pub(crate) fn label_chunk(chunk: &mut core::Chunk, span_ring: Option<&[u32]>) {
+/// Gives the chunk's samples the label sets and request contexts of this thread's timeline; `ring`:
+/// this thread's context ring (lib/labels.js).
+pub(crate) fn label_chunk(chunk: &mut core::Chunk, ring: Option<&[u32]>) {
     TIMELINE.with(|timeline| {
         timeline
             .borrow()
-            .label(chunk, &registry(), span_ring.unwrap_or_default())
+            .label(chunk, &registry(), ring.unwrap_or_default())
     });
+}
+
+/// Gives `recording`'s samples taken in a request context the labels that context has now in `ring`.
+pub(crate) fn relabel(recording: &mut core::Recording, ring: &[u32]) {
+    let registry = registry();
+    recording.relabel(|context| registry.context(ring, context).map(|(set, _)| set));
 }
 
 /// Test hook: forgets this thread's timeline.

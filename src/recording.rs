@@ -8,11 +8,11 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::chunk::Chunk;
+use crate::guarded;
 use crate::own_code::new_recording;
 use crate::trace_columns::TraceStrings;
 use crate::trace_file::{recorded, RecordedTrace, TraceSidecar};
 use crate::trace_parts::{PlainParts, TraceParts};
-use crate::{core_error, guarded};
 
 /// What one Profiler keeps: its window, its interval, its buffer limit, over shared chunks.
 #[napi]
@@ -74,11 +74,20 @@ impl Recording {
         })
     }
 
-    /// Keeps only samples inside the given `[begin, end]` µs intervals (flat: begin0, end0, …), e.g. the
-    /// times a request's own code ran. Drops samples already kept outside them.
+    /// Keeps only the samples of request `request` (the id of its own context, lib/labels.js: its own
+    /// code, what it started, and the contexts its code entered). Drops samples already kept of others.
     #[napi(catch_unwind)]
-    pub fn keep_intervals(&mut self, flat: Float64Array) -> Result<()> {
-        self.inner.keep_intervals(&flat).map_err(core_error)
+    pub fn keep_request(&mut self, request: u32) {
+        self.inner.keep_request(request);
+    }
+
+    /// Gives the kept samples taken in a request context the labels that context has now in the
+    /// thread's context ring `ring` (lib/labels.js): called just before the trace is built, so that
+    /// a request that learned its route after some of its samples were harvested says it on all of
+    /// them (`jsprof_core::Recording::relabel`).
+    #[napi(catch_unwind)]
+    pub fn relabel(&mut self, ring: Uint32Array) {
+        crate::labels::relabel(&mut self.inner, &ring);
     }
 
     /// A sample exactly at the start time belongs to the recording this one takes over from.

@@ -2,7 +2,8 @@
 // Prints figures; asserts nothing about time (the machine may be shared and noisy).
 //
 //   node bench/matrix/run.mjs [--nodes 20,24,26] [--kinds http-sync,http-async,express,fastify]
-//       [--connections 10,100] [--pin no,yes] [--modes none,prof10,profall,req10,sentry10]
+//       [--connections 10,100] [--pin no,yes]
+//       [--modes none,prof10,profall,req10,reqall,sentry10,contlabels,ddlabels,pyrolabels]
 //       (a mode may carry the engine's stop gap, prof10~250, or a tag: none#2 is a second baseline whose
 //       ratio to none is the noise floor; see server.js)
 //       [--rounds 3] [--duration 5] [--warmup 2] [--json out.json]
@@ -26,8 +27,9 @@
 //   whose request objects V8 pretenured in its first moments under load runs slower for its whole life,
 //   whatever its mode (bench/results/matrix-pretenuring.md): those rounds show scavenges of several times
 //   the usual pause.
-// - Targets (targets.mjs; issue 28): prof10 and req10 >= 0.95x CPU, profall >= 0.90x, all ahead of sentry10
-//   in the same cell; (issue 26) heap, V8's sampling heap profiler at 512 KiB for the whole run, >= 0.97x.
+// - Targets (targets.mjs; issues 28, 41): prof10 and req10 >= 0.95x CPU, profall and reqall >= 0.90x, all
+//   ahead of sentry10 in the same cell; (issue 26) heap, V8's sampling heap profiler at 512 KiB for the
+//   whole run, >= 0.97x.
 
 import { spawn, spawnSync } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -40,6 +42,7 @@ import { loadArgs } from './kinds.mjs'
 import { pretenuredRounds } from './gc-state.mjs'
 import { arg, list } from '../args.mjs'
 import { ask } from '../ipc.mjs'
+import { DD_TRACE, ddTrace } from '../server/peers.mjs'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.join(here, '..', '..')
@@ -47,7 +50,9 @@ const NODES = list('nodes', '20,24,26')
 const KINDS = list('kinds', 'http-sync,http-async,express,fastify')
 const CONNECTIONS = list('connections', '10,100').map(Number)
 const PINS = list('pin', 'no,yes')
-const MODES = list('modes', 'none,prof10,profall,req10,sentry10')
+// req10 is profileRequests' default (labels on); contlabels (ours, continuous, every request labelled)
+// beside the peers' labelling, ddlabels and pyrolabels, in the same rounds (issue 41).
+const MODES = list('modes', 'none,prof10,profall,req10,reqall,sentry10,contlabels,ddlabels,pyrolabels')
 const ROUNDS = Number(arg('rounds', 3))
 const DURATION = Number(arg('duration', 5))
 const WARMUP = Number(arg('warmup', 2))
@@ -69,7 +74,8 @@ const pinned = (pin, core, cmd, cmdArgs) =>
 
 function startServer(node, kind, mode, pin) {
   const [cmd, cmdArgs] = pinned(pin, 0, node, [...V8_FLAGS, path.join(here, 'server.js'), kind, mode])
-  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] })
+  const env = ddModules.has(node) ? { ...process.env, DD_TRACE_MODULE: ddModules.get(node) } : process.env
+  const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env })
   let stderr = ''
   child.stderr.on('data', (d) => (stderr += d))
   return new Promise((resolve, reject) => {
@@ -124,7 +130,19 @@ async function measure(node, kind, mode, connections, pin) {
 }
 
 /** Whether `mode` runs on this Node at all (Sentry ships one binary per Node ABI); the reason when not. */
+/** dd-trace's directory for each Node binary (the version its major runs: bench/server/peers.mjs). */
+const ddModules = new Map()
+
 async function available(node, mode) {
+  if (mode === 'ddlabels') {
+    const major = Number(spawnSync(node, ['-p', 'process.versions.node.split(".")[0]'], { encoding: 'utf8' }).stdout)
+    try {
+      ddModules.set(node, ddTrace(DD_TRACE(major)))
+      return null
+    } catch (err) {
+      return err.message.slice(0, 120)
+    }
+  }
   if (mode !== 'sentry10') return null
   const probe = `try { require('@sentry/node-cpu-profiler') } catch (e) { require('@sentry-internal/node-cpu-profiler') }`
   const r = spawnSync(node, ['-e', probe], { cwd: root, encoding: 'utf8' })

@@ -16,8 +16,15 @@
 //               stopped when the response finishes (in a middleware / hook for Express and Fastify)
 //   profall     the same around every request
 //   req10       profileRequests({ sampleRate: 0.1 }) (its wrap / express() / fastify plugin)
-//   req10nolabels  the same with `labels: false`: no method/route label on every request (docs/labels.md),
+//   reqall      profileRequests({ sampleRate: 1 }): every request profiled, labels on
+//   req10nolabels  the same as req10 with `labels: false`: no method/route label on every request (docs/labels.md),
 //               so req10 against it is what the labels cost
+//   contlabels  continuous profiling at 10 ms (chunks of 4 s, each encoded to pprof) with every request
+//               labelled with its method and route (profileRequests({ sampleRate: 0 })): what the peers'
+//               labelling below does
+//   ddlabels    dd-trace's tracer and profiler, code hotspots and endpoint collection on (Datadog's labels;
+//               installed on demand: bench/server/peers.mjs, DD_TRACE_MODULE from run.mjs)
+//   pyrolabels  Pyroscope's Node SDK profiling, every request run in wrapWithLabels({ route })
 //   heap        a HeapProfiler (V8's sampling heap profiler, 512 KiB between samples) for the whole run
 //   heapalloc   the same in the 'allocated' view (collected objects' samples kept too)
 //   sentry10    @sentry/profiling-node's native profiler per transaction, every 10th request:
@@ -34,13 +41,18 @@
 // pretenured shows long scavenges and many mark-compacts whatever its mode
 // (bench/results/matrix-pretenuring.md).
 
-const http = require('node:http')
 const path = require('node:path')
 
 const [kind = 'http-sync', modeArg = 'none'] = process.argv.slice(2)
 const root = path.join(__dirname, '..', '..')
 // `none#2`: a second `none` under another name, so the matrix shows none against none: the noise floor.
 const [mode, stopGapMs] = modeArg.split('#')[0].split('~')
+if (mode === 'ddlabels') {
+  // Tracers first (before node:http is loaded), as their users start them: code hotspots and endpoint
+  // collection on (DD_TRACE_MODULE from run.mjs).
+  require('../server/datadog.cjs').startDatadog(process.env.DD_TRACE_MODULE, { labels: true, uploadSeconds: 12 })
+}
+const http = require('node:http')
 if (stopGapMs !== undefined) {
   // The engine takes its options when first made: before any Profiler exists.
   require(path.join(root, 'lib', 'sampler')).getSampler({ minStopGapUs: Number(stopGapMs) * 1000 })
@@ -110,6 +122,8 @@ const idOf = (url) => Number(url.slice(url.lastIndexOf('/') + 1)) || 1
  */
 let around = null
 let requestProfiler = null
+/** `labelled(req, route, fn)` runs fn with a peer's labels for the request (pyrolabels); null: none. */
+let labelled = null
 if (mode === 'prof10' || mode === 'profall') {
   const { Profiler } = require(root)
   const every = mode === 'prof10' ? 10 : 1
@@ -121,10 +135,24 @@ if (mode === 'prof10' || mode === 'profall') {
       profiler.stop().then(() => {})
     })
   }
-} else if (mode === 'req10' || mode === 'req10nolabels') {
+} else if (mode === 'req10' || mode === 'req10nolabels' || mode === 'reqall') {
   const { profileRequests } = require(root)
-  const labels = mode === 'req10'
-  requestProfiler = profileRequests({ sampleRate: 0.1, sampleInterval: 10, labels, onProfile() {} })
+  const labels = mode !== 'req10nolabels'
+  const sampleRate = mode === 'reqall' ? 1 : 0.1
+  requestProfiler = profileRequests({ sampleRate, sampleInterval: 10, labels, onProfile() {} })
+} else if (mode === 'contlabels') {
+  const { profileRequests, startContinuous, toPprof } = require(root)
+  startContinuous({ sampleInterval: 10, chunkSeconds: 4, onChunk: (chunk) => toPprof(chunk.trace) })
+  requestProfiler = profileRequests({ sampleRate: 0, onProfile() {} })
+} else if (mode === 'pyrolabels') {
+  // Its labels hold for the synchronous part of what it wraps (not past an await).
+  const Pyroscope = require('@pyroscope/nodejs').default
+  Pyroscope.setLogger({ debug() {}, info() {}, warn() {}, error() {} })
+  Pyroscope.init({ serverAddress: 'http://127.0.0.1:9', appName: 'bench', flushIntervalMs: 12_000 })
+  Pyroscope.startCpuProfiling()
+  labelled = (req, route, fn) => Pyroscope.wrapWithLabels({ route: `${req.method} ${route}` }, fn)
+} else if (mode === 'ddlabels') {
+  // dd-trace, started above, traces every request: its profiler labels samples by span and endpoint.
 } else if (mode === 'sentry10') {
   let bindings
   try {
@@ -173,12 +201,17 @@ function start(ready) {
       pageAsync(idOf(req.url)).then((body) => send(res, body))
     }
     if (requestProfiler) listener = requestProfiler.wrap(listener)
+    if (labelled) {
+      const plain = listener
+      listener = (req, res) => labelled(req, '/api/orders/:id', () => plain(req, res))
+    }
     return listen(http.createServer({ keepAlive: true }, listener), ready)
   }
   if (kind === 'express') {
     const express = require('express')
     const app = express()
     if (requestProfiler) app.use(requestProfiler.express())
+    if (labelled) app.use((req, res, next) => labelled(req, '/api/orders/:id', next))
     if (around)
       app.use((req, res, next) => {
         around(req, res)
@@ -197,6 +230,8 @@ function start(ready) {
   if (kind === 'fastify') {
     const fastify = require('fastify')({ logger: false })
     if (requestProfiler) fastify.register(requestProfiler.fastify)
+    if (labelled)
+      fastify.addHook('onRequest', (request, reply, done) => labelled(request.raw, request.routeOptions.url, done))
     if (around) fastify.addHook('onRequest', (request, reply, done) => (around(request.raw, reply.raw), done()))
     fastify.get('/api/orders/:id', async (request) => {
       served++

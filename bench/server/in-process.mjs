@@ -11,11 +11,15 @@
 //          labels' hooks alone, to split their cost between the hooks and each request's own part.
 //   spans  (server.js 'otelswitch'): the OpenTelemetry SDK tracing every request, labels without and
 //          with span ids: run.mjs's otelnospans / otelspans pair.
+//   requests (server.js 'reqswitch'): every 10th request profiled by a plain Profiler, by
+//          profileRequests at its defaults (labels on), by Sentry's native profiler per transaction,
+//          and none: the matrix's prof10 / req10 / sentry10 in one process (issue 41's req10 >= 0.95x,
+//          ahead of Sentry).
 // The first mode of a set (or of --modes) is its baseline. The load runs all along; the modes take
 // turns in short slices (rounds alternate their order), each paired with its round's baseline slice,
 // so the slow swings of a shared machine's speed hit both sides of a pair alike.
 //
-//   node bench/server/in-process.mjs [--set plain|labels|spans] [--modes a,b] [--rounds 20]
+//   node bench/server/in-process.mjs [--set plain|labels|spans|requests] [--modes a,b] [--rounds 20]
 //     [--slice 1] [--settle 0.25] [--warmup 3] [--connections 10]
 
 import { fork } from 'node:child_process'
@@ -54,6 +58,17 @@ const SETS = {
     },
     // Issue 25: labelling every request costs ≤ 2% CPU per request on Node 24/26, ≤ 5% on Node 20/22.
     bounds: { labels: (major) => (major >= 24 ? 2 : 5) },
+  },
+  requests: {
+    server: 'reqswitch',
+    modes: {
+      none: 'no profiler',
+      prof10: 'plain `new Profiler` around every 10th request',
+      req10: '`profileRequests()` at its defaults: every 10th request, labels on',
+      sentry10: "Sentry's native profiler around every 10th request",
+    },
+    // Issue 41: req10 >= 0.95x CPU per request (at most +5.3% over none).
+    bounds: { req10: () => 5.3 },
   },
   spans: {
     server: 'otelswitch',

@@ -6,7 +6,6 @@ const { monitorEventLoopDelay } = require('node:perf_hooks')
 const root = require('node:path').join(__dirname, '..', '..')
 const { Profiler, startContinuous } = require(root)
 const { getSampler } = require(`${root}/lib/sampler/index.js`)
-const { openContext, closeContext, runIn } = require(`${root}/lib/api/requests/context.js`)
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const pct = (xs, p) => {
@@ -116,9 +115,12 @@ async function main() {
     `new Profiler() 50 ms after the last stopped: kept warm ${fmt(warm)}, cold (sampler stopped) ${fmt(cold)}`,
   )
 
-  // 6. The async hook: cost per `await`, in a sampled request's context and (the other requests'
-  //    price while a sampled one is in flight) outside any context, vs no hook at all.
-  const { usesPromiseHooks } = require(`${root}/lib/api/requests/context.js`)
+  // 6. The labels' async hooks: cost per `await` in a request's context and (the other code's price
+  //    while the sampler runs) outside any, vs the hooks off.
+  const { beginRequest, enableTracking, disableTracking } = require(`${root}/lib/labels.js`)
+  const { promiseHooksInstead } = require(`${root}/lib/promise-hooks.js`)
+  const { EventEmitter } = require('node:events')
+  const running = new Profiler({ sampleInterval: 10, maxBufferSize: 1e6 })
   const N = 200_000
   async function ticks() {
     for (let i = 0; i < N; i++) await null
@@ -127,22 +129,24 @@ async function main() {
   let hooked = Infinity
   let bystander = Infinity
   for (let round = 0; round < 4; round++) {
+    disableTracking()
     t = performance.now()
     await ticks()
     plain = Math.min(plain, performance.now() - t)
-    const ctx = openContext()
+    enableTracking()
+    const context = beginRequest(new EventEmitter(), 'GET', '/bench')
     t = performance.now()
-    await runIn(ctx, ticks, null, [])
+    await context.run(ticks, null, [])
     hooked = Math.min(hooked, performance.now() - t)
     t = performance.now()
     await ticks()
     bystander = Math.min(bystander, performance.now() - t)
-    closeContext(ctx, 0)
   }
+  await running.stop()
   const ns = (ms) => `${((ms / N) * 1e6).toFixed(0)} ns`
   console.log(
-    `async hook (${usesPromiseHooks() ? 'promises via v8.promiseHooks' : 'promises via async_hooks'}), per await: ` +
-      `${ns(hooked)} in a sampled request, ${ns(bystander)} in other code while one is in flight, ${ns(plain)} with the hook off (best of 4)`,
+    `labels' async hook (${promiseHooksInstead() ? 'promises via v8.promiseHooks' : 'promises via async_hooks'}), per await: ` +
+      `${ns(hooked)} in a request's context, ${ns(bystander)} in other code while the sampler runs, ${ns(plain)} with the hooks off (best of 4)`,
   )
 
   // 7. The longest event-loop stall of continuous mode at 10 ms, with a workload that compiles

@@ -57,7 +57,6 @@ const LABELS = {
   sampler1: '(diagnostic) sampler alone at 1 ms',
   sampler10: '(diagnostic) sampler alone at 10 ms',
   als: '(diagnostic) AsyncLocalStorage.run alone',
-  track: '(diagnostic) request tracker on every request, no sampler',
   hook: '(diagnostic) async hook + ALS alone',
   stalls: 'jsprof-node watchStalls alone (300 ms, no stall)',
   stallswarm: 'jsprof-node watchStalls with keepWarm (10 ms sampler)',

@@ -6,8 +6,9 @@
 //   | pyrolabels | pyronolabels (Pyroscope's Node SDK with wrapWithLabels on every request, and without)
 //   | ddlabels | ddnolabels (dd-trace with profiling, code hotspots and endpoint profiling on, and off)
 //   | otelspans | otelnospans (the OpenTelemetry SDK tracing every request, labels with span ids, and without)
-//   | switch | labelswitch | otelswitch (in-process.mjs: prof*, contlabels and otelspans modes in turns)
-//   (and the diagnostics sampler1 | sampler10 | track | als | hook)
+//   | switch | labelswitch | otelswitch | reqswitch (in-process.mjs: prof*, contlabels, otelspans and
+//     the per-request modes in turns)
+//   (and the diagnostics sampler1 | sampler10 | als | hook)
 // It prints {"port":N} on stdout when listening, and answers an IPC 'report' message with its figures.
 
 const mode = process.argv[2] || 'none'
@@ -16,25 +17,11 @@ const root = require('node:path').join(__dirname, '..', '..')
 
 // Tracers first (before node:http is loaded), as their users start them.
 if (mode === 'ddlabels' || mode === 'ddnolabels') {
-  // dd-trace (installed on demand by run.mjs: DD_TRACE_MODULE), its tracer on, its profiler on at its
-  // defaults (wall and CPU time), to an agent that is not there (a dead local port: exports fail
-  // quietly). ddlabels: code hotspots and endpoint profiling on (its profiler's context per span and
-  // endpoint: Datadog's labels); ddnolabels: both off, its pair.
-  const on = String(mode === 'ddlabels')
-  Object.assign(process.env, {
-    DD_TRACE_AGENT_URL: 'http://127.0.0.1:9',
-    DD_PROFILING_ENABLED: 'true',
-    DD_PROFILING_CODEHOTSPOTS_ENABLED: on,
-    DD_PROFILING_ENDPOINT_COLLECTION_ENABLED: on,
-    DD_PROFILING_UPLOAD_PERIOD: String(CHUNK_SECONDS * 3),
-    DD_TRACE_STARTUP_LOGS: 'false',
-    DD_INSTRUMENTATION_TELEMETRY_ENABLED: 'false',
-    DD_REMOTE_CONFIGURATION_ENABLED: 'false',
-    DD_RUNTIME_METRICS_ENABLED: 'false',
-  })
-  require(process.env.DD_TRACE_MODULE).init({
-    logLevel: 'error',
-    logger: { debug() {}, info() {}, warn() {}, error() {} },
+  // dd-trace (installed on demand by run.mjs: DD_TRACE_MODULE); ddlabels: code hotspots and endpoint
+  // profiling on, ddnolabels: off, its pair.
+  require('./datadog.cjs').startDatadog(process.env.DD_TRACE_MODULE, {
+    labels: mode === 'ddlabels',
+    uploadSeconds: CHUNK_SECONDS * 3,
   })
 } else if (mode === 'otelspans' || mode === 'otelnospans' || mode === 'otelswitch') {
   // The OpenTelemetry SDK as an app that already traces has it: a NodeTracerProvider (its
@@ -218,22 +205,44 @@ if (mode === 'continuous') {
     })
     handler(req, res)
   }
+} else if (mode === 'reqswitch') {
+  // in-process.mjs --set requests: every 10th request profiled by a plain Profiler (prof10), by
+  // profileRequests at its defaults (req10: labels on), or by Sentry's native profiler per transaction
+  // (sentry10, as bench/matrix/server.js), and none, in turns in one process. profileRequests keeps V8
+  // warm for 0 ms here (its default 1 s would keep V8 sampling into the next `none` slice).
+  const { Profiler, profileRequests } = require(root)
+  const { CpuProfilerBindings, ProfileFormat } = sentryCpuProfiler()
+  let seen = 0
+  const listeners = {
+    none: handler,
+    prof10(req, res) {
+      if (seen++ % 10 !== 0) return handler(req, res)
+      const profiler = new Profiler({ sampleInterval: 10, maxBufferSize: 1000 })
+      res.once('finish', () => profiler.stop().then(() => figures.profiles++))
+      handler(req, res)
+    },
+    req10: profileRequests({ keepWarm: 0, onProfile: () => figures.profiles++ }).wrap(handler),
+    sentry10(req, res) {
+      if (seen++ % 10 !== 0) return handler(req, res)
+      const id = `tx-${seen}`
+      CpuProfilerBindings.startProfiling(id)
+      res.once('finish', () => {
+        const profile = CpuProfilerBindings.stopProfiling(id, ProfileFormat.THREAD)
+        if (profile) JSON.stringify(profile)
+        figures.profiles++
+      })
+      handler(req, res)
+    },
+  }
+  figures.switchTo = (to) => {
+    if (!listeners[to]) throw new Error(`cannot switch to ${to}`)
+    listener = listeners[to]
+    server.removeAllListeners('request').on('request', listener)
+  }
 } else if (mode === 'sampler1' || mode === 'sampler10') {
   // Diagnostic: only the sampler running (one long Profiler), no request tracking.
   const { Profiler } = require(root)
   figures.profiler = new Profiler({ sampleInterval: mode === 'sampler1' ? 1 : 10, maxBufferSize: 1e7 })
-} else if (mode === 'track') {
-  // Diagnostic: the request tracker (context, hook, intervals) on every request, no sampler.
-  const { openContext, closeContext, runIn, bindEmitter } = require(`${root}/lib/api/requests/context.js`)
-  listener = (req, res) => {
-    const ctx = openContext()
-    const unbind = bindEmitter(ctx, req)
-    res.once('finish', () => {
-      unbind()
-      closeContext(ctx, 0)
-    })
-    runIn(ctx, handler, null, [req, res])
-  }
 } else if (mode === 'als') {
   // Diagnostic: only AsyncLocalStorage.run per request (its init hook propagates the store).
   const { AsyncLocalStorage } = require('node:async_hooks')

@@ -32,6 +32,7 @@ const { emptyTrace } = require('../trace')
 const { isHookFrame } = require('../hook-expression')
 const { stallFile, writeStallFile, stallFilePattern, removeStaleTemporaries, checkStallDir } = require('./stall-files')
 const { settleWithin } = require('./deliveries')
+const { watchContexts } = require('../labels')
 
 const HOOK = 'jsprof.stalls'
 
@@ -142,15 +143,20 @@ class StallWatch {
       this.#warmSub = new Subscription({ startUs: nowUs(), intervalUs: this.#intervalUs, record: false })
       engine.add(this.#warmSub)
     }
+    // The first beat is taken before the native watcher starts counting: a stall it reports from the
+    // first instant is then never younger here than the threshold (the hook would call it over).
+    this.#lastBeatMs = performance.now()
+    this.#lastBeatUs = nowUs()
+    this.#lastBeatIdleMs = performance.nodeTiming.idleTime
     try {
       this.#watcher = new binding.StallWatcher(o.thresholdMs, checkMsFor(o.thresholdMs))
     } catch (err) {
       this.#release()
       rethrowTyped(err)
     }
-    this.#lastBeatMs = performance.now()
-    this.#lastBeatUs = nowUs()
-    this.#lastBeatIdleMs = performance.nodeTiming.idleTime
+    // A stall's trace carries the labels of the code it caught (a request's route): the request
+    // integrations enter their contexts while a watcher looks (lib/labels.js).
+    watchContexts(1)
     this.#beatTimer = setInterval(() => this.#beat(), beatMsFor(o.thresholdMs))
     this.#beatTimer.unref()
     // The helper's way in (a non-enumerable global the inspector can call).
@@ -283,9 +289,9 @@ class StallWatch {
   #begin(seq, { own = false, ended = false } = {}) {
     const engine = getSampler()
     const start = this.#turnStart(!ended)
-    // Seam for request labels (issue 25): at a detection through the interrupt this runs on the stalled
-    // thread inside the stalled request's code, so the request context active now is the stall's; read
-    // it here into `current`, and pass it on with `stall` (jsprof.stall, onStall's chunk).
+    // At a detection through the interrupt this runs on the stalled thread inside the stalled code: a
+    // sampler started here records the context of that code first (lib/labels.js), so the stall's
+    // samples carry its labels (a request's route).
     const current = {
       seq,
       startMs: start.ms,
@@ -565,6 +571,7 @@ class StallWatch {
     // A stall this very turn is in (or the last one, not beaten yet) is delivered with the others.
     this.#beat()
     this.#stopped = true
+    watchContexts(-1)
     clearInterval(this.#beatTimer)
     this.#watcher.stop()
     process.off('exit', this.#onExit)

@@ -56,6 +56,8 @@ class SamplerEngine {
   #lastHarvestUs = -Infinity
   /** Subscriptions still taking samples (live or stopping). */
   #live = new Set()
+  /** How many of them keep samples (`records`): every sample's labels are read while one does. */
+  #recording = 0
   /** Subscriptions whose stop waits for the next harvest. */
   #stopping = new Set()
   /**
@@ -150,7 +152,7 @@ class SamplerEngine {
     }
     sub.checkAtUs =
       sub.maxSamples === Infinity ? Infinity : schedule.fullCheckAtUs(sub.startUs, sub.maxSamples, sub.intervalUs)
-    this.#live.add(sub)
+    this.#enlist(sub)
     this.#lastActiveUs = now
     // Re-arming walks every live subscription: skip it when the armed timer comes first anyway.
     if (!this.#timer || sub.checkAtUs < this.#timerDueUs) this.#schedule()
@@ -178,7 +180,7 @@ class SamplerEngine {
   remove(sub) {
     sub.state = 'ended'
     this.#unwatch(sub)
-    this.#live.delete(sub)
+    this.#delist(sub)
     if (this.#live.size === 0 && this.#running) this.#schedule()
   }
 
@@ -380,10 +382,25 @@ class SamplerEngine {
     this.#stopping = new Set()
     this.#stopWaiter = null
     // Stopped: they get this harvest's samples (and any older ones still unconverted), no later ones.
-    for (const sub of entry.stopping) this.#live.delete(sub)
+    for (const sub of entry.stopping) this.#delist(sub)
     this.#unconverted.push(entry)
     this.#queueConversion()
     this.#schedule()
+  }
+
+  /**
+   * Live from now on. The session is told when the first subscription that keeps samples arrives and
+   * when the last leaves (`recordingChanged`): request labels are read only meanwhile (lib/labels.js).
+   */
+  #enlist(sub) {
+    if (this.#live.has(sub)) return
+    this.#live.add(sub)
+    if (sub.records && this.#recording++ === 0) this.#session.recordingChanged?.(true)
+  }
+
+  #delist(sub) {
+    if (!this.#live.delete(sub)) return
+    if (sub.records && --this.#recording === 0) this.#session.recordingChanged?.(false)
   }
 
   #unwatch(sub) {
@@ -492,7 +509,7 @@ class SamplerEngine {
       }
       // A full recording stops growing and stops asking for samples: nothing samples on its behalf.
       for (const sub of full) {
-        this.#live.delete(sub)
+        this.#delist(sub)
         sub.filled()
       }
       // Every receiver had it; the Recordings that kept samples hold their own reference.

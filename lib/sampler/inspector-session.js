@@ -15,7 +15,7 @@
 // (see engine.js): the bridge's own profile is not converted.
 
 const { binding } = require('../native')
-const { flushLabels, spanRing } = require('../labels')
+const { beforeHarvest, contextRing, samplingChanged, recordingChanged } = require('../labels')
 
 /**
  * V8 reports a console profile to every inspector session with the Profiler domain enabled, not only
@@ -190,6 +190,9 @@ class InspectorSession {
       this.#enabled = true
     }
     this.#post('Profiler.setSamplingInterval', { interval: intervalUs })
+    // Samples are taken from now on: labels are read (lib/labels.js: the hooks run meanwhile), the
+    // code running now's first, before V8's first sample (the stack it stamps at its start).
+    samplingChanged(true)
     this.#post('Profiler.start')
   }
 
@@ -215,14 +218,24 @@ class InspectorSession {
 
   stop() {
     const { profile } = this.#post('Profiler.stop')
+    samplingChanged(false)
     // Disabled, the domain ignores a user's console.profile() (no events parsed for nothing).
     this.#post('Profiler.disable')
     this.#enabled = false
     return [profile]
   }
 
+  /**
+   * A subscription that keeps samples arrived (true; a Profiler, continuous mode, a stall, `jsprof
+   * record`) or the last left (false): every request's labels are read meanwhile (lib/labels.js).
+   */
+  recordingChanged(on) {
+    recordingChanged(on)
+  }
+
   /** After an inspector failure: forget V8's state so the next start begins afresh. */
   reset() {
+    samplingChanged(false)
     this.#enabled = false
     try {
       this.#post('Profiler.disable')
@@ -230,10 +243,11 @@ class InspectorSession {
   }
 
   toChunks(profiles, intervalUs, ownWindows = []) {
-    // The thread's label changes so far go to Rust first: each chunk's samples get their labels.
-    flushLabels()
-    const spans = spanRing()
-    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows, spans))
+    // The thread's context changes so far go to Rust first: each chunk's samples get their labels
+    // and request contexts, as the context ring says them now.
+    beforeHarvest()
+    const ring = contextRing()
+    return profiles.map((profile) => binding.Chunk.fromInspector(packColumns(profile), intervalUs, ownWindows, ring))
   }
 }
 

@@ -109,6 +109,11 @@ class Subscription {
     if (streamOriginUs === undefined && !inlined) this.#early = early
   }
 
+  /** Whether it keeps samples (a trace of every sample in its window: their labels are read). */
+  get records() {
+    return this.#record
+  }
+
   /** Samples kept so far. */
   get sampleCount() {
     if (this.#built !== null) return this.#built.samples.length

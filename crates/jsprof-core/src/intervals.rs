@@ -1,8 +1,5 @@
-//! Sets of time intervals: the times a request's own code ran, which decide which samples are its.
-//! One owner for the rule (closed `[begin, end]` intervals, µs on V8's clock) that both the request's
-//! [`crate::Recording`] and the request profiler's per-chunk count ([`crate::Chunk::count_in_many`]) use.
-
-use crate::v8::Sample;
+//! Sets of time intervals: the runs of a request's own samples, within which a request's
+//! [`crate::Recording`] weighs them (closed `[begin, end]` intervals, µs on V8's clock).
 
 /// Sorted, disjoint, closed `[begin, end]` intervals.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -40,11 +37,26 @@ impl IntervalSet {
         Ok(IntervalSet { intervals })
     }
 
+    /// Adds `[begin0, end0, …]` pairs (as [`IntervalSet::from_flat`] reads them; a malformed list adds
+    /// nothing), merged with those already held.
+    pub(crate) fn extend_flat(&mut self, flat: &[f64]) {
+        if flat.is_empty() {
+            return;
+        }
+        let mut all: Vec<f64> = self.intervals.iter().flat_map(|&(b, e)| [b, e]).collect();
+        all.extend_from_slice(flat);
+        if let Ok(set) = IntervalSet::from_flat(&all) {
+            *self = set;
+        }
+    }
+
+    #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
         self.intervals.is_empty()
     }
 
     /// Whether `t` lies in one of the intervals.
+    #[cfg(test)]
     pub(crate) fn contains(&self, t: f64) -> bool {
         self.index_of(t).is_some()
     }
@@ -60,24 +72,11 @@ impl IntervalSet {
     pub(crate) fn get(&self, i: usize) -> Option<(f64, f64)> {
         self.intervals.get(i).copied()
     }
-
-    /// How many of `samples` lie inside the set. Exact for samples in any order (V8 records a few
-    /// out of time order).
-    pub(crate) fn count(&self, samples: &[Sample]) -> usize {
-        if self.is_empty() {
-            return 0;
-        }
-        samples.iter().filter(|s| self.contains(s.time)).count()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn samples(times: &[f64]) -> Vec<Sample> {
-        times.iter().map(|&time| Sample { node: 0, time }).collect()
-    }
 
     #[test]
     fn merges_sorts_and_drops_empty_pairs() {
@@ -95,11 +94,13 @@ mod tests {
     }
 
     #[test]
-    fn counts_exactly_whatever_the_sample_order() {
-        let set = IntervalSet::from_flat(&[1_000.0, 2_000.0, 10_000.0, 10_000.0]).unwrap();
-        // Out of order by more than any margin: each counted by its own time.
-        let s = samples(&[10_000.0, 1_500.0, 500.0, 2_000.0, 30_000.0, 1_000.0, 9_999.0]);
-        assert_eq!(set.count(&s), 4);
-        assert_eq!(IntervalSet::default().count(&s), 0);
+    fn extending_merges_with_what_is_held() {
+        let mut set = IntervalSet::from_flat(&[1.0, 2.0, 10.0, 12.0]).unwrap();
+        set.extend_flat(&[2.0, 3.0, 20.0, 21.0]);
+        assert_eq!(set.intervals, vec![(1.0, 3.0), (10.0, 12.0), (20.0, 21.0)]);
+        set.extend_flat(&[5.0]);
+        assert_eq!(set.intervals.len(), 3, "a malformed list adds nothing");
+        set.extend_flat(&[]);
+        assert_eq!(set.intervals.len(), 3);
     }
 }

@@ -55,10 +55,11 @@ pub use trace::{write_columns, TraceStrings, COLUMNS_HEADER};
 pub use trace::{
     extend_label_set, label_set, LabelSet, MAX_KEY_CHARS, MAX_LABELS, MAX_LABEL_SETS, MAX_VALUE_CHARS,
 };
-// Labels as a recording process keeps them: the registry of sets, each thread's timeline of changes.
+// Labels as a recording process keeps them: the registry of sets, the context ring's layout, each
+// thread's timeline of changes.
 pub use label_recorder::{
-    LabelRegistry, LabelTimeline, DROPPED, SPAN_RING_GENERATIONS, SPAN_RING_ID_BASE, SPAN_RING_SLOTS,
-    SPAN_RING_WORDS,
+    LabelRegistry, LabelTimeline, CONTEXT_RING_ID_BASE, CONTEXT_RING_WORDS, DROPPED, RING_GENERATIONS,
+    RING_SLOTS,
 };
 
 // The V8 CPU profile format, and V8's sampling heap profile.
@@ -77,7 +78,7 @@ pub use convert::{
 // Recordings, jsprof record's files, and the files the CLI reads.
 pub use profile_file::{read_profile_file, FileFormat, ProfileFile};
 pub use record_file::{span_ms, trace_file_json, trace_from_lines};
-pub use recording::{Added, Chunk, Recording};
+pub use recording::{Added, Chunk, Recording, RunningUnder};
 
 // Reading a valid trace: attribution, summaries, source maps.
 pub use attribution::{Attribution, Attributor, Kind};

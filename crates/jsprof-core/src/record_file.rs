@@ -70,6 +70,8 @@ impl Chunk {
             profile,
             interval_us,
             labels,
+            // A side file's chunk was harvested by `jsprof record`: no request profile reads it.
+            contexts: Vec::new(),
         })
     }
 }
@@ -193,6 +195,7 @@ mod tests {
             profile,
             interval_us: 1000.0,
             labels: Vec::new(),
+            contexts: Vec::new(),
         }
     }
 

@@ -11,15 +11,20 @@
 //! samples than V8 took it keeps one per interval of *its own* time, so each kept sample stands for one
 //! interval of it.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::convert::sample_timestamp;
 use crate::convert::{CallGraph, OwnCode, ProfileConverter, ScriptSources};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::intervals::IntervalSet;
 use crate::trace::labels::LabelSet;
 use crate::trace::{Extension, ProfilerTrace, TraceBuilder, MAX_SAMPLE_INTERVAL_MS};
 use crate::v8::{InspectorColumns, NodeKind, Profile};
+
+/// What the thread ran under from one change of its timeline on: the label set, and the request
+/// context as `(context, request)` ids (`(0, 0)`: none). See [`Chunk::label_samples_by`].
+pub type RunningUnder = (Option<Arc<LabelSet>>, (u32, u32));
 
 /// One harvest of the sampler: V8's profile between two harvests and the interval V8 sampled at.
 #[derive(Debug)]
@@ -29,6 +34,12 @@ pub struct Chunk {
     /// The label set each sample was taken under (same order as the samples), or empty when the
     /// chunk's samples carry no labels. See [`Chunk::label_samples`].
     pub labels: Vec<Option<Arc<LabelSet>>>,
+    /// The request context each sample was taken in, as `(context, request)` ids (same order as the
+    /// samples; `(0, 0)` for none), or empty when no sample was taken in one. Only a sample with code
+    /// running is in a context (see [`Chunk::label_samples_by`]). A request profile keeps the samples
+    /// of its request ([`Recording::keep_request`]: its own context and those its code entered); a
+    /// trace built later asks each context its labels then ([`Recording::relabel`]).
+    pub contexts: Vec<(u32, u32)>,
 }
 
 impl Chunk {
@@ -45,6 +56,7 @@ impl Chunk {
             profile,
             interval_us,
             labels: Vec::new(),
+            contexts: Vec::new(),
         };
         let windows: Vec<(f64, f64)> = own_windows.chunks_exact(2).map(|w| (w[0], w[1])).collect();
         let dropped = chunk.drop_samples_within(&windows);
@@ -58,26 +70,52 @@ impl Chunk {
             profile: Profile::default(),
             interval_us,
             labels: Vec::new(),
+            contexts: Vec::new(),
         }
     }
 
-    /// For many requests at once, how many of the chunk's samples lie inside each one's intervals:
-    /// `flat` holds every request's `[begin, end]` µs intervals back to back (begin0, end0, …), `ends[i]`
-    /// is where request i's values end in `flat`. An `ends` that does not cut `flat` into pairs is an
-    /// error (as `IntervalSet::from_flat` says).
-    pub fn count_in_many(&self, flat: &[f64], ends: &[u32]) -> Result<Vec<u32>> {
-        let mut counts = Vec::with_capacity(ends.len());
-        let mut from = 0usize;
-        for &end in ends {
-            let end = end as usize;
-            if end < from || end > flat.len() {
-                return Err(Error::invalid("ends must cut flat into (begin, end) pairs"));
+    /// For many requests at once, how many of the chunk's samples each one holds (`requests[i]`: the
+    /// id of request i's own context; 0 counts nothing).
+    pub fn count_in_requests(&self, requests: &[u32]) -> Vec<u32> {
+        let mut counts: HashMap<u32, u32> = requests
+            .iter()
+            .filter(|&&id| id != 0)
+            .map(|&id| (id, 0))
+            .collect();
+        if !counts.is_empty() {
+            for (_, request) in &self.contexts {
+                if let Some(n) = counts.get_mut(request) {
+                    *n += 1;
+                }
             }
-            let set = IntervalSet::from_flat(&flat[from..end])?;
-            counts.push(set.count(&self.profile.samples) as u32);
-            from = end;
         }
-        Ok(counts)
+        requests
+            .iter()
+            .map(|id| counts.get(id).copied().unwrap_or(0))
+            .collect()
+    }
+
+    /// The runs of consecutive samples (in time order) of request `request`, as `[begin, end]` µs
+    /// pairs from each run's first sample to its last: the request's own time within this chunk, cut
+    /// where another request's sample, or one with no code running, came between.
+    fn request_runs(&self, request: u32) -> Vec<f64> {
+        let samples = &self.profile.samples;
+        let mut order: Vec<usize> = (0..samples.len()).collect();
+        order.sort_by(|&a, &b| samples[a].time.total_cmp(&samples[b].time));
+        let mut runs = Vec::new();
+        let mut open: Option<(f64, f64)> = None;
+        for i in order {
+            let t = samples[i].time;
+            if self.request_of(i) == request {
+                open = Some(open.map_or((t, t), |(begin, _)| (begin, t)));
+            } else if let Some((begin, end)) = open.take() {
+                runs.extend([begin, end]);
+            }
+        }
+        if let Some((begin, end)) = open {
+            runs.extend([begin, end]);
+        }
+        runs
     }
 
     /// Drops the samples stamped within any of `windows` (`[from_us, to_us]` pairs, µs on V8's clock):
@@ -92,10 +130,17 @@ impl Chunk {
             return 0;
         }
         let inside = |t: f64| windows.iter().any(|&(from, to)| t >= from && t <= to);
+        let samples = &self.profile.samples;
         if self.labels.len() == before {
-            let samples = &self.profile.samples;
             let mut i = 0;
             self.labels.retain(|_| {
+                i += 1;
+                !inside(samples[i - 1].time)
+            });
+        }
+        if self.contexts.len() == before {
+            let mut i = 0;
+            self.contexts.retain(|_| {
                 i += 1;
                 !inside(samples[i - 1].time)
             });
@@ -117,48 +162,61 @@ impl Chunk {
         let n = times_us.len().min(sets.len());
         if sets[..n].iter().all(Option::is_none) {
             self.labels = Vec::new();
+            self.contexts = Vec::new();
             return;
         }
-        self.label_samples_by(&times_us[..n], |i| sets[i].clone());
+        self.label_samples_by(&times_us[..n], |i| (sets[i].clone(), (0, 0)));
     }
 
-    /// [`Chunk::label_samples`] with the set from `times_us[i]` on given by `set_of(i)`, asked only for
-    /// the changes some sample falls in (a timeline can hold a set per request, most of which no
-    /// sample lands in: the binding builds only those that do).
-    pub fn label_samples_by(
-        &mut self,
-        times_us: &[f64],
-        mut set_of: impl FnMut(usize) -> Option<Arc<LabelSet>>,
-    ) {
+    /// [`Chunk::label_samples`] with what holds from `times_us[i]` on given by `context_of(i)`: the
+    /// label set, and the request context the thread ran in, `(context, request)` (`(0, 0)`: none) —
+    /// asked only for the changes some sample falls in (a timeline holds a context per request, most
+    /// of which no sample lands in: the binding reads only those that do). The rule for a sample with
+    /// no code running is the labels' for its context too: it is in no request's context (the thread
+    /// may as well have been waiting for the next callback of any request).
+    pub fn label_samples_by(&mut self, times_us: &[f64], mut context_of: impl FnMut(usize) -> RunningUnder) {
+        self.labels = Vec::new();
+        self.contexts = Vec::new();
         if times_us.is_empty() {
-            self.labels = Vec::new();
             return;
         }
-        self.labels = self
-            .profile
-            .samples
-            .iter()
-            .map(|s| {
-                let running = self
-                    .profile
-                    .nodes
-                    .get(s.node as usize)
-                    .is_some_and(|n| matches!(n.kind, NodeKind::Code | NodeKind::GarbageCollector));
-                if !running {
-                    return None;
-                }
-                let after = times_us.partition_point(|&t| t <= s.time);
-                after.checked_sub(1).and_then(&mut set_of)
-            })
-            .collect();
-        if self.labels.iter().all(Option::is_none) {
-            self.labels = Vec::new();
+        let mut labels = Vec::with_capacity(self.profile.samples.len());
+        let mut contexts = Vec::with_capacity(self.profile.samples.len());
+        for s in &self.profile.samples {
+            let running = self
+                .profile
+                .nodes
+                .get(s.node as usize)
+                .is_some_and(|n| matches!(n.kind, NodeKind::Code | NodeKind::GarbageCollector));
+            let after = times_us.partition_point(|&t| t <= s.time);
+            let (set, context) = match after.checked_sub(1) {
+                Some(i) if running => context_of(i),
+                _ => (None, (0, 0)),
+            };
+            labels.push(set);
+            contexts.push(context);
+        }
+        if labels.iter().any(Option::is_some) {
+            self.labels = labels;
+        }
+        if contexts.iter().any(|&(_, request)| request != 0) {
+            self.contexts = contexts;
         }
     }
 
     /// The label set of sample `i`.
     pub fn labels_of(&self, i: usize) -> Option<&Arc<LabelSet>> {
         self.labels.get(i).and_then(Option::as_ref)
+    }
+
+    /// The request context sample `i` was taken in (0: none).
+    pub fn context_of(&self, i: usize) -> u32 {
+        self.contexts.get(i).map_or(0, |&(context, _)| context)
+    }
+
+    /// The request sample `i` belongs to: the id of its own context (0: none).
+    pub fn request_of(&self, i: usize) -> u32 {
+        self.contexts.get(i).map_or(0, |&(_, request)| request)
     }
 
     /// The sample times (µs) in ascending order.
@@ -203,8 +261,14 @@ pub struct Recording {
     full: bool,
     /// When true, a sample taken exactly at `start_us` belongs to the previous recording (hand-off).
     start_exclusive: bool,
-    /// When set: only samples inside one of these intervals are kept.
+    /// When set: only the samples of this request are kept (see [`Recording::keep_request`]).
+    request: Option<u32>,
+    /// For a recording cut to a request: the runs of its samples in the chunks so far (the windows
+    /// its samples are weighed within, see [`Recording::into_trace_with`]).
     intervals: Option<IntervalSet>,
+    /// The labels of the kept samples as their contexts say them now ([`Recording::relabel`]), in
+    /// the order of `selected`; empty: each sample's as its chunk's harvest found them.
+    relabelled: Vec<Option<Arc<LabelSet>>>,
     /// The profiler's own code, left out of the trace's stacks (see [`OwnCode`]).
     own_code: Option<Arc<OwnCode>>,
     /// Set for a recording converted as it goes (see [`Recording::stream_into_trace`]).
@@ -270,7 +334,9 @@ impl Recording {
             last_kept_us: f64::NEG_INFINITY,
             full: false,
             start_exclusive: false,
+            request: None,
             intervals: None,
+            relabelled: Vec::new(),
             own_code: None,
             streamed: None,
             inlined: None,
@@ -295,7 +361,7 @@ impl Recording {
     /// comes, and lets the chunk go: what it holds is the trace's tables and one small sample each,
     /// however long it runs. For a recording with no end in sight (`jsprof record`, hours long):
     /// keeping every chunk's call tree would grow with each harvest. Such a recording keeps what it
-    /// took: a later `stop_at` or `keep_intervals` applies to the chunks after it only. Get its
+    /// took: a later `stop_at` or `keep_request` applies to the chunks after it only. Get its
     /// trace with [`Recording::into_trace`].
     pub fn stream_into_trace(&mut self, time_origin_us: f64) {
         if self.streamed.is_none() {
@@ -318,17 +384,51 @@ impl Recording {
         self.start_exclusive = exclusive;
     }
 
-    /// Keeps only samples taken inside one of the given `[begin, end]` intervals (µs, V8's clock), e.g.
-    /// the times a request's own code ran. `flat` is `[begin0, end0, begin1, end1, …]`; the intervals
-    /// may come in any order and may touch or overlap. Applies to samples already taken (they are
-    /// dropped from the recording) and to later chunks. An odd length or a NaN is an error.
-    pub fn keep_intervals(&mut self, flat: &[f64]) -> Result<()> {
-        let set = IntervalSet::from_flat(flat)?;
+    /// Keeps only the samples of request `request` (the id of its own context, see
+    /// [`Chunk::contexts`]): a request's profile, cut from the thread's one record of which context
+    /// runs. Applies to samples already taken (dropped from the recording) and to later chunks. The
+    /// trace's windows, within which its samples are weighed, are the runs of the request's samples
+    /// in each chunk: a sample followed by another request's stands for one interval, not for the
+    /// other's time.
+    pub fn keep_request(&mut self, request: u32) {
         let chunks = &self.chunks;
         self.selected
-            .retain(|&(c, i)| set.contains(chunks[c as usize].profile.samples[i as usize].time));
-        self.intervals = Some(set);
-        Ok(())
+            .retain(|&(c, i)| chunks[c as usize].request_of(i as usize) == request);
+        self.relabelled.clear();
+        let mut runs = IntervalSet::default();
+        for chunk in &self.chunks {
+            runs.extend_flat(&chunk.request_runs(request));
+        }
+        self.request = Some(request);
+        self.intervals = Some(runs);
+    }
+
+    /// Gives the kept samples taken in a request context the labels `labels_of(context)` says that
+    /// context has now (None: it cannot say, its slot reused since: the harvest's labels stay), each
+    /// context asked once: a trace built after the request learned its route (or its span its final
+    /// name) says so of every sample of it, also of those harvested before. For the trace built next.
+    pub fn relabel(&mut self, mut labels_of: impl FnMut(u32) -> Option<Option<Arc<LabelSet>>>) {
+        let mut known: HashMap<u32, Option<Option<Arc<LabelSet>>>> = HashMap::new();
+        let chunks = &self.chunks;
+        let relabelled: Vec<Option<Arc<LabelSet>>> = self
+            .selected
+            .iter()
+            .map(|&(c, i)| {
+                let chunk = &chunks[c as usize];
+                let harvested = chunk.labels_of(i as usize).cloned();
+                match chunk.context_of(i as usize) {
+                    0 => harvested,
+                    context => known
+                        .entry(context)
+                        .or_insert_with(|| labels_of(context))
+                        .clone()
+                        .unwrap_or(harvested),
+                }
+            })
+            .collect();
+        if !known.is_empty() {
+            self.relabelled = relabelled;
+        }
     }
 
     /// Samples taken after `stop_us` are not kept (the spec: samples after `stop()` are excluded).
@@ -369,13 +469,17 @@ impl Recording {
         let decimate = self.interval_us > chunk.interval_us;
         let slack = chunk.interval_us / 2.0;
         let kept_before = self.last_kept_us;
+        self.relabelled.clear();
+        if let (Some(request), Some(runs)) = (self.request, self.intervals.as_mut()) {
+            runs.extend_flat(&chunk.request_runs(request));
+        }
         for (i, sample) in chunk.profile.samples.iter().enumerate() {
             let t = sample.time;
             if t < self.start_us
                 || (self.start_exclusive && t <= self.start_us)
                 || self.stop_us.is_some_and(|stop| t > stop)
                 || t <= kept_before
-                || self.intervals.as_ref().is_some_and(|iv| !iv.contains(t))
+                || self.request.is_some_and(|r| chunk.request_of(i) != r)
             {
                 continue;
             }
@@ -535,10 +639,14 @@ impl Recording {
                 }
             })
             .collect();
-        for &(chunk, sample) in &self.selected {
+        for (k, &(chunk, sample)) in self.selected.iter().enumerate() {
             let c = &self.chunks[chunk as usize];
             let s = converters[chunk as usize].sample(&mut builder, &c.profile.samples[sample as usize]);
-            builder.push_labelled_sample(s, c.labels_of(sample as usize));
+            let labels = match self.relabelled.get(k) {
+                Some(now) => now.as_ref(),
+                None => c.labels_of(sample as usize),
+            };
+            builder.push_labelled_sample(s, labels);
         }
         builder.finish()
     }
@@ -569,11 +677,34 @@ pub(crate) mod tests {
             profile,
             interval_us,
             labels: Vec::new(),
+            contexts: Vec::new(),
         })
     }
 
     fn set(route: &str) -> Option<Arc<LabelSet>> {
         Some(Arc::new(LabelSet::from([("route".to_owned(), route.to_owned())])))
+    }
+
+    /// The request context of the tests' cut recordings.
+    const OWN: u32 = 7;
+
+    /// `c` with its samples in context [`OWN`] inside one of `[begin, end]` `ranges` (µs) and in
+    /// another request's context (9) elsewhere, as the timeline would say.
+    fn in_context(c: Arc<Chunk>, ranges: &[(f64, f64)]) -> Arc<Chunk> {
+        let mut c = Arc::try_unwrap(c).unwrap();
+        c.contexts = c
+            .profile
+            .samples
+            .iter()
+            .map(|s| {
+                if ranges.iter().any(|&(b, e)| b <= s.time && s.time <= e) {
+                    (OWN, OWN)
+                } else {
+                    (9, 9)
+                }
+            })
+            .collect();
+        Arc::new(c)
     }
 
     fn labelled(times: &[f64], changes: &[f64], sets: &[Option<Arc<LabelSet>>]) -> Arc<Chunk> {
@@ -610,7 +741,7 @@ pub(crate) mod tests {
         let mut asked = Vec::new();
         c.label_samples_by(&[1_000.0, 2_000.0, 3_000.0, 4_000.0], |i| {
             asked.push(i);
-            set(&i.to_string())
+            (set(&i.to_string()), (0, 0))
         });
         asked.sort_unstable();
         asked.dedup();
@@ -622,7 +753,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn samples_with_no_code_running_carry_no_labels() {
+    fn samples_with_no_code_running_carry_no_labels_and_are_in_no_request() {
         // (root) -> f, (root) -> (program), (root) -> (idle), (root) -> (garbage collector).
         let mut b = ProfileBuilder::with_capacity(5);
         b.add_node(1, "(root)", "", -1, -1).unwrap();
@@ -631,20 +762,30 @@ pub(crate) mod tests {
         b.add_node(4, "(idle)", "", -1, -1).unwrap();
         b.add_node(5, "(garbage collector)", "", -1, -1).unwrap();
         b.set_children(0, &[2, 3, 4, 5]).unwrap();
-        let profile = b
-            .finish(&[2, 3, 4, 5, 1], &[10.0, 10.0, 10.0, 10.0, 10.0], 0.0, 50.0)
-            .unwrap();
+        let profile = b.finish(&[2, 3, 4, 5, 1, 2], &[10.0; 6], 0.0, 60.0).unwrap();
         let mut c = Chunk {
             profile,
             interval_us: 10.0,
             labels: Vec::new(),
+            contexts: Vec::new(),
         };
         // One set current all along (as the JS side leaves it when a callback returns to the loop).
         c.label_samples(&[0.0], &[set("a")]);
-        let got: Vec<Option<&str>> = (0..5)
+        let got: Vec<Option<&str>> = (0..6)
             .map(|i| c.labels_of(i).map(|s| s["route"].as_str()))
             .collect();
-        assert_eq!(got, [Some("a"), None, None, Some("a"), None]);
+        assert_eq!(got, [Some("a"), None, None, Some("a"), None, Some("a")]);
+        assert!(c.contexts.is_empty(), "no request context at all");
+        // Request 7's context all along, then from 55 µs a context request 7's code entered, with
+        // no labels: a request's samples are those with code running.
+        c.label_samples_by(&[0.0, 55.0], |i| {
+            [(set("a"), (OWN, OWN)), (None, (8, OWN))][i].clone()
+        });
+        let requests: Vec<u32> = (0..6).map(|i| c.request_of(i)).collect();
+        assert_eq!(requests, [OWN, 0, 0, OWN, 0, OWN]);
+        let contexts: Vec<u32> = (0..6).map(|i| c.context_of(i)).collect();
+        assert_eq!(contexts, [OWN, 0, 0, OWN, 0, 8]);
+        assert!(c.labels_of(5).is_none());
     }
 
     #[test]
@@ -674,9 +815,11 @@ pub(crate) mod tests {
             &[4_500.0],
             std::slice::from_ref(&a),
         );
+        let own = [(2_000.0, 3_000.0), (6_000.0, 7_000.0)];
+        let (first, second) = (in_context(first, &own), in_context(second, &own));
         let mut r = Recording::new(0.0, 1_000.0, 100);
         r.add_chunk(&first);
-        r.keep_intervals(&[2_000.0, 3_000.0, 6_000.0, 7_000.0]).unwrap();
+        r.keep_request(OWN);
         r.add_chunk(&second);
         let t = r.into_trace_with(0.0, Extension::default());
         let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
@@ -723,16 +866,15 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn counts_each_requests_samples_and_refuses_ends_that_do_not_cut_pairs() {
-        let c = chunk(&[10.0, 20.0, 30.0, 40.0, 50.0], 10.0);
-        // Three requests: [15, 35], none, [0, 10] and [40, 100].
-        let flat = [15.0, 35.0, 0.0, 10.0, 40.0, 100.0];
-        assert_eq!(c.count_in_many(&flat, &[2, 2, 6]).unwrap(), vec![2, 0, 3]);
-        assert_eq!(c.count_in_many(&flat, &[]).unwrap(), Vec::<u32>::new());
-        for ends in [&[3][..], &[4, 2], &[8]] {
-            let e = c.count_in_many(&flat, ends).unwrap_err();
-            assert_eq!(e.kind, crate::ErrorKind::Type, "{ends:?}");
-        }
+    fn counts_each_requests_samples_by_its_context() {
+        let c = in_context(chunk(&[10.0, 20.0, 30.0, 40.0, 50.0], 10.0), &[(15.0, 35.0)]);
+        assert_eq!(c.count_in_requests(&[OWN, 3, 9, 0, OWN]), vec![2, 0, 3, 0, 2]);
+        assert_eq!(c.count_in_requests(&[]), Vec::<u32>::new());
+        assert_eq!(
+            chunk(&[10.0], 10.0).count_in_requests(&[OWN]),
+            vec![0],
+            "no context at all"
+        );
     }
 
     #[test]
@@ -901,9 +1043,12 @@ pub(crate) mod tests {
     fn a_cut_recording_says_its_interval_and_the_windows_that_hold_its_samples() {
         // A request's own code ran in [900, 2_500], [4_400, 4_600] and [7_000, 7_100] µs; V8 at 1 ms.
         let mut r = Recording::new(500.0, 1_000.0, 100);
-        r.keep_intervals(&[900.0, 2_500.0, 4_400.0, 4_600.0, 7_000.0, 7_100.0])
-            .unwrap();
-        r.add_chunk(&chunk(&every(1_000.0, 9_000.0, 1_000.0), 1_000.0));
+        r.keep_request(OWN);
+        let own = [(900.0, 2_500.0), (4_400.0, 4_600.0), (7_000.0, 7_100.0)];
+        r.add_chunk(&in_context(
+            chunk(&every(1_000.0, 9_000.0, 1_000.0), 1_000.0),
+            &own,
+        ));
         r.stop_at(8_000.0);
         let t = r.into_trace_with(500.0, Extension::clock(Some(7), Some(0), Some(1.7e12)));
         let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
@@ -912,8 +1057,8 @@ pub(crate) mod tests {
         assert_eq!(ext.sample_interval, Some(1.0));
         assert_eq!(
             ext.windows,
-            Some(vec![[0.4, 2.0], [6.5, 6.6]]),
-            "only the windows that hold samples"
+            Some(vec![[0.5, 1.5], [6.5, 6.5]]),
+            "the runs of its own samples"
         );
         assert_eq!((ext.pid, ext.time_origin), (Some(7), Some(1.7e12)));
         t.validate().unwrap();
@@ -945,14 +1090,13 @@ pub(crate) mod tests {
         // 300 ms of its own time. V8 ticks every 0.1 ms; the request wants one sample per 10 ms of its
         // time: about 30 samples, each weighing 10 ms. (Thinned by wall-clock time it kept a sample of
         // nearly every interval: ~1,000 samples at 10 ms each, 10 s for 0.3 s of work.)
-        let mut flat = Vec::new();
-        for i in 0..1_000 {
-            let begin = i as f64 * 20_000.0 + 5.0;
-            flat.extend([begin, begin + 300.0]);
-        }
+        let own: Vec<(f64, f64)> = (0..1_000)
+            .map(|i| i as f64 * 20_000.0 - 50.0)
+            .map(|begin| (begin, begin + 300.0))
+            .collect();
         let mut r = Recording::new(0.0, 10_000.0, 100_000);
-        r.keep_intervals(&flat).unwrap();
-        r.add_chunk(&chunk(&every(0.0, 20_000_000.0, 100.0), 100.0));
+        r.keep_request(OWN);
+        r.add_chunk(&in_context(chunk(&every(0.0, 20_000_000.0, 100.0), 100.0), &own));
         let t = r.into_trace_with(0.0, Extension::default());
         assert!(
             (29..=31).contains(&t.samples.len()),
@@ -972,34 +1116,85 @@ pub(crate) mod tests {
         // V8 asked for 1 ms ticks but, on a loaded machine, ticks every 1.5 ms: 300 ms of the request's
         // own time (one interval) hold 200 ticks. One sample per 10 ms of that time: ~30, not 20.
         let mut r = Recording::new(0.0, 10_000.0, 100_000);
-        r.keep_intervals(&[0.0, 300_000.0]).unwrap();
-        r.add_chunk(&chunk(&every(0.0, 299_999.0, 1_500.0), 1_000.0));
+        r.keep_request(OWN);
+        r.add_chunk(&in_context(
+            chunk(&every(0.0, 299_999.0, 1_500.0), 1_000.0),
+            &[(0.0, 300_000.0)],
+        ));
         let n = r.sample_count();
         assert!((29..=31).contains(&n), "{n} samples");
     }
 
     #[test]
-    fn keeps_only_samples_inside_the_intervals() {
+    fn keeps_only_the_samples_of_its_context() {
+        let own = [(900.0, 2_000.0), (4_500.0, 6_000.0)];
         let mut r = Recording::new(0.0, 1_000.0, 100);
-        r.add_chunk(&chunk(&every(1_000.0, 5_000.0, 1_000.0), 1_000.0));
-        // Given unsorted and overlapping; 5_000..6_000 touches a later chunk's samples.
-        r.keep_intervals(&[4_500.0, 6_000.0, 900.0, 1_500.0, 1_000.0, 2_000.0, 9.0, 1.0])
-            .unwrap();
-        r.add_chunk(&chunk(&every(6_000.0, 9_000.0, 1_000.0), 1_000.0));
-        let ts: Vec<f64> = r.build(0.0).samples.iter().map(|s| s.timestamp).collect();
+        r.add_chunk(&in_context(
+            chunk(&every(1_000.0, 5_000.0, 1_000.0), 1_000.0),
+            &own,
+        ));
+        // Cut after a first chunk: its other samples go too.
+        r.keep_request(OWN);
+        r.add_chunk(&in_context(
+            chunk(&every(6_000.0, 9_000.0, 1_000.0), 1_000.0),
+            &own,
+        ));
+        let t = r.into_trace_with(0.0, Extension::default());
+        let ts: Vec<f64> = t.samples.iter().map(|s| s.timestamp).collect();
         assert_eq!(ts, vec![1.0, 2.0, 5.0, 6.0]);
-        assert!(r.keep_intervals(&[1.0]).is_err());
-        assert!(r.keep_intervals(&[f64::NAN, 1.0]).is_err());
+        // Two chunks, three runs: each chunk's run ends with it.
+        assert_eq!(
+            t.jsprof.unwrap().windows,
+            Some(vec![[1.0, 2.0], [5.0, 5.0], [6.0, 6.0]])
+        );
     }
 
     #[test]
-    fn empty_intervals_keep_nothing() {
+    fn a_trace_built_later_says_what_each_context_says_then() {
+        // Samples of context 8 (request 7's, harvested with its method alone), of a context whose
+        // slot was reused since (it keeps what the harvest found), and of no context.
+        let mut c = Arc::try_unwrap(chunk(&[1_000.0, 2_000.0, 3_000.0, 4_000.0], 1_000.0)).unwrap();
+        c.label_samples_by(&[0.0, 2_500.0, 3_500.0], |i| {
+            [
+                (set("GET"), (8, OWN)),
+                (set("old"), (5, 5)),
+                (set("plain"), (0, 0)),
+            ][i]
+                .clone()
+        });
+        let c = Arc::new(c);
         let mut r = Recording::new(0.0, 1_000.0, 100);
-        r.keep_intervals(&[]).unwrap();
+        r.add_chunk(&c);
+        let mut asked = Vec::new();
+        r.relabel(|context| {
+            asked.push(context);
+            (context == 8).then(|| set("GET /users/:id"))
+        });
+        assert_eq!(asked, [8, 5], "each context once, only contexts");
+        let t = r.into_trace_with(0.0, Extension::default());
+        let ext = t.jsprof.unwrap();
+        let routes: Vec<&str> = (0..4)
+            .map(|i| ext.labels_of(i).unwrap()["route"].as_str())
+            .collect();
+        assert_eq!(routes, ["GET /users/:id", "GET /users/:id", "old", "plain"]);
+        // A chunk added after: its samples as harvested, until asked again.
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.add_chunk(&c);
+        r.relabel(|_| Some(set("new")));
+        r.add_chunk(&chunk(&[5_000.0], 1_000.0));
+        assert_eq!(r.build(0.0).jsprof.unwrap().labels_of(0).unwrap()["route"], "GET");
+    }
+
+    #[test]
+    fn a_context_with_no_sample_keeps_nothing() {
+        let mut r = Recording::new(0.0, 1_000.0, 100);
+        r.keep_request(OWN);
+        let c = chunk(&every(1_000.0, 5_000.0, 1_000.0), 1_000.0);
+        assert_eq!(r.add_chunk(&in_context(c, &[])).accepted, 0);
         assert_eq!(
-            r.add_chunk(&chunk(&every(1_000.0, 5_000.0, 1_000.0), 1_000.0))
-                .accepted,
-            0
+            r.add_chunk(&chunk(&[6_000.0], 1_000.0)).accepted,
+            0,
+            "a chunk of no context"
         );
     }
 

@@ -509,7 +509,7 @@ proptest! {
         let mut accepted = 0;
         for text in &texts {
             let profile = Profile::from_json(text).unwrap();
-            let added = r.add_chunk(&Arc::new(Chunk { profile, interval_us: chunk_interval, labels: Vec::new() }));
+            let added = r.add_chunk(&Arc::new(Chunk { profile, interval_us: chunk_interval, labels: Vec::new(), contexts: Vec::new() }));
             accepted += added.accepted;
         }
         prop_assert_eq!(r.sample_count(), accepted);
@@ -519,13 +519,13 @@ proptest! {
         prop_assert_eq!(t.samples.len(), accepted);
     }
 
-    /// Labelled recordings: any label changes over any chunks, cut to any intervals, kept or streamed:
+    /// Labelled recordings: any label changes over any chunks, cut to any request context, kept or streamed:
     /// the trace validates, has one label index per sample, survives JSON, and every exporter takes it.
     #[test]
     fn labelled_recordings_stay_consistent(
         texts in prop::collection::vec(valid_profile_text(), 1..3),
         changes in prop::collection::vec((any_f64(), prop::option::of(0usize..4)), 0..8),
-        intervals in prop::option::of(prop::collection::vec(0.0..1e9f64, 0..6)),
+        cut in prop::option::of(0u32..4),
         streamed in any::<bool>(),
         values in prop::collection::vec("\\PC{0,6}", 4),
     ) {
@@ -540,15 +540,14 @@ proptest! {
         let per: Vec<Option<Arc<jsprof_core::LabelSet>>> = sorted.iter().map(|c| c.1.map(|i| Arc::clone(&sets[i]))).collect();
         let mut r = Recording::new(0.0, 1.0, u32::MAX);
         if streamed { r.stream_into_trace(0.0) }
-        if let Some(flat) = &intervals {
-            let even = &flat[..flat.len() / 2 * 2];
-            if r.keep_intervals(even).is_err() { return Ok(()) }
-        }
+        if let Some(request) = cut { r.keep_request(request) }
         for text in &texts {
             let profile = Profile::from_json(text).unwrap();
-            let mut chunk = Chunk { profile, interval_us: 1.0, labels: Vec::new() };
-            chunk.label_samples(&times, &per);
+            let mut chunk = Chunk { profile, interval_us: 1.0, labels: Vec::new(), contexts: Vec::new() };
+            // Each change in one of three request contexts (0: none).
+            chunk.label_samples_by(&times, |i| (per[i].clone(), (i as u32 % 3, i as u32 % 3)));
             prop_assert!(chunk.labels.is_empty() || chunk.labels.len() == chunk.profile.samples.len());
+            prop_assert!(chunk.contexts.is_empty() || chunk.contexts.len() == chunk.profile.samples.len());
             let line = chunk.to_line();
             let back = Chunk::from_line(&line).unwrap();
             prop_assert_eq!(&back.labels, &chunk.labels);

@@ -1,20 +1,22 @@
 'use strict'
 // Request profiling: `profileRequests(options)` samples a fraction of the requests of a node:http,
 // Express or Fastify server and gives each sampled request its own ProfilerTrace, holding only the
-// samples taken while that request's own code ran (see context.js), from its arrival to its
-// response's 'finish' (or 'close').
+// samples taken while that request's own code ran, from its arrival to its response's 'finish' (or
+// 'close'). Each request is one context (lib/labels.js beginRequest), entered once at the
+// integration's entry; the thread's one record of which context runs (the labels' timeline) says which
+// samples are whose, so a sampled request's profile is cut from it (Recording.keepContext), and every
+// request is labelled with its method and route from the same context.
 //
 // Each sampled request is a cheap subscription of the thread's shared sampler (no V8 restart while
 // the sampler runs), and its stop is batched into the sampler's next harvest: `onProfile` is called at
 // most `maxStopDelay` ms after the response finished (plus the harvest and the trace build).
 
 const { binding, rethrowTyped } = require('../../native')
-const { timeOriginUs, traceClock } = require('../../clock')
+const { timeOriginUs, traceClock, fastNowUs: now } = require('../../clock')
 const { buildTrace, emptyTrace } = require('../../trace')
 const { getSampler, effectiveIntervalUs, Subscription } = require('../../sampler')
-const { openContext, closeContext, runIn, bindEmitter, now } = require('./context')
 const { readOptions, argument, mandatory, number, func, boolean } = require('../../args')
-const { RequestLabels } = require('../../labels')
+const { beginRequest, contextsRead } = require('../../labels')
 
 // Express sets `req.route` when its router matches a route. The request's labels learn the template
 // from a `route` accessor on the requests' prototype (Express's `request` object, see routeHolder),
@@ -210,36 +212,23 @@ class RequestProfiler {
       })
     }
     if (Number.isNaN(first)) return
-    // The requests whose window overlaps the chunk, and their intervals (so far), in one native call.
+    // The requests whose window overlaps the chunk, and how many of its samples are in each one's
+    // context, in one native call.
     const candidates = []
-    const parts = []
-    const ends = []
-    let length = 0
     for (const rec of this.#open) {
       if (rec.startUs > last || (rec.stopUs !== undefined && rec.stopUs < first)) continue
-      const times = rec.stopUs === undefined ? rec.ctx.snapshot() : rec.times
-      if (times.length === 0) continue
       candidates.push(rec)
-      parts.push(times)
-      length += times.length
-      ends.push(length)
     }
     if (candidates.length === 0) return
-    const flat = new Float64Array(length)
-    let offset = 0
-    for (const times of parts) {
-      flat.set(times, offset)
-      offset += times.length
-    }
-    const counts = chunk.countInMany(flat, Uint32Array.from(ends))
+    const counts = chunk.countInRequests(Uint32Array.from(candidates, (rec) => rec.context))
     for (let i = 0; i < candidates.length; i++) {
       if (counts[i] === 0) continue
       const rec = candidates[i]
       if (rec.recording === null) {
         rec.recording = new binding.Recording(rec.startUs, this.#intervalUs, this.#maxBufferSize)
+        rec.recording.keepRequest(rec.context)
         if (rec.stopUs !== undefined) rec.recording.stopAt(rec.stopUs)
       }
-      rec.recording.keepIntervals(parts[i])
       if (rec.recording.addChunk(chunk).becameFull) rec.truncated = true
     }
   }
@@ -317,17 +306,17 @@ class RequestProfiler {
     this.#releaseTimer.unref()
   }
 
-  /** Starts profiling one request; `describe()` is called at the end for method/route/status. */
-  #begin(req, res, describe) {
+  /**
+   * Starts profiling one request, whose code runs in `context` (its samples are the context's);
+   * `describe()` is called at the end for method/route/status.
+   */
+  #begin(res, describe, context) {
     this.stats.sampled++
     this.#inFlight++
-    this.#ensureCollector()
-    const ctx = openContext()
     const rec = {
-      ctx,
+      context: context.id,
       startUs: now(),
       stopUs: undefined,
-      times: null,
       recording: null,
       truncated: false,
       info: null,
@@ -335,21 +324,15 @@ class RequestProfiler {
     const startTime = performance.now()
     const startUnixMs = Date.now()
     this.#open.add(rec)
-    const unbind = bindEmitter(ctx, req)
     const end = () => {
       if (rec.stopUs !== undefined) return
       const stopUs = now()
       const endTime = performance.now()
       this.#inFlight--
-      unbind()
       res.removeListener('finish', end)
       res.removeListener('close', end)
       rec.stopUs = stopUs
-      rec.times = closeContext(ctx, stopUs)
-      if (rec.recording !== null) {
-        rec.recording.stopAt(stopUs)
-        rec.recording.keepIntervals(rec.times)
-      }
+      if (rec.recording !== null) rec.recording.stopAt(stopUs)
       // describe() returns a fresh object: filled in place (no spread copies on the hot path).
       const info = describe()
       info.aborted = !res.writableFinished
@@ -372,7 +355,6 @@ class RequestProfiler {
     }
     res.once('finish', end)
     res.once('close', end)
-    return ctx
   }
 
   /** Wraps a node:http request listener: `http.createServer(profiler.wrap((req, res) => …))`. */
@@ -380,26 +362,41 @@ class RequestProfiler {
     argument('profileRequests().wrap', 'listener', listener, func())
     const self = this
     return function profiledListener(req, res) {
-      // Every request is labelled with its method (node:http knows no route template).
-      if (!self.#labels) return self.#sampled(req, res, listener, this, arguments, undefined)
-      const labels = new RequestLabels(req.method, req)
-      return labels.run(self.#sampled, self, [req, res, listener, this, arguments, undefined])
+      // node:http knows no route template: every request is labelled with its method.
+      return self.#enter(req, res, listener, this, arguments, undefined, undefined)
     }
   }
 
-  /** Calls `fn.apply(thisArg, args)` as a sampled request's code when this request is sampled. */
-  #sampled(req, res, fn, thisArg, args, info) {
-    if (!this.#shouldSample()) return fn.apply(thisArg, args)
-    const ctx = this.#begin(
-      req,
-      res,
-      info ?? (() => ({ method: req.method, url: req.url, route: undefined, statusCode: res.statusCode })),
-    )
-    return runIn(ctx, fn, thisArg, args)
+  /**
+   * Calls `fn.apply(thisArg, args)` as the request's code: in the request's context (labelled with
+   * its method, and `template` when known), and profiled when this request is sampled. `info`
+   * describes a sampled request at its end (default: node:http's view); `onLabelled(context)` is told
+   * a labelled request's context before its code runs. A request that is not sampled, while nothing
+   * reads every request's labels (a Profiler, continuous mode, a stall watcher), enters no context at
+   * all (docs/labels.md#cost). Returns what `fn` returns.
+   */
+  #enter(req, res, fn, thisArg, args, info, template, onLabelled) {
+    const sampled = this.#shouldSample()
+    // The collector first: the sampler runs from here, so the request's profile reads its context.
+    if (sampled) this.#ensureCollector()
+    const labelled = this.#labels && (sampled || contextsRead())
+    if (!sampled && !labelled) return Reflect.apply(fn, thisArg, args)
+    const context = beginRequest(req, labelled ? req.method : undefined, template)
+    if (labelled && onLabelled !== undefined) onLabelled(context)
+    if (sampled) {
+      this.#begin(
+        res,
+        info ?? (() => ({ method: req.method, url: req.url, route: undefined, statusCode: res.statusCode })),
+        context,
+      )
+    }
+    return context.run(fn, thisArg, args)
   }
 
   /** An Express middleware (install it first): `app.use(profiler.express())`. */
   express() {
+    // The route is known when the router matches it (it sets req.route): the request's context
+    // learns it then, and every sample of the request carries it.
     return (req, res, next) => {
       const url = req.originalUrl || req.url
       const info = () => ({
@@ -408,11 +405,7 @@ class RequestProfiler {
         route: req.route && typeof req.route.path === 'string' ? (req.baseUrl || '') + req.route.path : undefined,
         statusCode: res.statusCode,
       })
-      if (!this.#labels) return this.#sampled(req, res, next, undefined, [], info)
-      // The route is known when the router matches it (it sets req.route): label from then on.
-      const labels = new RequestLabels(req.method, req)
-      watchExpressRoute(req, labels)
-      return labels.run(this.#sampled, this, [req, res, next, undefined, [], info])
+      return this.#enter(req, res, next, undefined, [], info, undefined, (context) => watchExpressRoute(req, context))
     }
   }
 
@@ -425,10 +418,9 @@ class RequestProfiler {
         route: (request.routeOptions && request.routeOptions.url) || undefined,
         statusCode: reply.raw.statusCode,
       })
-      if (!this.#labels) return this.#sampled(request.raw, reply.raw, next, undefined, [], info)
       // Fastify knows the route template before the first hook.
-      const labels = new RequestLabels(request.method, request.raw, request.routeOptions && request.routeOptions.url)
-      return labels.run(this.#sampled, this, [request.raw, reply.raw, next, undefined, [], info])
+      const template = request.routeOptions && request.routeOptions.url
+      return this.#enter(request.raw, reply.raw, next, undefined, [], info, template)
     })
     done()
   }

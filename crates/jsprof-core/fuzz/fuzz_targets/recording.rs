@@ -29,6 +29,7 @@ fuzz_target!(|input: Input| {
                     profile,
                     interval_us: *interval_us,
                     labels: Vec::new(),
+                    contexts: Vec::new(),
                 }))
                 .accepted;
         }

@@ -417,6 +417,7 @@ mod tests {
                 profile,
                 interval_us: 1.0,
                 labels: Vec::new(),
+                contexts: Vec::new(),
             })
         };
         let names = |split: bool| {
