@@ -41,7 +41,10 @@ run_one() {
   local version
   version=$("$node" --version 2>&1)
   # A test file that hangs must not hang the run: node:test's own timeout per test, and an outer one.
-  timeout 900 "$node" --test --test-reporter="$REPORTER" --test-timeout=120000 "${SPECS[@]}" >"$log" 2>&1
+  # A TAP copy beside the log in any case: for a test file that fails as a whole (its process died),
+  # its YAML block says how (exitCode, signal), which the spec reporter leaves out.
+  timeout 900 "$node" --test --test-reporter="$REPORTER" --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$log.tap" --test-timeout=120000 "${SPECS[@]}" >"$log" 2>&1
   local rc=$?
   local tests pass fail
   if [ "$REPORTER" = tap ]; then
@@ -60,6 +63,10 @@ run_one() {
     echo "---- failures on node $version (from $log) ----"
     # Spec reporter: the "failing tests:" section; TAP: the "not ok" lines with their YAML blocks.
     if [ "$REPORTER" = tap ]; then grep -nA12 '^\s*not ok' "$log" | head -80; else sed -n '/failing tests:/,$p' "$log" | head -80; fi
+    if [ "$REPORTER" != tap ] && [ -f "$log.tap" ]; then
+      echo "-- the same failures' TAP blocks (exit code and signal of a file that failed as a whole) --"
+      grep -A14 '^\s*not ok' "$log.tap" | head -60
+    fi
     tail -5 "$log"
   fi
 }
